@@ -1,0 +1,43 @@
+"""Shared command-line plumbing: common flags, config loading, and errors -> message + exit code."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from construction.config import Config, load_config
+from construction.errors import WorkbenchError
+
+
+def base_parser(prog: str, description: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser.add_argument("--workspace", default="workspace", help="workspace directory (default: ./workspace)")
+    parser.add_argument("--config", help="YAML config file (unknown keys are errors)")
+    parser.add_argument("--seed", type=int, help="overrides config 'seed'")
+    parser.add_argument("--jobs", type=int, help="worker processes (default: CPU cores available)")
+    parser.add_argument("--restart", action="store_true", help="discard this stage's output and redo it")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    return parser
+
+
+def config_from_args(args: argparse.Namespace, overrides: dict[str, Any] | None = None) -> Config:
+    merged = {"seed": args.seed, "runner.jobs": args.jobs}
+    merged.update(overrides or {})
+    return load_config(args.config, merged)
+
+
+def run_main(main: Callable[[list[str] | None], int | None], argv: list[str] | None = None) -> None:
+    """Run a command's main; a WorkbenchError becomes 'error: ...' on stderr and exit status 2."""
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        code = main(argv)
+    except WorkbenchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        print("interrupted; rerun the same command to resume", file=sys.stderr)
+        sys.exit(130)
+    sys.exit(code or 0)

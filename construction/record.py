@@ -1,0 +1,113 @@
+"""The one record type: a sample that grows as it flows through the stages.
+
+Every stage reads samples from the previous stage's manifest and writes them, with its own fields
+filled in, to its own manifest. Fields a stage has not reached yet are None / empty.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Placement = Literal["underlay", "lead_in", "tail"]
+PLACEMENTS: tuple[str, ...] = ("underlay", "lead_in", "tail")
+
+
+class AudioRef(BaseModel):
+    """An audio file in the workspace's content-addressed store (path is relative to the workspace)."""
+
+    model_config = ConfigDict(extra="forbid")
+    path: str
+    sha256: str
+    duration_s: float
+    sample_rate: int
+
+
+class MixRecipe(BaseModel):
+    """How the mixture is made: data first, audio second (same recipe -> same bytes)."""
+
+    model_config = ConfigDict(extra="forbid")
+    background_id: str
+    background_sha256: str
+    background_tags: list[str]
+    licence: str
+    attribution: str
+    source_url: str = ""
+    placement: Placement
+    offset_s: float  # where in the background clip reading starts
+    snr_db: float
+    speech_lufs: float
+    gain_db: float  # gain applied to the background to reach snr_db
+    fade_s: float
+    lead_s: float  # background-only time before (lead_in) or after (tail) the speech
+    seed: int
+
+
+class Annotation(BaseModel):
+    """One human judgement from Label Studio; annotator is a stable pseudonym, never an email."""
+
+    model_config = ConfigDict(extra="forbid")
+    annotator: str
+    label: str | None  # benign | harmful | unclear; None when skipped
+    background_recognisable: bool | None = None
+    speech_intelligible: bool | None = None
+    rationale: str = ""
+    lead_time_s: float | None = None
+    created_at: str = ""
+    cancelled: bool = False
+    source: str = "label-studio"
+
+
+class Sample(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    sample_id: str
+    category: str
+    speech_text: str
+    context: str
+    background_tags: list[str]
+    placement: Placement
+    benign_reason: str
+    speaker_style: str
+    # per-stage facts: backend, model, prompt version, seed, attempts ...
+    provenance: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+    # construction.synthesize
+    voice_id: str | None = None
+    speech: AudioRef | None = None
+    # construction.mix
+    mix: MixRecipe | None = None
+    mixture: AudioRef | None = None
+    # construction.wer
+    transcript_speech: str | None = None
+    transcript_mixture: str | None = None
+    wer_speech: float | None = None
+    wer_mixture: float | None = None
+    cer_mixture: float | None = None
+    # annotation / validation
+    annotations: list[Annotation] = Field(default_factory=list)
+    consensus_label: str | None = None
+    agreement: float | None = None
+    decided_by: str | None = None
+
+    custom: dict[str, Any] = Field(default_factory=dict)
+
+    def to_json(self) -> str:
+        return json.dumps(self.model_dump(mode="json"), ensure_ascii=False, sort_keys=True)
+
+
+def make_sample_id(category: str, speech_text: str, context: str, placement: str,
+                   background_tags: list[str], speaker_style: str) -> str:
+    """Deterministic id from what defines a script, so reruns and other machines agree."""
+    key = json.dumps([category, speech_text, context, placement, sorted(background_tags), speaker_style],
+                     ensure_ascii=False)
+    return "aor-" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
+
+
+def stable_seed(*parts: object) -> int:
+    """A 32-bit seed from any values: per-sample randomness that does not depend on run order."""
+    digest = hashlib.sha256(json.dumps([str(p) for p in parts]).encode()).digest()
+    return int.from_bytes(digest[:4], "big")

@@ -1,0 +1,151 @@
+"""Run a stage over the previous stage's manifest: skip what is done, batch, append, report.
+
+A stage is plain: `setup()` loads its models once, `process(batch)` turns samples into samples or
+`Rejected(sample, reason)`. Where it runs (this process or a pool of worker processes) is decided
+here, never inside the stage. Results are written in input order, so an interrupted run followed by a
+rerun leaves the same manifest as one uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import multiprocessing
+import os
+import time
+from collections import Counter, defaultdict, deque
+from collections.abc import Iterator
+from typing import Any, Protocol
+
+from tqdm import tqdm
+
+from construction.errors import WorkbenchError
+from construction.record import Sample
+from construction.workspace import Rejected, Workspace
+
+
+class Stage(Protocol):
+    name: str  # manifest this stage writes
+    input_stage: str  # manifest it reads
+    max_jobs: int | None  # cap on worker processes (None: no cap), e.g. 1 for a multi-threaded model
+
+    def setup(self) -> None: ...
+
+    def process(self, batch: list[Sample]) -> list[Sample | Rejected]: ...
+
+
+def reason_code(reason: str) -> str:
+    """Reasons read 'code: detail'; stats count by code."""
+    return reason.split(":", 1)[0].strip()
+
+
+def default_jobs() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+_worker_stage: Stage | None = None
+
+
+def _worker_init(stage: Stage) -> None:
+    global _worker_stage
+    _worker_stage = stage
+    stage.setup()
+
+
+def _worker_process(batch: list[Sample]) -> list[Sample | Rejected]:
+    assert _worker_stage is not None
+    return _worker_stage.process(batch)
+
+
+def _pending_batches(ws: Workspace, stage: Stage, done: set[str], batch_size: int) -> Iterator[list[Sample]]:
+    batch: list[Sample] = []
+    for sample in ws.read_samples(stage.input_stage):
+        if sample.sample_id in done:
+            continue
+        batch.append(sample)
+        if len(batch) == batch_size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _results_in_order(stage: Stage, batches: Iterator[list[Sample]], jobs: int) -> Iterator[list[Sample | Rejected]]:
+    if jobs == 1:
+        stage.setup()
+        for batch in batches:
+            yield stage.process(batch)
+        return
+    # spawn: models are loaded in the workers, never forked from a parent holding threads
+    context = multiprocessing.get_context("spawn")
+    with cf.ProcessPoolExecutor(jobs, mp_context=context, initializer=_worker_init, initargs=(stage,)) as pool:
+        in_flight: deque[cf.Future] = deque()
+        for batch in batches:
+            in_flight.append(pool.submit(_worker_process, batch))
+            if len(in_flight) >= 2 * jobs:  # bounded: memory stays flat however long the manifest
+                yield in_flight.popleft().result()
+        while in_flight:
+            yield in_flight.popleft().result()
+
+
+def run_stage(ws: Workspace, stage: Stage, *, jobs: int | None = None, batch_size: int = 8,
+              restart: bool = False, progress: bool = True) -> dict[str, Any]:
+    """Run `stage` over `ws`; returns the stage's stats (also written to stats/<stage>.json)."""
+    if not ws.has_manifest(stage.input_stage):
+        raise WorkbenchError(f"stage '{stage.name}' needs the '{stage.input_stage}' manifest in {ws.root}; "
+                             f"run that stage first")
+    jobs = jobs or default_jobs()
+    if stage.max_jobs:
+        jobs = min(jobs, stage.max_jobs)
+    with ws.lock():
+        if restart:
+            ws.clear_stage(stage.name)
+        done = ws.done_ids(stage.name)
+        total = sum(1 for s in ws.read_samples(stage.input_stage) if s.sample_id not in done)
+        started = time.monotonic()
+        bar = tqdm(total=total, desc=stage.name, unit="sample", disable=not progress or total == 0,
+                   dynamic_ncols=True)
+        batches = _pending_batches(ws, stage, done, batch_size)
+        with ws.appender(stage.name) as out, bar:
+            for results in _results_in_order(stage, batches, max(1, min(jobs, total or 1))):
+                for result in results:
+                    out.write(result)
+                out.flush()
+                bar.update(len(results))
+        elapsed_s = time.monotonic() - started
+        stats = summarize(ws, stage.name)
+        stats.update(processed_this_run=total, seconds_this_run=round(elapsed_s, 2), jobs=jobs,
+                     samples_per_s=round(total / elapsed_s, 3) if total and elapsed_s else None)
+        extra = getattr(stage, "extra_stats", None)
+        if extra:
+            stats.update(extra(ws))
+        ws.write_stats(stage.name, stats)
+    return stats
+
+
+def summarize(ws: Workspace, stage_name: str) -> dict[str, Any]:
+    """Counts over the whole manifest (all runs), per category and per drop reason."""
+    per_category: dict[str, Counter] = defaultdict(Counter)
+    reasons: Counter = Counter()
+    for sample in ws.read_samples(stage_name):
+        per_category[sample.category]["kept"] += 1
+    for rejected in ws.read_rejected(stage_name):
+        per_category[rejected.sample.category]["rejected"] += 1
+        reasons[reason_code(rejected.reason)] += 1
+    kept = sum(c["kept"] for c in per_category.values())
+    dropped = sum(c["rejected"] for c in per_category.values())
+    return {
+        "stage": stage_name,
+        "kept": kept,
+        "rejected": dropped,
+        "rejected_by_reason": dict(sorted(reasons.items())),
+        "per_category": {cat: {"kept": c["kept"], "rejected": c["rejected"]}
+                         for cat, c in sorted(per_category.items())},
+    }
+
+
+def print_summary(stats: dict[str, Any]) -> None:
+    print(f"{stats['stage']}: kept {stats['kept']}, rejected {stats['rejected']}")
+    for cat, counts in stats["per_category"].items():
+        print(f"  {cat:<24} kept {counts['kept']:>6}  rejected {counts['rejected']:>6}")
+    for code, n in stats["rejected_by_reason"].items():
+        print(f"  rejected ({code}): {n}")

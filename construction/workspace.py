@@ -1,0 +1,220 @@
+"""One workspace directory holds everything a build made.
+
+    <ws>/config.yaml                      resolved config snapshot (never secrets)
+    <ws>/manifests/<stage>.jsonl          samples that passed the stage, in input order
+    <ws>/manifests/<stage>.rejected.jsonl {"sample_id", "reason", "sample"} for dropped samples
+    <ws>/stats/<stage>.json               counts, drop reasons, timings
+    <ws>/audio/<sha[:2]>/<sha>.wav        audio stored by content hash
+    <ws>/cache/                           request caches (LLM responses ...)
+
+Manifests are appended one line per sample and flushed per batch; a line cut by a kill is
+trimmed on the next open, and ids already present are skipped, so a rerun resumes cleanly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import io
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+import soundfile as sf
+import yaml
+
+from construction.errors import WorkbenchError
+from construction.record import AudioRef, Sample
+
+
+@dataclass
+class Rejected:
+    sample: Sample
+    reason: str
+
+    def to_json(self) -> str:
+        row = {"sample_id": self.sample.sample_id, "reason": self.reason,
+               "sample": self.sample.model_dump(mode="json")}
+        return json.dumps(row, ensure_ascii=False, sort_keys=True)
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write via a temp file in the same directory + rename: readers never see half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def _trim_partial_line(path: Path) -> None:
+    """Drop a trailing line without newline (a write cut off by a kill)."""
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    with open(path, "rb+") as f:
+        content = f.read()
+        if not content.endswith(b"\n"):
+            f.truncate(content.rfind(b"\n") + 1)
+
+
+def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
+    if not path.exists():
+        return
+    with open(path, encoding="utf-8") as f:
+        for line_no, line in enumerate(f, 1):
+            if not line.endswith("\n"):
+                return  # partial last line from a killed run: not a record
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise WorkbenchError(f"{path}:{line_no}: not valid JSON ({exc.msg}); "
+                                     "the manifest was edited by hand or is corrupt") from exc
+
+
+class Workspace:
+    def __init__(self, root: str | Path):
+        self.root = Path(root).expanduser().resolve()
+        try:
+            for sub in ("manifests", "stats", "audio", "cache"):
+                (self.root / sub).mkdir(parents=True, exist_ok=True)
+            probe = self.root / ".write-probe"
+            probe.write_bytes(b"")
+            probe.unlink()
+        except OSError as exc:
+            raise WorkbenchError(f"workspace {self.root} is not writable: {exc.strerror or exc}") from exc
+
+    # paths ---------------------------------------------------------------------------------
+    def manifest_path(self, stage: str) -> Path:
+        return self.root / "manifests" / f"{stage}.jsonl"
+
+    def rejected_path(self, stage: str) -> Path:
+        return self.root / "manifests" / f"{stage}.rejected.jsonl"
+
+    def stats_path(self, stage: str) -> Path:
+        return self.root / "stats" / f"{stage}.json"
+
+    def cache_dir(self, name: str) -> Path:
+        path = self.root / "cache" / name
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    # manifests -------------------------------------------------------------------------------
+    def has_manifest(self, stage: str) -> bool:
+        return self.manifest_path(stage).exists()
+
+    def read_samples(self, stage: str) -> Iterator[Sample]:
+        path = self.manifest_path(stage)
+        for row in _read_jsonl(path):
+            try:
+                yield Sample.model_validate(row)
+            except ValueError as exc:
+                raise WorkbenchError(f"{path}: a row does not match the sample record: {exc}") from exc
+
+    def read_rejected(self, stage: str) -> Iterator[Rejected]:
+        for row in _read_jsonl(self.rejected_path(stage)):
+            yield Rejected(Sample.model_validate(row["sample"]), row["reason"])
+
+    def done_ids(self, stage: str) -> set[str]:
+        """Ids the stage already wrote, kept or rejected."""
+        done = {row["sample_id"] for row in _read_jsonl(self.manifest_path(stage))}
+        done |= {row["sample_id"] for row in _read_jsonl(self.rejected_path(stage))}
+        return done
+
+    def write_manifest(self, stage: str, samples: Iterable[Sample],
+                       rejected: Iterable[Rejected] = ()) -> None:
+        """Replace a stage's manifests whole (for stages that compute everything at once)."""
+        atomic_write_text(self.rejected_path(stage), "".join(r.to_json() + "\n" for r in rejected))
+        atomic_write_text(self.manifest_path(stage), "".join(s.to_json() + "\n" for s in samples))
+
+    @contextlib.contextmanager
+    def appender(self, stage: str) -> Iterator[ManifestAppender]:
+        for path in (self.manifest_path(stage), self.rejected_path(stage)):
+            _trim_partial_line(path)
+        with open(self.manifest_path(stage), "a", encoding="utf-8") as kept, \
+                open(self.rejected_path(stage), "a", encoding="utf-8") as dropped:
+            yield ManifestAppender(kept, dropped)
+
+    def clear_stage(self, stage: str) -> None:
+        for path in (self.manifest_path(stage), self.rejected_path(stage), self.stats_path(stage)):
+            path.unlink(missing_ok=True)
+
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """One writer per workspace: a second run would interleave manifest lines."""
+        with open(self.root / ".lock", "w") as f:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError as exc:
+                raise WorkbenchError(f"workspace {self.root} is in use by another run") from exc
+            yield
+
+    # stats and config ------------------------------------------------------------------------
+    def write_stats(self, stage: str, stats: dict[str, Any]) -> None:
+        atomic_write_text(self.stats_path(stage), json.dumps(stats, indent=2, sort_keys=True) + "\n")
+
+    def read_stats(self, stage: str) -> dict[str, Any] | None:
+        path = self.stats_path(stage)
+        return json.loads(path.read_text()) if path.exists() else None
+
+    def snapshot_config(self, config_dict: dict[str, Any]) -> None:
+        atomic_write_text(self.root / "config.yaml", yaml.safe_dump(config_dict, sort_keys=False))
+
+    # audio -----------------------------------------------------------------------------------
+    def store_audio(self, audio: np.ndarray, sample_rate: int) -> AudioRef:
+        """Store mono audio as 16-bit WAV named by the sha256 of its bytes (dedups for free)."""
+        audio = np.asarray(audio, dtype=np.float32)
+        if audio.ndim != 1 or audio.size == 0 or not np.all(np.isfinite(audio)):
+            raise WorkbenchError("refusing to store audio that is empty, not mono or not finite")
+        buf = io.BytesIO()
+        sf.write(buf, audio, sample_rate, format="WAV", subtype="PCM_16")
+        data = buf.getvalue()
+        digest = hashlib.sha256(data).hexdigest()
+        rel = Path("audio") / digest[:2] / f"{digest}.wav"
+        if not (self.root / rel).exists():
+            atomic_write_bytes(self.root / rel, data)
+        return AudioRef(path=rel.as_posix(), sha256=digest, duration_s=round(audio.size / sample_rate, 4),
+                        sample_rate=sample_rate)
+
+    def audio_path(self, ref: AudioRef) -> Path:
+        return self.root / ref.path
+
+    def load_audio(self, ref: AudioRef) -> np.ndarray:
+        path = self.audio_path(ref)
+        try:
+            audio, sample_rate = sf.read(path, dtype="float32", always_2d=False)
+        except (OSError, sf.LibsndfileError) as exc:
+            raise WorkbenchError(f"cannot read {path}: {exc}") from exc
+        if sample_rate != ref.sample_rate:
+            raise WorkbenchError(f"{path}: sample rate {sample_rate} != recorded {ref.sample_rate}")
+        return audio
+
+
+@dataclass
+class ManifestAppender:
+    kept: IO[str]
+    dropped: IO[str]
+
+    def write(self, result: Sample | Rejected) -> None:
+        (self.dropped if isinstance(result, Rejected) else self.kept).write(result.to_json() + "\n")
+
+    def flush(self) -> None:
+        self.kept.flush()
+        self.dropped.flush()

@@ -1,0 +1,41 @@
+"""A small stage for runner tests: writes a tone per sample (rejects every 7th), slowly if asked."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+
+from construction.record import Sample, stable_seed
+from construction.runner import run_stage
+from construction.workspace import Rejected, Workspace
+
+
+class ToneStage:
+    name = "toy"
+    input_stage = "generate"
+    max_jobs = None
+
+    def __init__(self, workspace: str, delay_s: float = 0.0):
+        self.workspace, self.delay_s = workspace, delay_s
+
+    def setup(self) -> None:
+        self.ws = Workspace(self.workspace)
+
+    def process(self, batch: list[Sample]) -> list[Sample | Rejected]:
+        out: list[Sample | Rejected] = []
+        for sample in batch:
+            time.sleep(self.delay_s)
+            seed = stable_seed(sample.sample_id)
+            if seed % 7 == 0:
+                out.append(Rejected(sample, "unlucky: seed divisible by seven"))
+                continue
+            tone = 0.3 * np.sin(np.arange(1600) * (seed % 50 + 10) / 100).astype(np.float32)
+            out.append(sample.model_copy(update={"speech": self.ws.store_audio(tone, 16000)}))
+        return out
+
+
+if __name__ == "__main__":
+    workspace, delay_s, jobs = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
+    run_stage(Workspace(workspace), ToneStage(workspace, delay_s), jobs=jobs, batch_size=3, progress=False)
