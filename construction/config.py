@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from construction.errors import WorkbenchError
 
@@ -41,11 +41,68 @@ class GenerateConfig(Section):
     max_retries: int = Field(4, ge=0)
 
 
+class CosyVoiceConfig(Section):
+    mode: Literal["http", "local"] = "http"
+    prompt_bank: str  # YAML/CSV of reference prompts: wav + exact transcript (see construction.cosyvoice)
+    version: Literal[2, 3] = 3
+    # http: a CosyVoice FastAPI runtime; its raw PCM carries no rate, so sample_rate must match the model
+    base_url: str | None = None
+    sample_rate: int = 24000
+    timeout_s: float = Field(120.0, gt=0)
+    retries: int = Field(3, ge=0)
+    # local: a CosyVoice checkout and a local model directory (never downloaded)
+    repo_dir: str | None = None
+    model_dir: str | None = None
+    fp16: bool = False
+
+    @model_validator(mode="after")
+    def _mode_fields(self) -> CosyVoiceConfig:
+        if self.mode == "http" and not self.base_url:
+            raise ValueError("cosyvoice mode 'http' needs base_url")
+        if self.mode == "local" and not (self.repo_dir and self.model_dir):
+            raise ValueError("cosyvoice mode 'local' needs repo_dir and model_dir")
+        return self
+
+
+STYLE_SPEED = {"excited": 1.1, "shouting": 1.05, "angry": 1.05, "playful": 1.05, "laughing": 1.05,
+               "commanding": 1.0, "calm": 0.95, "dramatic": 0.92, "whispering": 0.9}
+
+
+class SynthesizeConfig(Section):
+    voices: list[str] | None = None  # voice ids; default: the whole offline bank
+    require_genders: list[str] = Field(default_factory=lambda: ["female", "male"])
+    style_speed: dict[str, float] = Field(default_factory=lambda: dict(STYLE_SPEED))
+    cosyvoice: CosyVoiceConfig | None = None
+
+
+class MixConfig(Section):
+    sounds: str = "~/.cache/aor-bench/starter-sounds"  # sound library directory (catalog.jsonl inside)
+    speech_lufs: float = Field(-23.0, le=0)
+    snr_db_min: float = 0.0
+    snr_db_max: float = 20.0
+    lead_s_min: float = Field(1.0, ge=0)
+    lead_s_max: float = Field(2.5, ge=0)
+    pad_s: float = Field(0.5, ge=0, description="background-only time around the speech (underlay)")
+    overlap_s: float = Field(0.3, ge=0, description="lead-in/tail background overlapping the speech")
+    fade_s: float = Field(0.1, ge=0)
+    peak_dbfs: float = Field(-1.0, le=0)
+    thin_below: int = Field(3, ge=1, description="categories with fewer usable clips are reported thin")
+
+    @model_validator(mode="after")
+    def _ranges(self) -> MixConfig:
+        if self.snr_db_min > self.snr_db_max or self.lead_s_min > self.lead_s_max:
+            raise ValueError("snr_db_min/lead_s_min must not exceed snr_db_max/lead_s_max")
+        return self
+
+
 class Config(Section):
     seed: int = 0
+    sample_rate: int = Field(16000, ge=8000, description="of all stored audio (Whisper's rate)")
     release_licence: str = "CC-BY-4.0"
     runner: RunnerConfig = RunnerConfig()
     generate: GenerateConfig = GenerateConfig()
+    synthesize: SynthesizeConfig = SynthesizeConfig()
+    mix: MixConfig = MixConfig()
 
 
 def _describe(exc: ValidationError, source: str) -> str:

@@ -43,15 +43,21 @@ def default_jobs() -> int:
 
 
 _worker_stage: Stage | None = None
+_worker_setup_error: Exception | None = None
 
 
 def _worker_init(stage: Stage) -> None:
-    global _worker_stage
+    global _worker_stage, _worker_setup_error
     _worker_stage = stage
-    stage.setup()
+    try:
+        stage.setup()
+    except Exception as exc:  # re-raised with each batch, so the parent sees the real message
+        _worker_setup_error = exc
 
 
 def _worker_process(batch: list[Sample]) -> list[Sample | Rejected]:
+    if _worker_setup_error is not None:
+        raise _worker_setup_error
     assert _worker_stage is not None
     return _worker_stage.process(batch)
 

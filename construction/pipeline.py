@@ -1,0 +1,67 @@
+"""The automatic build: generate -> synthesize -> mix -> wer, each resumable, in one command.
+
+    python -m construction.pipeline --workspace W [--config FILE] [--per-category N] [--seed S]
+
+Every stage skips the samples it already did, so rerunning after an interruption (or with a larger
+--per-category) continues where the last run stopped.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from construction.cli import base_parser, config_from_args, run_main
+from construction.config import Config
+from construction.generate import run_generate
+from construction.runner import print_summary, run_stage
+from construction.workspace import Workspace
+
+
+def automatic_stages(ws: Workspace, config: Config) -> list:
+    from construction.mix import MixStage
+    from construction.synthesize import SynthesizeStage, voice_bank
+    from construction.wer import WerStage
+
+    voice_bank(config.synthesize)  # fail fast on a bad voice bank, before any work
+    root = str(ws.root)
+    return [SynthesizeStage(root, config), MixStage(root, config), WerStage(root, config)]
+
+
+def run_pipeline(ws: Workspace, config: Config, *, restart: bool = False, progress: bool = True) -> dict:
+    timings = {}
+    started = time.monotonic()
+    stages = automatic_stages(ws, config)
+    stats = run_generate(ws, config, progress=progress)
+    timings["generate"] = stats["seconds_this_run"]
+    print(f"generate: {stats['kept']} scripts ({stats['backend']}), {stats['rejected']} rejected")
+    all_stats = {"generate": stats}
+    for stage in stages:
+        t0 = time.monotonic()
+        stats = run_stage(ws, stage, jobs=config.runner.jobs, batch_size=config.runner.batch_size,
+                          restart=restart, progress=progress)
+        timings[stage.name] = round(time.monotonic() - t0, 2)
+        print_summary(stats)
+        all_stats[stage.name] = stats
+    timings["total"] = round(time.monotonic() - started, 2)
+    print("seconds per stage: " + ", ".join(f"{k} {v}" for k, v in timings.items()))
+    return all_stats
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = base_parser("python -m construction.pipeline", __doc__.splitlines()[0])
+    parser.add_argument("--per-category", type=int, help="scripts per category (config generate.per_category)")
+    parser.add_argument("--backend", choices=["catalog", "openai"], help="script backend (generate.backend)")
+    parser.add_argument("--sounds", help="sound library directory (config mix.sounds)")
+    args = parser.parse_args(argv)
+    config = config_from_args(args, {"generate.per_category": args.per_category,
+                                     "generate.backend": args.backend, "mix.sounds": args.sounds})
+    ws = Workspace(args.workspace)
+    ws.snapshot_config(config.model_dump(mode="json"))
+    run_pipeline(ws, config, restart=args.restart, progress=not args.quiet)
+    print(f"workspace: {ws.root}")
+    return 0
+
+
+if __name__ == "__main__":
+    run_main(main, sys.argv[1:])

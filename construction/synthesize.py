@@ -1,0 +1,155 @@
+"""Stage 2: every script becomes clean speech from a balanced bank of voices.
+
+    python -m construction.synthesize --workspace W [--config FILE] [--voices ID,ID,...]
+
+Voices are dealt per category in blocks: each block of len(bank) consecutive scripts of a category
+gets every voice once, in a seeded order. So the set is balanced across voices and categories, and
+extending a build (more scripts per category) never changes the voice of an existing sample.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+from collections import Counter, defaultdict
+from typing import Any
+
+import numpy as np
+
+from construction.cli import base_parser, config_from_args, run_main
+from construction.config import Config, SynthesizeConfig
+from construction.errors import WorkbenchError
+from construction.record import Sample, stable_seed
+from construction.runner import print_summary, run_stage
+from construction.workspace import Rejected, Workspace
+
+STAGE = "synthesize"
+
+
+def voice_bank(cfg: SynthesizeConfig):  # -> list[Voice]
+    """The configured voices (offline bank and/or CosyVoice prompts), checked for balance."""
+    from construction import tts
+
+    voices = [tts.voice_by_id(v) for v in cfg.voices] if cfg.voices is not None else tts.offline_voice_bank()
+    if cfg.cosyvoice is not None:
+        from construction.cosyvoice import load_prompt_bank, prompt_voices
+
+        voices += prompt_voices(load_prompt_bank(cfg.cosyvoice.prompt_bank))
+    if not voices:
+        raise WorkbenchError("the voice bank is empty: set synthesize.voices or synthesize.cosyvoice")
+    ids = [v.voice_id for v in voices]
+    if len(set(ids)) != len(ids):
+        raise WorkbenchError(f"the voice bank lists a voice twice: {sorted(i for i in ids if ids.count(i) > 1)}")
+    genders = {v.gender for v in voices}
+    missing = [g for g in cfg.require_genders if g not in genders]
+    if missing:
+        raise WorkbenchError(f"the voice bank cannot balance speakers: no {', '.join(missing)} voice among "
+                             f"{', '.join(ids)} (synthesize.require_genders)")
+    return sorted(voices, key=lambda v: v.voice_id)
+
+
+def assign_voices(samples, voices, seed: int) -> dict[str, Any]:
+    """sample_id -> Voice, dealt per category in seeded blocks of len(voices)."""
+    position: Counter = Counter()
+    assignment = {}
+    for sample in samples:
+        i = position[sample.category]
+        position[sample.category] += 1
+        block = list(voices)
+        random.Random(stable_seed("voices", seed, sample.category, i // len(voices))).shuffle(block)
+        assignment[sample.sample_id] = block[i % len(voices)]
+    return assignment
+
+
+class SynthesizeStage:
+    name = STAGE
+    input_stage = "generate"
+    max_jobs = None
+
+    def __init__(self, workspace: str, config: Config):
+        self.workspace, self.config = workspace, config
+
+    def setup(self) -> None:
+        self.ws = Workspace(self.workspace)
+        self.voices = voice_bank(self.config.synthesize)
+        self.assignment = assign_voices(self.ws.read_samples(self.input_stage), self.voices, self.config.seed)
+        self.backends: dict[str, Any] = {}
+
+    def backend(self, name: str):
+        """Each engine is loaded once per worker, on first use."""
+        if name not in self.backends:
+            if name == "cosyvoice":
+                from construction.cosyvoice import load_cosyvoice
+
+                self.backends[name] = load_cosyvoice(self.config.synthesize.cosyvoice, seed=self.config.seed)
+            else:
+                from construction.tts import load_backend
+
+                self.backends[name] = load_backend(name)
+        return self.backends[name]
+
+    def synthesize_one(self, sample: Sample) -> Sample | Rejected:
+        from construction.tts import check_pronounceable, normalize_for_tts
+
+        cfg = self.config.synthesize
+        voice = self.assignment.get(sample.sample_id)
+        if voice is None:
+            return Rejected(sample, "no_voice: sample is not in the generate manifest")
+        text = normalize_for_tts(sample.speech_text)
+        try:
+            check_pronounceable(text)
+        except WorkbenchError as exc:
+            return Rejected(sample, f"unpronounceable: {exc}")
+        backend = self.backend(voice.backend)  # a missing model is the whole run's problem: raises
+        if voice.backend == "cosyvoice":  # speaks the style itself (instruct mode)
+            speed = 1.0
+            call = lambda: backend.synthesize(text, voice, speed, style=sample.speaker_style)  # noqa: E731
+        else:
+            speed = cfg.style_speed.get(sample.speaker_style, 1.0)
+            call = lambda: backend.synthesize(text, voice, speed)  # noqa: E731
+        try:
+            audio, sample_rate = call()
+        except WorkbenchError as exc:
+            return Rejected(sample, f"tts_failed: {voice.voice_id}: {exc}")
+        audio = np.clip(np.asarray(audio, dtype=np.float32), -1.0, 1.0)
+        if sample_rate != self.config.sample_rate:
+            import soxr
+
+            audio = soxr.resample(audio, sample_rate, self.config.sample_rate).astype(np.float32)
+        if audio.size < 0.2 * self.config.sample_rate or float(np.max(np.abs(audio))) < 1e-3:
+            return Rejected(sample, f"tts_silent: {voice.voice_id} produced no audible speech")
+        ref = self.ws.store_audio(audio, self.config.sample_rate)
+        provenance = {**sample.provenance,
+                      STAGE: {"backend": voice.backend, "voice": voice.voice_id, "gender": voice.gender,
+                              "accent": voice.accent, "voice_licence": voice.licence, "speed": speed,
+                              "text": text, "native_sample_rate": sample_rate}}
+        return sample.model_copy(update={"voice_id": voice.voice_id, "speech": ref, "provenance": provenance})
+
+    def process(self, batch: list[Sample]) -> list[Sample | Rejected]:
+        return [self.synthesize_one(sample) for sample in batch]
+
+    def extra_stats(self, ws: Workspace) -> dict[str, Any]:
+        per_voice: dict[str, Counter] = defaultdict(Counter)
+        seconds = 0.0
+        for sample in ws.read_samples(STAGE):
+            per_voice[sample.voice_id][sample.category] += 1
+            seconds += sample.speech.duration_s
+        return {"per_voice": {v: dict(sorted(c.items())) for v, c in sorted(per_voice.items())},
+                "speech_hours": round(seconds / 3600, 4)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = base_parser("python -m construction.synthesize", __doc__.splitlines()[0])
+    parser.add_argument("--voices", help="comma-separated voice ids (default: the offline bank)")
+    args = parser.parse_args(argv)
+    config = config_from_args(args, {"synthesize.voices": args.voices.split(",") if args.voices else None})
+    ws = Workspace(args.workspace)
+    voice_bank(config.synthesize)  # fail fast, before any worker starts
+    stats = run_stage(ws, SynthesizeStage(str(ws.root), config), jobs=config.runner.jobs,
+                      batch_size=config.runner.batch_size, restart=args.restart, progress=not args.quiet)
+    print_summary(stats)
+    return 0
+
+
+if __name__ == "__main__":
+    run_main(main, sys.argv[1:])
