@@ -95,6 +95,19 @@ class MixConfig(Section):
         return self
 
 
+class WerConfig(Section):
+    backend: Literal["faster-whisper", "openai-whisper"] = "faster-whisper"
+    model: str | None = None  # default: the packaged Whisper base (CTranslate2); or a directory / name
+    device: str = "cpu"
+    compute_type: str = "int8"
+    beam_size: int = Field(1, ge=1)
+    language: str = "en"
+    pack_s: float = Field(0.0, ge=0, le=30, description="pack short clips into windows of this length")
+    batch_size: int = Field(16, ge=1, description="clips per transcription call")
+    max_wer: float = Field(0.2, ge=0)
+    resynthesize_attempts: int = Field(0, ge=0)
+
+
 class Config(Section):
     seed: int = 0
     sample_rate: int = Field(16000, ge=8000, description="of all stored audio (Whisper's rate)")
@@ -103,6 +116,7 @@ class Config(Section):
     generate: GenerateConfig = GenerateConfig()
     synthesize: SynthesizeConfig = SynthesizeConfig()
     mix: MixConfig = MixConfig()
+    wer: WerConfig = WerConfig()
 
 
 def _describe(exc: ValidationError, source: str) -> str:

@@ -120,10 +120,10 @@ class MixStage:
             self._background_cache[clip.clip_id] = self.library.load_audio(clip, self.config.sample_rate)
         return self._background_cache[clip.clip_id]
 
-    def recipe(self, sample: Sample, speech_len_s: float) -> MixRecipe | str:
-        """Draw the recipe from the sample id and seed alone, so run order never matters."""
+    def recipe(self, sample: Sample, speech_len_s: float, attempt: int = 0) -> MixRecipe | str:
+        """Draw the recipe from the sample id, seed and attempt alone, so run order never matters."""
         cfg: MixConfig = self.config.mix
-        seed = stable_seed("mix", self.config.seed, sample.sample_id)
+        seed = stable_seed("mix", self.config.seed, sample.sample_id, *([attempt] if attempt else []))
         rng = random.Random(seed)
         clips = self.library.select(sample.background_tags, self.config.release_licence)
         if not clips:
@@ -142,7 +142,7 @@ class MixStage:
                          snr_db=snr_db, speech_lufs=cfg.speech_lufs, gain_db=0.0, fade_s=cfg.fade_s,
                          lead_s=lead_s, seed=seed)
 
-    def mix_one(self, sample: Sample) -> Sample | Rejected:
+    def mix_one(self, sample: Sample, attempt: int = 0) -> Sample | Rejected:
         cfg: MixConfig = self.config.mix
         if sample.speech is None:
             return Rejected(sample, "no_speech: the sample has no synthesized speech")
@@ -153,10 +153,10 @@ class MixStage:
             speech = self.ws.load_audio(sample.speech)
         except WorkbenchError as exc:
             return Rejected(sample, f"speech_unreadable: {exc}")
-        recipe = self.recipe(sample, speech.size / self.config.sample_rate)
+        recipe = self.recipe(sample, speech.size / self.config.sample_rate, attempt)
         if isinstance(recipe, str):
             return Rejected(sample, recipe)
-        clip = self.library.clip(recipe.background_id)
+        clip = self.library.get(recipe.background_id)
         try:
             background = self._background(clip)
         except WorkbenchError as exc:

@@ -15,6 +15,7 @@ from construction.cli import base_parser, config_from_args, run_main
 from construction.config import Config
 from construction.generate import run_generate
 from construction.runner import print_summary, run_stage
+from construction.wer import print_wer_summary
 from construction.workspace import Workspace
 
 
@@ -38,10 +39,11 @@ def run_pipeline(ws: Workspace, config: Config, *, restart: bool = False, progre
     all_stats = {"generate": stats}
     for stage in stages:
         t0 = time.monotonic()
-        stats = run_stage(ws, stage, jobs=config.runner.jobs, batch_size=config.runner.batch_size,
+        batch_size = config.wer.batch_size if stage.name == "wer" else config.runner.batch_size
+        stats = run_stage(ws, stage, jobs=config.runner.jobs, batch_size=batch_size,
                           restart=restart, progress=progress)
         timings[stage.name] = round(time.monotonic() - t0, 2)
-        print_summary(stats)
+        (print_wer_summary if stage.name == "wer" else print_summary)(stats)
         all_stats[stage.name] = stats
     timings["total"] = round(time.monotonic() - started, 2)
     print("seconds per stage: " + ", ".join(f"{k} {v}" for k, v in timings.items()))

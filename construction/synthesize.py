@@ -88,11 +88,12 @@ class SynthesizeStage:
                 self.backends[name] = load_backend(name)
         return self.backends[name]
 
-    def synthesize_one(self, sample: Sample) -> Sample | Rejected:
+    def synthesize_one(self, sample: Sample, voice=None) -> Sample | Rejected:
+        """Speech for one script, in its assigned voice (or `voice`, when the WER stage retries)."""
         from construction.tts import check_pronounceable, normalize_for_tts
 
         cfg = self.config.synthesize
-        voice = self.assignment.get(sample.sample_id)
+        voice = voice or self.assignment.get(sample.sample_id)
         if voice is None:
             return Rejected(sample, "no_voice: sample is not in the generate manifest")
         text = normalize_for_tts(sample.speech_text)

@@ -1,0 +1,149 @@
+"""Stage 4: keep only samples Whisper still understands, after mixing.
+
+    python -m construction.wer --workspace W [--config FILE] [--max-wer 0.2] [--resynthesize K]
+
+Both the clean speech and the mixture are transcribed and scored against the script (WER and CER as
+fractions, after the Whisper English normaliser; see construction.asr.score). A sample is kept when
+the mixture's WER <= wer.max_wer. A rejected sample is reported as `wer_tts` when its clean speech
+already fails (a TTS problem) and `wer_snr` when only the mixture fails (a mixing problem). With
+wer.resynthesize_attempts = K, a failing sample is re-synthesised with the next voice of the bank and
+re-mixed with a new seed, up to K times; every attempt is recorded in provenance.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from typing import Any
+
+import numpy as np
+
+from construction.cli import base_parser, config_from_args, run_main
+from construction.config import Config
+from construction.record import Sample
+from construction.runner import print_summary, run_stage
+from construction.workspace import Rejected, Workspace
+
+STAGE = "wer"
+
+
+class WerStage:
+    name = STAGE
+    input_stage = "mix"
+    max_jobs = 1  # the ASR model uses every core through its own threads
+
+    def __init__(self, workspace: str, config: Config):
+        self.workspace, self.config = workspace, config
+        self._synthesize = self._mix = None
+
+    def setup(self) -> None:
+        from construction.asr import load_asr
+
+        cfg = self.config.wer
+        self.ws = Workspace(self.workspace)
+        self.asr = load_asr(cfg.backend, model=cfg.model, device=cfg.device, compute_type=cfg.compute_type,
+                            beam_size=cfg.beam_size, language=cfg.language, pack_s=cfg.pack_s)
+
+    def _transcribe_and_score(self, samples: list[Sample]) -> list[Sample]:
+        from construction.asr import score
+
+        clips = []
+        for sample in samples:
+            clips += [self.ws.load_audio(sample.speech), self.ws.load_audio(sample.mixture)]
+        texts = self.asr.transcribe(clips, language=self.config.wer.language)
+        scored = []
+        for i, sample in enumerate(samples):
+            speech_text, mixture_text = texts[2 * i], texts[2 * i + 1]
+            wer_speech, _ = score(sample.speech_text, speech_text)
+            wer_mixture, cer_mixture = score(sample.speech_text, mixture_text)
+            scored.append(sample.model_copy(update={
+                "transcript_speech": speech_text, "transcript_mixture": mixture_text,
+                "wer_speech": round(wer_speech, 4), "wer_mixture": round(wer_mixture, 4),
+                "cer_mixture": round(cer_mixture, 4)}))
+        return scored
+
+    def _verdict(self, sample: Sample) -> str | None:
+        limit = self.config.wer.max_wer
+        if sample.wer_mixture <= limit:
+            return None
+        code = "wer_tts" if sample.wer_speech > limit else "wer_snr"
+        return (f"{code}: mixture WER {sample.wer_mixture:.2f} > {limit} (clean speech WER "
+                f"{sample.wer_speech:.2f}); heard {sample.transcript_mixture!r}")
+
+    def _retry(self, sample: Sample, attempt: int) -> Sample | Rejected:
+        """Re-synthesise with the next voice and re-mix with a new seed (same script, same id)."""
+        from construction.mix import MixStage
+        from construction.synthesize import SynthesizeStage
+
+        if self._synthesize is None:
+            self._synthesize = SynthesizeStage(self.workspace, self.config)
+            self._synthesize.setup()
+            self._mix = MixStage(self.workspace, self.config)
+            self._mix.setup()
+        voices = self._synthesize.voices
+        current = next(i for i, v in enumerate(voices) if v.voice_id == sample.voice_id) \
+            if any(v.voice_id == sample.voice_id for v in voices) else -1
+        voice = voices[(current + 1) % len(voices)]
+        spoken = self._synthesize.synthesize_one(sample, voice=voice)
+        if isinstance(spoken, Rejected):
+            return spoken
+        return self._mix.mix_one(spoken, attempt=attempt)
+
+    def process(self, batch: list[Sample]) -> list[Sample | Rejected]:
+        results: list[Sample | Rejected] = []
+        for sample in self._transcribe_and_score(batch):
+            history: list[dict[str, Any]] = []
+            for attempt in range(1, self.config.wer.resynthesize_attempts + 2):
+                reason = self._verdict(sample)
+                history.append({"voice": sample.voice_id, "snr_db": sample.mix.snr_db,
+                                "wer_speech": sample.wer_speech, "wer_mixture": sample.wer_mixture})
+                if reason is None or attempt > self.config.wer.resynthesize_attempts:
+                    break
+                retried = self._retry(sample, attempt)
+                if isinstance(retried, Rejected):
+                    reason = retried.reason
+                    break
+                sample = self._transcribe_and_score([retried])[0]
+            provenance = {**sample.provenance, STAGE: {
+                "backend": self.asr.name, "model": self.asr.model_id, "language": self.config.wer.language,
+                "max_wer": self.config.wer.max_wer, "attempts": history}}
+            sample = sample.model_copy(update={"provenance": provenance})
+            results.append(sample if reason is None else Rejected(sample, reason))
+        return results
+
+    def extra_stats(self, ws: Workspace) -> dict[str, Any]:
+        kept = [s.wer_mixture for s in ws.read_samples(STAGE)]
+        rejected = [r.sample.wer_mixture for r in ws.read_rejected(STAGE) if r.sample.wer_mixture is not None]
+        retried = Counter(len(s.provenance.get(STAGE, {}).get("attempts", [])) for s in ws.read_samples(STAGE))
+        everything = np.array(kept + rejected) if kept + rejected else np.zeros(0)
+        edges = [0, 0.05, 0.1, 0.2, 0.5, 1.0, np.inf]
+        histogram = np.histogram(everything, bins=edges)[0].tolist() if everything.size else []
+        return {"wer_mixture_histogram": {"edges": [0, 0.05, 0.1, 0.2, 0.5, 1.0, "inf"], "counts": histogram},
+                "wer_mixture_mean_kept": round(float(np.mean(kept)), 4) if kept else None,
+                "kept_after_attempts": {str(k): v for k, v in sorted(retried.items())}}
+
+
+def print_wer_summary(stats: dict[str, Any]) -> None:
+    print_summary(stats)
+    hist = stats.get("wer_mixture_histogram", {})
+    if hist.get("counts"):
+        edges = hist["edges"]
+        cells = [f"[{edges[i]}, {edges[i + 1]}): {n}" for i, n in enumerate(hist["counts"])]
+        print("  mixture WER distribution: " + "  ".join(cells))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = base_parser("python -m construction.wer", __doc__.splitlines()[0])
+    parser.add_argument("--max-wer", type=float, help="keep samples with mixture WER <= this (wer.max_wer)")
+    parser.add_argument("--resynthesize", type=int, help="re-synthesis attempts (wer.resynthesize_attempts)")
+    args = parser.parse_args(argv)
+    config = config_from_args(args, {"wer.max_wer": args.max_wer, "wer.resynthesize_attempts": args.resynthesize})
+    ws = Workspace(args.workspace)
+    stats = run_stage(ws, WerStage(str(ws.root), config), jobs=1, batch_size=config.wer.batch_size,
+                      restart=args.restart, progress=not args.quiet)
+    print_wer_summary(stats)
+    return 0
+
+
+if __name__ == "__main__":
+    run_main(main, sys.argv[1:])

