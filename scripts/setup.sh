@@ -5,9 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
 
-# Debian: offline voices (flite, espeak-ng), ffmpeg (WavPack decoding), and the sound packages the
+# Debian: offline voices (flite, espeak-ng), wavpack (Teeworlds sounds), and the sound packages the
 # starter background library is cut from.
-APT_PACKAGES="espeak-ng flite ffmpeg openttd-opensfx freedoom teeworlds-data sound-theme-freedesktop"
+APT_PACKAGES="espeak-ng flite wavpack openttd-opensfx freedoom teeworlds-data sound-theme-freedesktop"
 missing=""
 for pkg in $APT_PACKAGES; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing="$missing $pkg"

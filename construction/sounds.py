@@ -1,0 +1,539 @@
+"""The background-sound library: a catalog of licensed clips, licence rules, loading and importers.
+
+A library is a directory holding `catalog.jsonl` (one clip per line, human-readable) and the audio
+the catalog points to by a path relative to the directory (imported corpora stay where they are and
+are referenced with `../`). Loading validates every clip: a missing, corrupt, empty or silent file,
+a changed file (sha256), or a missing/unknown licence is reported as a problem and the clip skipped.
+
+Licence rules (speech mixed over a background is a derived work of the background):
+    tier A (attribution at most): CC0, public domain, CC-BY-2.0/2.5/3.0/4.0, BSD-3-Clause, MIT
+    share-alike: CC-BY-SA-3.0/4.0 -> only in a CC-BY-SA release
+    non-commercial: CC-BY-NC(-SA) -> only in an explicitly NC release (NC-SA only in CC-BY-NC-SA)
+    never: GPL, GFDL, CC Sampling+, anything unknown
+
+Importers: ESC-50, FSD50K, and a plain folder with a sidecar CSV. Command line:
+    python -m construction.sounds import --format esc50|fsd50k|folder --src DIR --out LIBRARY_DIR
+    python -m construction.sounds check LIBRARY_DIR [--release-licence CC-BY-4.0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import json
+import logging
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import soundfile as sf
+import soxr
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from construction.errors import WorkbenchError
+from construction.workspace import atomic_write_text
+
+log = logging.getLogger(__name__)
+
+CATALOG = "catalog.jsonl"
+SILENCE_PEAK_DBFS = -60.0  # a clip whose loudest sample stays below this is treated as silent
+TAG_RE = re.compile(r"^[a-z0-9]+(_[a-z0-9]+)*$")
+
+# --- licences -------------------------------------------------------------------------------
+
+PUBLIC_DOMAIN = "LicenseRef-PublicDomain"
+SAMPLING_PLUS = "LicenseRef-CC-Sampling-Plus-1.0"
+TIER_A = frozenset({"CC0-1.0", PUBLIC_DOMAIN, "CC-BY-2.0", "CC-BY-2.5", "CC-BY-3.0", "CC-BY-4.0",
+                    "BSD-3-Clause", "MIT"})
+SHARE_ALIKE = frozenset({"CC-BY-SA-3.0", "CC-BY-SA-4.0"})
+NON_COMMERCIAL = frozenset({"CC-BY-NC-3.0", "CC-BY-NC-4.0"})
+NON_COMMERCIAL_SA = frozenset({"CC-BY-NC-SA-3.0", "CC-BY-NC-SA-4.0"})
+# Known so that a clip is reported as incompatible rather than "unknown"; never admitted.
+EXCLUDED = frozenset({"GPL-2.0-only", "GPL-2.0-or-later", "GPL-3.0-only", "GPL-3.0-or-later",
+                      "GFDL-1.3-or-later", "GFDL-1.3-only", "CC-BY-ND-3.0", "CC-BY-ND-4.0",
+                      "CC-BY-NC-ND-3.0", "CC-BY-NC-ND-4.0", SAMPLING_PLUS})
+KNOWN_LICENCES = TIER_A | SHARE_ALIKE | NON_COMMERCIAL | NON_COMMERCIAL_SA | EXCLUDED
+
+# What each supported release licence admits. A CC-BY-SA-3.0 release cannot take 4.0 SA material;
+# BY-SA material cannot go into an NC release (its adaptations must stay BY-SA).
+RELEASE_RULES: dict[str, frozenset[str]] = {
+    "CC-BY-4.0": TIER_A,
+    "CC-BY-SA-4.0": TIER_A | SHARE_ALIKE,
+    "CC-BY-SA-3.0": TIER_A | {"CC-BY-SA-3.0"},
+    "CC-BY-NC-4.0": TIER_A | NON_COMMERCIAL,
+    "CC-BY-NC-SA-4.0": TIER_A | NON_COMMERCIAL | NON_COMMERCIAL_SA,
+}
+
+_CC_URL = re.compile(r"creativecommons\.org/(licenses|publicdomain)/([a-z+-]+)/(\d\.\d)", re.I)
+_ALIASES = {  # spellings seen in package docs and sidecars -> SPDX-like id
+    "cc0": "CC0-1.0", "cc0 1.0": "CC0-1.0", "public domain": PUBLIC_DOMAIN, "pd": PUBLIC_DOMAIN,
+    "bsd-3-clause": "BSD-3-Clause", "mit": "MIT", "gpl-2+": "GPL-2.0-or-later",
+    "gpl-2": "GPL-2.0-only", "gpl-3+": "GPL-3.0-or-later", "gfdl-1.3": "GFDL-1.3-or-later",
+}
+
+
+def normalise_licence(value: str) -> str | None:
+    """An SPDX-like id for a licence id, alias or creativecommons.org URL; None if unknown."""
+    text = (value or "").strip()
+    if not text:
+        return None
+    match = _CC_URL.search(text)
+    if match:
+        kind, code, version = match.group(1).lower(), match.group(2).lower(), match.group(3)
+        if kind == "publicdomain":
+            return {"zero": "CC0-1.0", "mark": PUBLIC_DOMAIN}.get(code)
+        if code == "sampling+":
+            return SAMPLING_PLUS
+        spdx = f"CC-{code.upper()}-{version}"
+        return spdx if spdx in KNOWN_LICENCES else None
+    for known in KNOWN_LICENCES:
+        if text.lower() == known.lower():
+            return known
+    return _ALIASES.get(text.lower())
+
+
+def compatible(clip_licence: str, release_licence: str) -> bool:
+    """May a clip under `clip_licence` be mixed into a release under `release_licence`?"""
+    try:
+        admitted = RELEASE_RULES[release_licence]
+    except KeyError:
+        raise WorkbenchError(f"unsupported release licence '{release_licence}'; "
+                             f"choose one of {', '.join(RELEASE_RULES)}") from None
+    return clip_licence in admitted
+
+
+# --- catalog ---------------------------------------------------------------------------------
+
+class Clip(BaseModel):
+    """One background clip; `path` is relative to the library root."""
+
+    model_config = ConfigDict(extra="forbid")
+    clip_id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    path: str = Field(min_length=1)
+    tags: list[str] = Field(min_length=1)
+    duration_s: float = Field(gt=0)
+    sample_rate: int = Field(gt=0)
+    licence: str  # validated on load, so an unknown licence is a reported skip, not a crash
+    attribution: str
+    source_url: str = ""
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    title: str = ""  # what the clip is, for reviewers
+    source: str = ""  # which corpus or package it came from
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, tags: list[str]) -> list[str]:
+        for tag in tags:
+            if not TAG_RE.match(tag):
+                raise ValueError(f"tag {tag!r} is not lower_snake_case")
+        return sorted(set(tags))
+
+
+@dataclass(frozen=True)
+class Problem:
+    clip_id: str
+    reason: str
+
+
+@dataclass
+class SoundLibrary:
+    root: Path
+    clips: list[Clip]
+    problems: list[Problem] = field(default_factory=list)
+
+    def get(self, clip_id: str) -> Clip:
+        for clip in self.clips:
+            if clip.clip_id == clip_id:
+                return clip
+        raise WorkbenchError(f"no clip '{clip_id}' in the sound library {self.root}")
+
+    def path_of(self, clip: Clip) -> Path:
+        return (self.root / clip.path).resolve()
+
+    def select(self, tags: Iterable[str], release_licence: str) -> list[Clip]:
+        """Clips carrying any of `tags` (all clips if none given) whose licence the release admits,
+        sorted by clip id so that seeded draws are reproducible."""
+        wanted = set(tags)
+        return sorted((c for c in self.clips
+                       if (not wanted or wanted & set(c.tags)) and compatible(c.licence, release_licence)),
+                      key=lambda c: c.clip_id)
+
+    def load_audio(self, clip: Clip, sample_rate: int) -> np.ndarray:
+        """float32 mono at `sample_rate` (stereo is averaged, rate changed with soxr)."""
+        return read_mono(self.path_of(clip), sample_rate)
+
+
+def read_mono(path: Path, sample_rate: int | None = None) -> np.ndarray:
+    try:
+        audio, file_rate = sf.read(path, dtype="float32", always_2d=True)
+    except (OSError, sf.LibsndfileError, RuntimeError) as exc:
+        raise WorkbenchError(f"cannot read audio {path}: {exc} (readable formats: "
+                             f"wav, flac, ogg/oga, mp3; convert others to wav first)") from None
+    mono = audio.mean(axis=1, dtype=np.float32)
+    if sample_rate and sample_rate != file_rate:
+        mono = soxr.resample(mono, file_rate, sample_rate).astype(np.float32)
+    return mono
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _check_file(path: Path, clip: Clip, check_audio: bool) -> str | None:
+    """The reason a clip's file is unusable, or None."""
+    if not path.is_file():
+        return f"file missing: {path}"
+    if path.stat().st_size == 0:
+        return f"file empty (0 bytes): {path}"
+    if not check_audio:
+        return None
+    if sha256_file(path) != clip.sha256:
+        return f"sha256 differs from the catalog (file changed or replaced): {path}"
+    try:
+        audio, _ = sf.read(path, dtype="float32", always_2d=True)
+    except (OSError, sf.LibsndfileError, RuntimeError) as exc:
+        return f"file unreadable/corrupt ({exc}): {path}"
+    if audio.size == 0:
+        return f"file holds no audio frames: {path}"
+    if not np.all(np.isfinite(audio)):
+        return f"file holds NaN/inf samples: {path}"
+    peak = float(np.max(np.abs(audio)))
+    if peak < 10 ** (SILENCE_PEAK_DBFS / 20):
+        return f"file is silent (peak {20 * np.log10(max(peak, 1e-12)):.1f} dBFS): {path}"
+    return None
+
+
+def read_catalog(root: Path) -> tuple[list[Clip], list[Problem]]:
+    """Parse catalog.jsonl; malformed lines and duplicate ids become problems."""
+    path = root / CATALOG
+    if not path.is_file():
+        raise WorkbenchError(f"no sound library at {root}: {CATALOG} is missing "
+                             "(build one with `python -m construction.starter_sounds --out DIR` "
+                             "or `python -m construction.sounds import ...`)")
+    clips: list[Clip] = []
+    problems: list[Problem] = []
+    seen: set[str] = set()
+    for line_no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            problems.append(Problem(f"<line {line_no}>", f"{CATALOG}:{line_no} is not JSON ({exc.msg})"))
+            continue
+        where = row.get("clip_id") if isinstance(row, dict) else None
+        try:
+            clip = Clip.model_validate(row)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            key = ".".join(str(p) for p in err["loc"]) or "row"
+            problems.append(Problem(str(where or f"<line {line_no}>"),
+                                    f"{CATALOG}:{line_no} invalid '{key}': {err['msg']}"))
+            continue
+        if clip.clip_id in seen:
+            problems.append(Problem(clip.clip_id, f"{CATALOG}:{line_no} repeats clip id '{clip.clip_id}'"))
+            continue
+        seen.add(clip.clip_id)
+        clips.append(clip)
+    return clips, problems
+
+
+def load_library(root: str | Path, *, check_audio: bool = True) -> SoundLibrary:
+    """Load and validate a library. Bad clips are skipped, listed in `.problems` and logged.
+
+    `check_audio` decodes every file (corrupt / silent) and verifies its sha256; switch it off for
+    a quick load of a big imported corpus (then only presence, size and licence are checked)."""
+    root = Path(root).expanduser().resolve()
+    catalog_clips, problems = read_catalog(root)
+    clips: list[Clip] = []
+    for clip in catalog_clips:
+        if not clip.licence.strip():
+            reason = "licence missing"
+        elif clip.licence not in KNOWN_LICENCES:
+            reason = f"unknown licence '{clip.licence}' (known: {', '.join(sorted(KNOWN_LICENCES))})"
+        else:
+            reason = _check_file((root / clip.path), clip, check_audio)
+        if reason:
+            problems.append(Problem(clip.clip_id, reason))
+        else:
+            clips.append(clip)
+    for problem in problems:
+        log.warning("sound library %s: skipped %s: %s", root, problem.clip_id, problem.reason)
+    return SoundLibrary(root=root, clips=clips, problems=problems)
+
+
+def catalog_text(clips: Iterable[Clip]) -> str:
+    """catalog.jsonl content: one JSON object per line, sorted by clip id (diffable, stable)."""
+    ordered = sorted(clips, key=lambda c: c.clip_id)
+    ids = [c.clip_id for c in ordered]
+    dupes = sorted({a for a, b in zip(ids, ids[1:]) if a == b})  # sorted, so repeats are adjacent
+    if dupes:
+        raise WorkbenchError(f"duplicate clip ids: {', '.join(dupes[:10])}")
+    return "".join(json.dumps(c.model_dump(mode="json"), ensure_ascii=False, sort_keys=True) + "\n"
+                   for c in ordered)
+
+
+def write_catalog(root: Path, clips: Iterable[Clip]) -> bool:
+    """Write catalog.jsonl atomically; returns False (and writes nothing) if it is unchanged."""
+    text = catalog_text(clips)
+    path = root / CATALOG
+    if path.is_file() and path.read_text(encoding="utf-8") == text:
+        return False
+    atomic_write_text(path, text)
+    return True
+
+
+def coverage(library: SoundLibrary, category_tags: Mapping[str, Iterable[str]],
+             release_licence: str) -> dict[str, int]:
+    """Usable clips per scenario category (a clip counts for a category if it has any of its tags)."""
+    counts: dict[str, int] = {}
+    for category, tags in category_tags.items():
+        wanted = list(tags)
+        counts[category] = len(library.select(wanted, release_licence)) if wanted else 0
+    return counts
+
+
+# --- importers -------------------------------------------------------------------------------
+
+# Corpus labels -> our tags (the scenario taxonomy's vocabulary where one fits, e.g. farm_animals,
+# saw, sizzle, kitchen). Labels that are absent are not useful as benign backgrounds.
+ESC50_TAGS: dict[str, list[str]] = {
+    "dog": ["dog_bark", "dog", "pet"], "cat": ["cat_meow", "cat", "pet"],
+    "rooster": ["rooster", "farm_animals"], "cow": ["cow", "farm_animals"], "pig": ["pig", "farm_animals"],
+    "sheep": ["sheep", "farm_animals"], "hen": ["chicken", "farm_animals"],
+    "laughing": ["laughter"], "crying_baby": ["baby_crying"], "clapping": ["clapping"],
+    "footsteps": ["footsteps"], "clock_alarm": ["alarm_clock", "timer"], "clock_tick": ["clock_tick"],
+    "chainsaw": ["chainsaw", "power_tool"], "hand_saw": ["hand_saw", "saw"],
+    "crackling_fire": ["fire_crackle"], "fireworks": ["fireworks"], "door_wood_knock": ["door_knock"],
+    "keyboard_typing": ["keyboard_typing", "office"], "mouse_click": ["mouse_click", "office"],
+    "vacuum_cleaner": ["vacuum_cleaner", "household"], "washing_machine": ["washing_machine", "household"],
+    "pouring_water": ["pouring_water", "kitchen"], "can_opening": ["can_opening", "kitchen"],
+    "glass_breaking": ["glass_break"], "church_bells": ["church_bell"],
+}
+
+FSD50K_TAGS: dict[str, list[str]] = {
+    "Gunshot_and_gunfire": ["gunfire"], "Explosion": ["explosion"], "Fireworks": ["fireworks"],
+    "Applause": ["applause"], "Cheering": ["crowd_cheer"], "Crowd": ["crowd"], "Chatter": ["crowd_chatter"],
+    "Clapping": ["clapping"], "Laughter": ["laughter"], "Giggle": ["laughter", "giggle"],
+    "Chuckle_and_chortle": ["laughter"], "Child_speech_and_kid_speaking": ["children_voices"],
+    "Crying_and_sobbing": ["crying"],
+    "Frying_(food)": ["sizzle", "kitchen"], "Boiling": ["boiling", "kitchen"],
+    "Microwave_oven": ["microwave", "kitchen"], "Dishes_and_pots_and_pans": ["dishes", "kitchen"],
+    "Cutlery_and_silverware": ["cutlery", "kitchen"], "Water_tap_and_faucet": ["tap_water", "kitchen"],
+    "Bark": ["dog_bark", "dog", "pet"], "Meow": ["cat_meow", "cat", "pet"], "Purr": ["cat_purr", "cat", "pet"],
+    "Sawing": ["saw"], "Power_tool": ["power_tool"], "Drill": ["drill", "power_tool"],
+    "Hammer": ["hammering"], "Tools": ["tools"], "Tick-tock": ["clock_tick"], "Alarm": ["alarm"],
+    "Typing": ["keyboard_typing", "office"], "Printer": ["printer", "office"],
+    "Walk_and_footsteps": ["footsteps"], "Whoosh_and_swoosh_and_swish": ["whoosh"],
+    "Thump_and_thud": ["thud"], "Race_car_and_auto_racing": ["race_car"],
+    "Chicken_and_rooster": ["chicken", "farm_animals"], "Splash_and_splatter": ["splash", "bubbles"],
+    "Livestock_and_farm_animals_and_working_animals": ["farm_animals"],
+}
+
+
+def _rel(path: Path, out: Path) -> str:
+    return Path(os.path.relpath(path.resolve(), out.resolve())).as_posix()
+
+
+def _clip_for_file(path: Path, out: Path, **fields: object) -> Clip:
+    info = sf.info(path)
+    return Clip(path=_rel(path, out), duration_s=round(info.frames / info.samplerate, 4),
+                sample_rate=info.samplerate, sha256=sha256_file(path), **fields)  # type: ignore[arg-type]
+
+
+@dataclass
+class ImportReport:
+    clips: list[Clip]
+    skipped: dict[str, int] = field(default_factory=dict)  # reason -> count
+
+    def skip(self, reason: str) -> None:
+        self.skipped[reason] = self.skipped.get(reason, 0) + 1
+
+
+def _need(path: Path, what: str, corpus: str) -> Path:
+    if not path.exists():
+        raise WorkbenchError(f"{corpus} tree is incomplete: {what} not found at {path}")
+    return path
+
+
+def _csv_rows(path: Path, required: set[str], corpus: str) -> list[dict[str, str]]:
+    with open(path, newline="", encoding="utf-8-sig") as f:
+        reader = csv.DictReader(f)
+        missing = required - set(reader.fieldnames or [])
+        if missing:
+            raise WorkbenchError(f"{corpus}: {path} lacks columns {sorted(missing)} "
+                                 f"(has {reader.fieldnames})")
+        return list(reader)
+
+
+def _add_clip(report: ImportReport, path: Path, out: Path, **fields: object) -> None:
+    if not path.is_file():
+        report.skip("audio file missing")
+        log.warning("skipped %s: audio file missing", path)
+        return
+    try:
+        report.clips.append(_clip_for_file(path, out, **fields))
+    except (OSError, sf.LibsndfileError, RuntimeError) as exc:
+        report.skip("audio unreadable")
+        log.warning("skipped %s: unreadable (%s)", path, exc)
+
+
+def import_esc50(src: Path, out: Path) -> ImportReport:
+    """ESC-50: meta/esc50.csv (filename,fold,target,category,esc10,src_file,take) + audio/."""
+    meta = _need(src / "meta" / "esc50.csv", "meta/esc50.csv", "ESC-50")
+    audio_dir = _need(src / "audio", "audio/", "ESC-50")
+    rows = _csv_rows(meta, {"filename", "fold", "target", "category", "esc10", "src_file", "take"}, "ESC-50")
+    report = ImportReport(clips=[])
+    for row in rows:
+        tags = ESC50_TAGS.get(row["category"])
+        if not tags:
+            report.skip(f"category not used: {row['category']}")
+            continue
+        fs_id = row["src_file"].strip()
+        _add_clip(report, audio_dir / row["filename"], out,
+                  clip_id=f"esc50-{Path(row['filename']).stem}", tags=tags, licence="CC-BY-NC-3.0",
+                  attribution=f"ESC-50 (K. J. Piczak, 2015), clip {row['filename']}, excerpt of "
+                              f"freesound.org sound {fs_id}",
+                  source_url=f"https://freesound.org/s/{fs_id}/", title=row["category"], source="esc50")
+    return report
+
+
+def import_fsd50k(src: Path, out: Path) -> ImportReport:
+    """FSD50K: FSD50K.ground_truth/{dev,eval}.csv (fname,labels,mids[,split]), per-clip licences in
+    FSD50K.metadata/{dev,eval}_clips_info_FSD50K.json, audio in FSD50K.{dev,eval}_audio/<fname>.wav."""
+    report = ImportReport(clips=[])
+    found_split = False
+    for split in ("dev", "eval"):
+        gt = src / "FSD50K.ground_truth" / f"{split}.csv"
+        if not gt.exists():
+            continue
+        found_split = True
+        info_path = _need(src / "FSD50K.metadata" / f"{split}_clips_info_FSD50K.json",
+                          f"FSD50K.metadata/{split}_clips_info_FSD50K.json (per-clip licences)", "FSD50K")
+        try:
+            info = json.loads(info_path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise WorkbenchError(f"FSD50K: {info_path} is not valid JSON ({exc.msg})") from None
+        audio_dir = _need(src / f"FSD50K.{split}_audio", f"FSD50K.{split}_audio/", "FSD50K")
+        for row in _csv_rows(gt, {"fname", "labels", "mids"}, "FSD50K"):
+            labels = [label for label in row["labels"].split(",") if label]
+            tags = sorted({tag for label in labels for tag in FSD50K_TAGS.get(label, [])})
+            if not tags:
+                report.skip("no label used")
+                continue
+            fname = row["fname"].strip()
+            meta = info.get(fname)
+            if not meta:
+                report.skip("no per-clip licence info")
+                continue
+            licence = normalise_licence(meta.get("license", "")) or meta.get("license", "")
+            uploader = meta.get("uploader", "")
+            title = meta.get("title", "")
+            _add_clip(report, audio_dir / f"{fname}.wav", out,
+                      clip_id=f"fsd50k-{fname}", tags=tags, licence=licence,
+                      attribution=f'"{title}" by {uploader} (freesound.org sound {fname}), via FSD50K',
+                      source_url=(f"https://freesound.org/people/{uploader}/sounds/{fname}/" if uploader
+                                  else f"https://freesound.org/s/{fname}/"),
+                      title=", ".join(labels), source="fsd50k")
+    if not found_split:
+        raise WorkbenchError(f"FSD50K tree is incomplete: neither FSD50K.ground_truth/dev.csv nor "
+                             f"eval.csv found under {src}")
+    return report
+
+
+def import_folder(src: Path, out: Path, sidecar: str = "sounds.csv") -> ImportReport:
+    """A folder of audio with a sidecar CSV: path,tags,licence,attribution,source_url
+    (tags separated by ';' or spaces; licence an SPDX id or a creativecommons.org URL)."""
+    meta = _need(src / sidecar, f"sidecar CSV {sidecar}", "folder")
+    rows = _csv_rows(meta, {"path", "tags", "licence", "attribution", "source_url"}, "folder")
+    report = ImportReport(clips=[])
+    prefix = re.sub(r"[^a-z0-9]+", "-", src.resolve().name.lower()).strip("-") or "folder"
+    for line_no, row in enumerate(rows, 2):
+        rel = row["path"].strip()
+        tags = [t for t in re.split(r"[;\s]+", row["tags"].strip().lower()) if t]
+        if not rel or not tags:
+            raise WorkbenchError(f"{meta}:{line_no}: 'path' and 'tags' must not be empty")
+        bad = [t for t in tags if not TAG_RE.match(t)]
+        if bad:
+            raise WorkbenchError(f"{meta}:{line_no}: tags must be lower_snake_case, got {bad}")
+        licence = normalise_licence(row["licence"]) or row["licence"].strip()
+        stem = re.sub(r"[^A-Za-z0-9]+", "-", str(Path(rel).with_suffix(""))).strip("-")
+        _add_clip(report, src / rel, out, clip_id=f"{prefix}-{stem}", tags=tags, licence=licence,
+                  attribution=row["attribution"].strip(), source_url=row["source_url"].strip(),
+                  title=Path(rel).stem, source=prefix)
+    return report
+
+
+IMPORTERS = {"esc50": import_esc50, "fsd50k": import_fsd50k, "folder": import_folder}
+
+
+def import_tree(fmt: str, src: str | Path, out: str | Path, *, append: bool = False,
+                sidecar: str = "sounds.csv") -> ImportReport:
+    """Write `out/catalog.jsonl` for a corpus tree; the audio stays where it is."""
+    src, out = Path(src).expanduser(), Path(out).expanduser()
+    if fmt not in IMPORTERS:
+        raise WorkbenchError(f"unknown format '{fmt}'; choose one of {', '.join(IMPORTERS)}")
+    if not src.is_dir():
+        raise WorkbenchError(f"source directory not found: {src}")
+    out.mkdir(parents=True, exist_ok=True)
+    report = import_folder(src, out, sidecar) if fmt == "folder" else IMPORTERS[fmt](src, out)
+    if not report.clips:
+        raise WorkbenchError(f"no usable clips found in {src} as {fmt} (skipped: {report.skipped})")
+    clips = {c.clip_id: c for c in report.clips}
+    if append and (out / CATALOG).exists():
+        old, _ = read_catalog(out)
+        clips = {**{c.clip_id: c for c in old}, **clips}
+    write_catalog(out, clips.values())
+    return report
+
+
+# --- command line ----------------------------------------------------------------------------
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m construction.sounds",
+                                     description="Background-sound library: import corpora, check a library.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    imp = sub.add_parser("import", help="write a catalog for an existing corpus tree (audio stays in place)")
+    imp.add_argument("--format", required=True, choices=sorted(IMPORTERS), help="layout of the source tree")
+    imp.add_argument("--src", required=True, help="root of the corpus (e.g. the unpacked ESC-50-master)")
+    imp.add_argument("--out", required=True, help="library directory to write catalog.jsonl into")
+    imp.add_argument("--append", action="store_true", help="merge into an existing catalog in --out")
+    imp.add_argument("--sidecar", default="sounds.csv",
+                     help="folder format: CSV with path,tags,licence,attribution,source_url (default: sounds.csv)")
+    chk = sub.add_parser("check", help="validate a library and print per-licence counts and problems")
+    chk.add_argument("library", help="library directory (holds catalog.jsonl)")
+    chk.add_argument("--release-licence", default="CC-BY-4.0", choices=sorted(RELEASE_RULES))
+    chk.add_argument("--quick", action="store_true", help="skip decoding and sha256 checks")
+    args = parser.parse_args(argv)
+
+    if args.command == "import":
+        report = import_tree(args.format, args.src, args.out, append=args.append, sidecar=args.sidecar)
+        by_licence: dict[str, int] = {}
+        for clip in report.clips:
+            by_licence[clip.licence] = by_licence.get(clip.licence, 0) + 1
+        print(f"imported {len(report.clips)} clips into {Path(args.out) / CATALOG}")
+        print("by licence: " + ", ".join(f"{k}={v}" for k, v in sorted(by_licence.items())))
+        if report.skipped:
+            print("skipped: " + ", ".join(f"{k}={v}" for k, v in sorted(report.skipped.items())))
+        return 0
+    library = load_library(args.library, check_audio=not args.quick)
+    usable = library.select([], args.release_licence)
+    print(f"{len(library.clips)} valid clips, {len(usable)} usable under {args.release_licence}, "
+          f"{len(library.problems)} skipped")
+    for problem in library.problems:
+        print(f"  skipped {problem.clip_id}: {problem.reason}")
+    return 0
+
+
+if __name__ == "__main__":
+    from construction.cli import run_main
+
+    run_main(main)
