@@ -237,3 +237,10 @@ def _cfg(tmp_path: Path, text: str) -> Path:
     path = tmp_path / f"cfg-{abs(hash(text))}.yaml"
     path.write_text(text)
     return path
+
+
+def test_example_config_is_valid_and_complete():
+    from construction.config import Config
+    from tests.conftest import REPO
+
+    assert load_config(REPO / "configs" / "example.yaml") == Config()
