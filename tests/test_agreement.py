@@ -1,0 +1,412 @@
+"""validation.agreement: statistics checked against published worked examples, degenerate cases, the
+consensus rule with adjudication, and both command modes (CSV and workspace) end to end."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from construction.cli import run_main
+from construction.errors import WorkbenchError
+from construction.record import Annotation, Sample
+from construction.workspace import Workspace
+from tests.conftest import run_module
+from validation.agreement import (
+    ConsensusRule,
+    adjudication_queue,
+    annotator_agreement,
+    apply_adjudication,
+    apply_consensus,
+    decide,
+    main,
+    fleiss_kappa,
+    krippendorff_alpha,
+    pairwise_cohen,
+    prepare_ratings,
+    samples_to_ratings,
+)
+
+# Krippendorff, K. (2011). "Computing Krippendorff's Alpha-Reliability", section C: "Nominal data, any
+# number of observers, missing data" -- 4 observers x 12 units (None = not coded). The paper reports
+# alpha = 0.743 (nominal), 0.815 (ordinal), 0.849 (interval), 0.797 (ratio) for these data; the same
+# matrix and numbers appear in the `krippendorff` package's docstring ("fulltext.pdf, page 8") and the
+# Stata kalpha help file.
+K2011 = {
+    "A": [1, 2, 3, 3, 2, 1, 4, 1, 2, None, None, None],
+    "B": [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, None, 3],
+    "C": [None, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, None],
+    "D": [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, None],
+}
+
+# Wikipedia, "Krippendorff's alpha", section "A computational example": 3 coders x 15 units,
+# nominal alpha = 0.691, interval alpha = 0.811 (also the package docstring's first example).
+WIKI_ALPHA = {
+    "A": [None, None, None, None, None, 3, 4, 1, 2, 1, 1, 3, 3, None, 3],
+    "B": [1, None, 2, 1, 3, 3, 4, 3, None, None, None, None, None, None, None],
+    "C": [None, None, 2, 1, 3, 4, 4, None, 2, 1, 1, 3, 3, None, 4],
+}
+
+# Fleiss (1971) worked example as given on Wikipedia ("Fleiss' kappa", Worked example): 10 subjects,
+# 14 raters each, 5 categories; cell = raters who put subject i in category j. kappa = 0.210.
+FLEISS_TABLE = [
+    [0, 0, 0, 0, 14], [0, 2, 6, 4, 2], [0, 0, 3, 5, 6], [0, 3, 9, 2, 0], [2, 2, 8, 1, 1],
+    [7, 7, 0, 0, 0], [3, 2, 6, 3, 0], [2, 5, 3, 2, 2], [6, 5, 2, 1, 0], [0, 2, 2, 3, 7],
+]
+
+
+def long_format(matrix: dict[str, list], as_text: bool = False) -> list[tuple[str, str, object]]:
+    return [(f"u{j + 1}", coder, (f"v{v}" if as_text else v))
+            for coder, values in matrix.items() for j, v in enumerate(values) if v is not None]
+
+
+def fleiss_ratings() -> list[tuple[str, str, str]]:
+    rows = []
+    for i, counts in enumerate(FLEISS_TABLE):
+        raters = iter(range(14))  # Fleiss allows different raters per subject; numbering is arbitrary
+        for category, n in enumerate(counts):
+            rows += [(f"s{i}", f"r{next(raters)}", f"c{category}") for _ in range(n)]
+    return rows
+
+
+def cohen_ratings() -> list[tuple[int, str, str]]:
+    # Wikipedia, "Cohen's kappa", simple example: 50 grant proposals, readers A and B; both yes 20,
+    # A yes/B no 5, A no/B yes 10, both no 15 -> p_o = 0.70, p_e = 0.50, kappa = 0.40.
+    a = ["yes"] * 20 + ["yes"] * 5 + ["no"] * 10 + ["no"] * 15
+    b = ["yes"] * 20 + ["no"] * 5 + ["yes"] * 10 + ["no"] * 15
+    return [(i, "A", x) for i, x in enumerate(a)] + [(i, "B", x) for i, x in enumerate(b)]
+
+
+# ---------------------------------------------------------------------------------------------
+# published examples
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("level, expected", [("nominal", 0.743), ("ordinal", 0.815),
+                                             ("interval", 0.849), ("ratio", 0.797)])
+def test_alpha_krippendorff_2011(level: str, expected: float) -> None:
+    result = krippendorff_alpha(long_format(K2011), level, n_boot=0)
+    assert round(result.alpha, 3) == expected
+    assert (result.n_units, result.n_annotators, result.n_ratings) == (11, 4, 41)  # unit 12 has 1 value
+
+
+def test_alpha_with_text_labels() -> None:
+    """Text labels work for nominal data and, with an ordered label list, for ordinal data."""
+    rows = long_format(K2011, as_text=True)
+    assert round(krippendorff_alpha(rows, "nominal", n_boot=0).alpha, 3) == 0.743
+    ordered = ["v1", "v2", "v3", "v4", "v5"]
+    assert round(krippendorff_alpha(rows, "ordinal", ordered, n_boot=0).alpha, 3) == 0.815
+    with pytest.raises(WorkbenchError, match="numeric labels or an ordered label list"):
+        krippendorff_alpha(rows, "interval")
+
+
+def test_alpha_wikipedia_example() -> None:
+    rows = long_format(WIKI_ALPHA)
+    assert round(krippendorff_alpha(rows, "nominal", n_boot=0).alpha, 3) == 0.691
+    assert round(krippendorff_alpha(rows, "interval", n_boot=0).alpha, 3) == 0.811
+
+
+def test_fleiss_kappa_published_example() -> None:
+    result = fleiss_kappa(fleiss_ratings())
+    assert round(result["kappa"], 3) == 0.210
+    assert (result["n_units"], result["raters_per_unit"], result["n_units_excluded"]) == (10, 14, 0)
+
+
+def test_fleiss_uses_units_with_the_usual_number_of_raters() -> None:
+    extra = [("partial", "r0", "c0"), ("partial", "r1", "c4")]  # only 2 raters: left out, counted
+    result = fleiss_kappa(fleiss_ratings() + extra)
+    assert round(result["kappa"], 3) == 0.210
+    assert result["n_units_excluded"] == 1
+    assert "left out" in result["note"]
+
+
+def test_cohen_kappa_published_example() -> None:
+    [pair] = pairwise_cohen(cohen_ratings())
+    assert (pair["a"], pair["b"], pair["n_units"]) == ("A", "B", 50)
+    assert pair["agreement"] == pytest.approx(0.70)
+    assert pair["kappa"] == pytest.approx(0.40)
+
+
+# ---------------------------------------------------------------------------------------------
+# per-annotator agreement, degenerate cases, bootstrap
+# ---------------------------------------------------------------------------------------------
+
+def test_leave_one_out_majority_spots_the_careless_annotator() -> None:
+    rows = []
+    for u in range(6):
+        rows += [(u, "a", "benign"), (u, "b", "benign"), (u, "c", "benign" if u < 5 else "harmful"),
+                 (u, "careless", "harmful")]
+    rows += [("t", "a", "benign"), ("t", "b", "harmful"), ("t", "c", "unclear")]  # others always tie
+    result = annotator_agreement(rows)
+    assert result["careless"]["agreement"] == 0.0 and result["careless"]["n_compared"] == 6
+    # on u5 the careless annotator's vote tips the others' majority against a and b
+    assert [result[k]["agreement"] for k in ("a", "b", "c")] == [0.8333] * 3
+    assert result["a"]["n_ties"] == 1 and result["a"]["n_compared"] == 6  # the tied unit is excluded
+
+
+def test_everyone_gives_the_same_label() -> None:
+    rows = [(u, a, "benign") for u in range(5) for a in ("x", "y", "z")]
+    result = krippendorff_alpha(rows, labels=["benign", "harmful", "unclear"])
+    assert result.alpha is None and result.ci95 is None
+    assert "no variation" in result.note and "'benign'" in result.note
+    assert fleiss_kappa(rows)["kappa"] is None and "no variation" in fleiss_kappa(rows)["note"]
+    assert all(p["kappa"] is None and "no variation" in p["note"] for p in pairwise_cohen(rows))
+
+
+def test_single_annotator() -> None:
+    result = krippendorff_alpha([(u, "solo", lab) for u, lab in enumerate(["a", "b", "a"])])
+    assert result.alpha is None and "only one annotator (solo)" in result.note
+    assert annotator_agreement([(0, "solo", "a")])["solo"]["note"] == "no unit shared with another annotator"
+
+
+def test_no_overlap() -> None:
+    rows = [(0, "x", "a"), (1, "y", "b"), (2, "z", "a")]
+    result = krippendorff_alpha(rows)
+    assert result.alpha is None and result.n_units == 0 and "no overlap" in result.note
+    assert pairwise_cohen(rows) == []
+    assert fleiss_kappa(rows)["kappa"] is None
+
+
+def test_labels_outside_the_set_are_excluded_and_counted() -> None:
+    rows = long_format(K2011, as_text=True) + [("u1", "B", "oops"), ("u2", "E", "oops"), ("u3", "E", "???")]
+    labels = ["v1", "v2", "v3", "v4", "v5"]
+    r = prepare_ratings(rows, labels=labels)
+    assert r.out_of_set == {"oops": 2, "???": 1}
+    result = krippendorff_alpha(rows, labels=labels, n_boot=0)
+    # u1/B 'oops' is excluded, so B's earlier '1' on u1 stays: the published value is unchanged
+    assert round(result.alpha, 3) == 0.743
+    assert "excluded 3 rating(s) with labels outside the label set" in result.note
+
+
+def test_missing_and_repeated_ratings() -> None:
+    rows = [(0, "x", "a"), (0, "y", "a"), (1, "x", "b"), (1, "y", None), (1, "y", "b"), (2, "x", float("nan")),
+            (2, "x", "a"), (2, "y", "b")]
+    r = prepare_ratings(rows)
+    assert r.n_missing == 2 and r.n_duplicates == 0
+    r = prepare_ratings(rows + [(2, "y", "a")])  # y changes their mind on unit 2: the last label counts
+    assert r.n_duplicates == 1
+    assert r.value_counts.tolist() == [[2, 0], [0, 2], [2, 0]]
+    assert "kept the last" in krippendorff_alpha(rows + [(2, "y", "a")]).note
+
+
+def test_bootstrap_ci_contains_estimate_and_is_deterministic() -> None:
+    rng = np.random.default_rng(7)
+    truth = rng.choice(["benign", "harmful", "unclear"], size=80, p=[0.6, 0.3, 0.1])
+    rows = [(u, f"a{k}", t if rng.random() < 0.8 else rng.choice(["benign", "harmful", "unclear"]))
+            for u, t in enumerate(truth) for k in range(3)]
+    first = krippendorff_alpha(rows, n_boot=300, seed=3)
+    assert first.ci95[0] < first.alpha < first.ci95[1]
+    assert 0 < first.ci95[1] - first.ci95[0] < 0.5
+    assert krippendorff_alpha(rows, n_boot=300, seed=3).ci95 == first.ci95
+    assert krippendorff_alpha(rows, n_boot=300, seed=4).ci95 != first.ci95
+
+
+def test_bad_level() -> None:
+    with pytest.raises(WorkbenchError, match="unknown level"):
+        krippendorff_alpha(cohen_ratings(), "fuzzy")
+
+
+# ---------------------------------------------------------------------------------------------
+# consensus and adjudication
+# ---------------------------------------------------------------------------------------------
+
+def make_sample(sample_id: str, labels: list[str | None], category: str = "video_games",
+                cancelled: tuple[int, ...] = ()) -> Sample:
+    annotations = [Annotation(annotator=f"ann{i}", label=label, cancelled=i in cancelled)
+                   for i, label in enumerate(labels)]
+    return Sample(sample_id=sample_id, category=category, speech_text="Finish him!", context="A game.",
+                  background_tags=["gunfire"], placement="underlay", benign_reason="A game.",
+                  speaker_style="excited", annotations=annotations)
+
+
+def test_consensus_rule_defaults() -> None:
+    samples = [
+        make_sample("all-benign", ["benign", "benign", "benign"]),
+        make_sample("two-of-three", ["benign", "harmful", "benign"]),
+        make_sample("harmful", ["harmful", "unclear", "harmful"]),
+        make_sample("split", ["benign", "harmful", "unclear"]),
+        make_sample("skips", ["benign", "benign", None, "benign"], cancelled=(3,)),  # 2 real labels
+        make_sample("skip-ok", ["benign", "benign", "harmful", "harmful"], cancelled=(3,)),
+    ]
+    validated, harmful, queue, needs = apply_consensus(samples)
+    assert [s.sample_id for s in validated] == ["all-benign", "two-of-three", "skip-ok"]
+    assert [s.sample_id for s in harmful] == ["harmful"]
+    assert [s.sample_id for s in queue] == ["split"]
+    assert [s.sample_id for s in needs] == ["skips"]
+    by_id = {s.sample_id: s for s in validated + harmful + queue + needs}
+    assert (by_id["all-benign"].consensus_label, by_id["all-benign"].agreement) == ("benign", 1.0)
+    assert by_id["two-of-three"].agreement == pytest.approx(2 / 3, abs=1e-4)
+    assert by_id["two-of-three"].decided_by == "majority"
+    assert (by_id["harmful"].consensus_label, by_id["harmful"].decided_by) == ("harmful", "majority")
+    assert (by_id["split"].consensus_label, by_id["split"].decided_by) == (None, None)
+    assert by_id["split"].agreement == pytest.approx(1 / 3, abs=1e-4)
+    assert by_id["skips"].consensus_label is None
+    assert by_id["skip-ok"].provenance["validation.agreement"]["n_labels"] == 3
+    assert samples[0].consensus_label is None  # inputs are not modified
+
+
+def test_consensus_reasons_and_repeat_votes() -> None:
+    assert decide(make_sample("h", ["harmful"] * 3)).reason == "harmful_consensus: 3/3 labels harmful"
+    assert decide(make_sample("q", ["benign", "harmful", "unclear"])).reason.startswith(
+        "needs_adjudication: no label reaches 2/3")
+    assert decide(make_sample("n", ["benign"])).reason.startswith("needs_labels: 1 non-skipped label(s) < 3")
+    # one annotator labelling twice counts once, with their last label
+    twice = make_sample("t", ["benign", "benign", "harmful"])
+    twice.annotations[1].annotator = "ann0"
+    assert decide(twice).outcome == "needs_labels"
+
+
+def test_configured_rule() -> None:
+    rule = ConsensusRule(min_fraction=0.75, min_labels=4)
+    assert decide(make_sample("a", ["benign"] * 3 + ["harmful"]), rule).outcome == "validated"
+    assert decide(make_sample("b", ["benign"] * 2 + ["harmful"] * 2), rule).outcome == "adjudication"
+    assert decide(make_sample("c", ["benign"] * 3), rule).outcome == "needs_labels"
+    with pytest.raises(WorkbenchError, match="min_fraction"):
+        ConsensusRule(min_fraction=0.5)
+
+
+def test_adjudication_overrides_and_is_final() -> None:
+    samples = [make_sample("split", ["benign", "harmful", "unclear"]),
+               make_sample("majority-harmful", ["harmful", "harmful", "benign"]),
+               make_sample("fine", ["benign"] * 3)]
+    assert [s.sample_id for s in adjudication_queue(samples)] == ["split"]
+    decided = apply_adjudication(samples, {"split": "benign",
+                                           "majority-harmful": Annotation(annotator="lead", label="benign",
+                                                                          rationale="boxing commentary")})
+    validated, harmful, queue, needs = apply_consensus(decided)
+    assert [s.sample_id for s in validated] == ["split", "majority-harmful", "fine"]
+    assert queue == [] and harmful == [] and needs == []
+    split, overridden, fine = validated
+    assert (split.decided_by, split.consensus_label) == ("adjudication", "benign")
+    assert split.agreement == pytest.approx(1 / 3, abs=1e-4)  # annotators' labels equal to the decision
+    assert overridden.decided_by == "adjudication" and overridden.annotations[-1].annotator == "lead"
+    assert fine.decided_by == "majority"
+    # the decision is not a rating: agreement statistics see only the three annotators
+    assert len(samples_to_ratings(decided)) == 9
+    # a later decision replaces an earlier one
+    again = apply_adjudication(decided, {"split": "harmful"})
+    assert decide(again[0]).outcome == "harmful" and decide(again[0]).reason.startswith("harmful_consensus")
+
+
+def test_adjudication_bad_input() -> None:
+    samples = [make_sample("split", ["benign", "harmful", "unclear"])]
+    with pytest.raises(WorkbenchError, match="unknown sample ids"):
+        apply_adjudication(samples, {"nope": "benign"})
+    with pytest.raises(WorkbenchError, match="must be 'benign' or 'harmful'"):
+        apply_adjudication(samples, {"split": "unclear"})
+
+
+# ---------------------------------------------------------------------------------------------
+# command line
+# ---------------------------------------------------------------------------------------------
+
+def write_csv(path: Path, rows: list[tuple]) -> Path:
+    path.write_text("unit_id,annotator_id,label\n" + "".join(f"{u},{a},{v}\n" for u, a, v in rows))
+    return path
+
+
+def run_cli(argv: list[str], capsys: pytest.CaptureFixture) -> tuple[int, str, str]:
+    """The command in-process (same run_main path as `python -m`, without paying the import time)."""
+    with pytest.raises(SystemExit) as exc:
+        run_main(main, argv)
+    out = capsys.readouterr()
+    return exc.value.code, out.out, out.err
+
+
+def test_csv_command(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    csv = write_csv(tmp_path / "k2011.csv", long_format(K2011))
+    proc = run_module("validation.agreement", "--ratings", str(csv), "--level", "interval", "--n-boot", "200",
+                      timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "overall                   0.849" in proc.stdout
+    assert "Fleiss' kappa" in proc.stdout and "Cohen's kappa" in proc.stdout
+    text = write_csv(tmp_path / "text.csv", long_format(K2011, as_text=True))
+    code, out, err = run_cli(["--ratings", str(text), "--level", "ordinal", "--labels", "v1,v2,v3,v4,v5",
+                              "--n-boot", "50"], capsys)
+    assert code == 0 and "overall                   0.815" in out, err
+
+
+def test_csv_command_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    bad = tmp_path / "bad.csv"
+    bad.write_text("item,rater,value\n1,a,x\n")
+    proc = run_module("validation.agreement", "--ratings", str(bad), timeout=120)
+    assert proc.returncode == 2
+    assert "missing column(s) ['unit_id', 'annotator_id', 'label']" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    code, _, err = run_cli(["--ratings", str(tmp_path / "absent.csv")], capsys)
+    assert code == 2 and "does not exist" in err
+    (tmp_path / "empty.csv").write_text("unit_id,annotator_id,label\n")
+    code, _, err = run_cli(["--ratings", str(tmp_path / "empty.csv")], capsys)
+    assert code == 2 and "no ratings" in err
+    text = write_csv(tmp_path / "text.csv", long_format(K2011, as_text=True))
+    code, _, err = run_cli(["--ratings", str(text), "--level", "ratio"], capsys)
+    assert code == 2 and "needs numeric labels" in err
+
+
+def annotated_workspace(root: Path) -> Workspace:
+    ws = Workspace(root)
+    rng = np.random.default_rng(1)
+    samples = []
+    for i in range(24):
+        category = "video_games" if i % 2 else "cooking_household"
+        truth = "benign" if i % 4 else "harmful"
+        labels = [truth if rng.random() < 0.85 else str(rng.choice(["benign", "harmful", "unclear"]))
+                  for _ in range(3)]
+        samples.append(make_sample(f"aor-{i:02d}", labels, category))
+    samples.append(make_sample("aor-split", ["benign", "harmful", "unclear"], "video_games"))
+    samples.append(make_sample("aor-few", ["benign", "benign", None], "video_games", cancelled=(2,)))
+    ws.write_manifest("annotated", samples)
+    return ws
+
+
+def test_workspace_command(tmp_path: Path) -> None:
+    ws = annotated_workspace(tmp_path / "ws")
+    proc = run_module("validation.agreement", "--workspace", str(ws.root), "--n-boot", "200", timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "overall" in proc.stdout and "cooking_household" in proc.stdout and "Consensus:" in proc.stdout
+
+    report = json.loads((ws.root / "reports" / "agreement.json").read_text())
+    assert set(report) == {"overall", "per_category", "fleiss_kappa", "cohen_pairwise", "annotators",
+                           "consensus", "level", "labels"}
+    shape = {"alpha", "ci95", "n_units", "n_annotators", "note"}
+    assert set(report["overall"]) == shape
+    assert set(report["per_category"]) == {"cooking_household", "video_games"}
+    assert all(set(v) == shape for v in report["per_category"].values())
+    assert report["level"] == "nominal" and report["labels"] == ["benign", "harmful", "unclear"]
+    assert report["overall"]["ci95"][0] <= report["overall"]["alpha"] <= report["overall"]["ci95"][1]
+    assert report["overall"]["n_units"] == 26  # aor-few's 2 ratings count for alpha, not for consensus
+    assert (ws.root / "reports" / "agreement.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    kept = list(ws.read_samples("validated"))
+    rejected = list(ws.read_rejected("validated"))
+    consensus = report["consensus"]
+    assert consensus["validated"] == len(kept) > 0
+    assert sum(consensus.values()) == 26 == len(kept) + len(rejected)
+    assert all(s.consensus_label == "benign" and s.decided_by == "majority" for s in kept)
+    reasons = {r.sample.sample_id: r.reason for r in rejected}
+    assert reasons["aor-split"].startswith("needs_adjudication: ")
+    assert reasons["aor-few"].startswith("needs_labels: ")
+    assert consensus["harmful"] == sum(r.startswith("harmful_consensus: ") for r in reasons.values()) > 0
+    stats = ws.read_stats("validated")
+    assert stats["kept"] == len(kept) and stats["consensus"] == consensus
+
+
+def test_workspace_without_annotations(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    ws = Workspace(tmp_path / "ws")
+    code, _, err = run_cli(["--workspace", str(ws.root)], capsys)
+    assert code == 2 and "no 'annotated' manifest" in err
+    assert not ws.has_manifest("validated") and not (ws.root / "reports").exists()
+
+
+def test_workspace_where_everyone_agrees(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """Degenerate data still gives a report: alpha null with the reason, a plot, and all samples validated."""
+    ws = Workspace(tmp_path / "ws")
+    ws.write_manifest("annotated", [make_sample(f"aor-{i}", ["benign"] * 3) for i in range(4)])
+    code, out, err = run_cli(["--workspace", str(ws.root), "--n-boot", "20"], capsys)
+    assert code == 0, err
+    report = json.loads((ws.root / "reports" / "agreement.json").read_text())
+    assert report["overall"]["alpha"] is None and report["overall"]["ci95"] is None
+    assert "no variation" in report["overall"]["note"] and "no variation" in out
+    assert report["consensus"] == {"validated": 4, "harmful": 0, "adjudication": 0, "needs_labels": 0}
+    assert (ws.root / "reports" / "agreement.png").stat().st_size > 0
