@@ -19,6 +19,8 @@ def base_parser(prog: str, description: str) -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, help="overrides config 'seed'")
     parser.add_argument("--jobs", type=int, help="worker processes (default: CPU cores available)")
     parser.add_argument("--restart", action="store_true", help="discard this stage's output and redo it")
+    parser.add_argument("--retry-rejected", action="store_true",
+                        help="process this stage's rejected samples again (e.g. after a server outage)")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     return parser
 

@@ -201,7 +201,8 @@ def main(argv: list[str] | None = None) -> int:
     config = config_from_args(args, {"mix.sounds": args.sounds})
     ws = Workspace(args.workspace)
     stats = run_stage(ws, MixStage(str(ws.root), config), jobs=config.runner.jobs,
-                      batch_size=config.runner.batch_size, restart=args.restart, progress=not args.quiet)
+                      batch_size=config.runner.batch_size, restart=args.restart,
+                      retry_rejected=args.retry_rejected, progress=not args.quiet)
     print_summary(stats)
     if stats.get("thin_categories"):
         print(f"  thin categories (fewer than {config.mix.thin_below} clips): {', '.join(stats['thin_categories'])}")

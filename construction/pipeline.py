@@ -29,7 +29,8 @@ def automatic_stages(ws: Workspace, config: Config) -> list:
     return [SynthesizeStage(root, config), MixStage(root, config), WerStage(root, config)]
 
 
-def run_pipeline(ws: Workspace, config: Config, *, restart: bool = False, progress: bool = True) -> dict:
+def run_pipeline(ws: Workspace, config: Config, *, restart: bool = False, retry_rejected: bool = False,
+                 progress: bool = True) -> dict:
     timings = {}
     started = time.monotonic()
     stages = automatic_stages(ws, config)
@@ -41,7 +42,7 @@ def run_pipeline(ws: Workspace, config: Config, *, restart: bool = False, progre
         t0 = time.monotonic()
         batch_size = config.wer.batch_size if stage.name == "wer" else config.runner.batch_size
         stats = run_stage(ws, stage, jobs=config.runner.jobs, batch_size=batch_size,
-                          restart=restart, progress=progress)
+                          restart=restart, retry_rejected=retry_rejected, progress=progress)
         timings[stage.name] = round(time.monotonic() - t0, 2)
         (print_wer_summary if stage.name == "wer" else print_summary)(stats)
         all_stats[stage.name] = stats
@@ -60,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
                                      "generate.backend": args.backend, "mix.sounds": args.sounds})
     ws = Workspace(args.workspace)
     ws.snapshot_config(config.model_dump(mode="json"))
-    run_pipeline(ws, config, restart=args.restart, progress=not args.quiet)
+    run_pipeline(ws, config, restart=args.restart, retry_rejected=args.retry_rejected, progress=not args.quiet)
     print(f"workspace: {ws.root}")
     return 0
 

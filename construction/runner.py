@@ -94,7 +94,7 @@ def _results_in_order(stage: Stage, batches: Iterator[list[Sample]], jobs: int) 
 
 
 def run_stage(ws: Workspace, stage: Stage, *, jobs: int | None = None, batch_size: int = 8,
-              restart: bool = False, progress: bool = True) -> dict[str, Any]:
+              restart: bool = False, retry_rejected: bool = False, progress: bool = True) -> dict[str, Any]:
     """Run `stage` over `ws`; returns the stage's stats (also written to stats/<stage>.json)."""
     if not ws.has_manifest(stage.input_stage):
         raise WorkbenchError(f"stage '{stage.name}' needs the '{stage.input_stage}' manifest in {ws.root}; "
@@ -105,6 +105,8 @@ def run_stage(ws: Workspace, stage: Stage, *, jobs: int | None = None, batch_siz
     with ws.lock():
         if restart:
             ws.clear_stage(stage.name)
+        elif retry_rejected:
+            ws.forget_rejected(stage.name)
         done = ws.done_ids(stage.name)
         total = sum(1 for s in ws.read_samples(stage.input_stage) if s.sample_id not in done)
         started = time.monotonic()

@@ -147,7 +147,8 @@ def main(argv: list[str] | None = None) -> int:
     ws = Workspace(args.workspace)
     voice_bank(config.synthesize)  # fail fast, before any worker starts
     stats = run_stage(ws, SynthesizeStage(str(ws.root), config), jobs=config.runner.jobs,
-                      batch_size=config.runner.batch_size, restart=args.restart, progress=not args.quiet)
+                      batch_size=config.runner.batch_size, restart=args.restart,
+                      retry_rejected=args.retry_rejected, progress=not args.quiet)
     print_summary(stats)
     return 0
 

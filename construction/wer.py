@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     config = config_from_args(args, {"wer.max_wer": args.max_wer, "wer.resynthesize_attempts": args.resynthesize})
     ws = Workspace(args.workspace)
     stats = run_stage(ws, WerStage(str(ws.root), config), jobs=1, batch_size=config.wer.batch_size,
-                      restart=args.restart, progress=not args.quiet)
+                      restart=args.restart, retry_rejected=args.retry_rejected, progress=not args.quiet)
     print_wer_summary(stats)
     return 0
 

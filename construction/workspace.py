@@ -152,6 +152,11 @@ class Workspace:
                 open(self.rejected_path(stage), "a", encoding="utf-8") as dropped:
             yield ManifestAppender(kept, dropped)
 
+    def forget_rejected(self, stage: str) -> None:
+        """Drop a stage's rejected rows so the next run processes those samples again."""
+        if self.rejected_path(stage).exists():
+            atomic_write_text(self.rejected_path(stage), "")
+
     def clear_stage(self, stage: str) -> None:
         for path in (self.manifest_path(stage), self.rejected_path(stage), self.stats_path(stage)):
             path.unlink(missing_ok=True)
