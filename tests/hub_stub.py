@@ -1,0 +1,190 @@
+"""A small local Hugging Face Hub: enough of its HTTP API for create_repo, upload_folder and create_tag.
+
+Speaks the endpoints huggingface_hub 2.x calls (read from its source):
+    POST /api/repos/create                            {"name", "organization", "type", "visibility"}
+    GET  /api/{type}s/{ns}/{name}[/revision/{rev}]    repo info (404 + X-Error-Code: RepoNotFound)
+    GET  /api/{type}s/{ns}/{name}/refs                branches, converts, tags
+    POST /api/{type}s/{ns}/{name}/preupload/{rev}     upload mode per file: always "regular", so the
+                                                      files travel inline (base64) in the commit and no
+                                                      LFS / xet storage is needed
+    POST /api/{type}s/{ns}/{name}/commit/{rev}        NDJSON: header, file, deletedFile lines
+    POST /api/{type}s/{ns}/{name}/tag/{rev}           {"tag", "message"}; 409 if it exists
+    POST /api/validate-yaml                           README front matter check (create_commit path)
+    GET  /api/agent-harnesses                         the client's best-effort registry fetch (no auth)
+Every call needs `Authorization: Bearer <token>` with a known token, else 401 with the Hub's
+"Invalid credentials in Authorization header" message. Requests are logged for the tests.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+import yaml
+
+REPO_PATH = re.compile(r"^/api/(models|datasets|spaces)/([^/]+)/([^/]+)(?:/(.*))?$")
+
+
+@dataclass
+class Repo:
+    repo_type: str
+    repo_id: str
+    private: bool
+    files: dict[str, bytes] = field(default_factory=dict)
+    commits: list[dict[str, Any]] = field(default_factory=list)
+    tags: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def head(self) -> str:
+        return self.commits[-1]["oid"] if self.commits else "0" * 40
+
+
+class HubStub:
+    def __init__(self, tokens: set[str]):
+        self.tokens = set(tokens)
+        self.repos: dict[tuple[str, str], Repo] = {}
+        self.requests: list[tuple[str, str]] = []  # (method, path)
+        self.lock = threading.Lock()
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:  # keep test output quiet
+                pass
+
+            def do_GET(self) -> None:
+                stub.handle(self, "GET")
+
+            def do_POST(self) -> None:
+                stub.handle(self, "POST")
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> HubStub:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    # -- dispatch -----------------------------------------------------------------------------
+    def handle(self, req: BaseHTTPRequestHandler, method: str) -> None:
+        path = unquote(urlsplit(req.path).path)
+        body = req.rfile.read(int(req.headers.get("Content-Length") or 0))
+        with self.lock:
+            self.requests.append((method, path))
+        if method == "GET" and path == "/api/agent-harnesses":  # public; the client fetches it once a day
+            return self.send(req, 200, {"standardEnvVars": [], "harnesses": {}})
+        auth = req.headers.get("Authorization", "")
+        if not auth.startswith("Bearer ") or auth[len("Bearer "):] not in self.tokens:
+            return self.send(req, 401, {"error": "Invalid credentials in Authorization header"},
+                             {"X-Error-Message": "Invalid credentials in Authorization header"})
+        with self.lock:
+            status, payload, headers = self.route(method, path, body)
+        self.send(req, status, payload, headers)
+
+    def send(self, req: BaseHTTPRequestHandler, status: int, payload: Any,
+             headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(payload).encode()
+        req.send_response(status)
+        req.send_header("Content-Type", "application/json")
+        req.send_header("Content-Length", str(len(data)))
+        for key, value in (headers or {}).items():
+            req.send_header(key, value)
+        req.end_headers()
+        req.wfile.write(data)
+
+    def route(self, method: str, path: str, body: bytes) -> tuple[int, Any, dict[str, str]]:
+        if method == "POST" and path == "/api/repos/create":
+            return self.create_repo(json.loads(body))
+        if method == "POST" and path == "/api/validate-yaml":
+            return self.validate_yaml(json.loads(body))
+        match = REPO_PATH.match(path)
+        if not match:
+            return 404, {"error": f"no route {method} {path}"}, {}
+        kind, ns, name, rest = match.groups()
+        repo = self.repos.get((kind[:-1], f"{ns}/{name}"))
+        if repo is None:
+            return 404, {"error": "Repository not found"}, {"X-Error-Code": "RepoNotFound"}
+        rest = rest or ""
+        if method == "GET" and (rest == "" or rest.startswith("revision/")):
+            return 200, {"id": repo.repo_id, "sha": repo.head, "private": repo.private,
+                         "siblings": [{"rfilename": f} for f in sorted(repo.files)]}, {}
+        if method == "GET" and rest == "refs":
+            branch = {"name": "main", "ref": "refs/heads/main", "targetCommit": repo.head}
+            return 200, {"branches": [branch], "converts": [], "tags": [
+                {"name": t, "ref": f"refs/tags/{t}", "targetCommit": oid} for t, oid in sorted(repo.tags.items())]}, {}
+        if method == "POST" and rest.startswith("preupload/"):
+            files = json.loads(body)["files"]
+            return 200, {"files": [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False}
+                                   for f in files]}, {}
+        if method == "POST" and rest.startswith("commit/"):
+            return self.commit(repo, body)
+        if method == "POST" and rest.startswith("tag/"):
+            return self.tag(repo, rest[len("tag/"):], json.loads(body))
+        return 404, {"error": f"no route {method} {path}"}, {}
+
+    # -- endpoints ----------------------------------------------------------------------------
+    def create_repo(self, payload: dict[str, Any]) -> tuple[int, Any, dict[str, str]]:
+        repo_type = payload.get("type") or "model"
+        repo_id = f"{payload['organization']}/{payload['name']}" if payload.get("organization") else payload["name"]
+        prefix = "" if repo_type == "model" else f"{repo_type}s/"
+        url = f"{self.url}/{prefix}{repo_id}"
+        if (repo_type, repo_id) in self.repos:
+            return 409, {"error": "You already created this repo", "url": url}, {}
+        private = payload.get("visibility") == "private" or bool(payload.get("private"))
+        self.repos[(repo_type, repo_id)] = Repo(repo_type, repo_id, private)
+        return 200, {"url": url, "name": repo_id}, {}
+
+    def validate_yaml(self, payload: dict[str, Any]) -> tuple[int, Any, dict[str, str]]:
+        content = payload.get("content", "")
+        match = re.match(r"^---\n(.*?)\n---\n", content, re.S)
+        try:
+            meta = yaml.safe_load(match.group(1)) if match else None
+        except yaml.YAMLError as exc:
+            return 400, {"errors": [{"message": f"invalid YAML: {exc}"}]}, {}
+        if not isinstance(meta, dict):
+            return 200, {"errors": [], "warnings": [{"message": "empty or missing yaml metadata"}]}, {}
+        return 200, {"errors": [], "warnings": []}, {}
+
+    def commit(self, repo: Repo, body: bytes) -> tuple[int, Any, dict[str, str]]:
+        lines = [json.loads(line) for line in body.splitlines() if line.strip()]
+        if not lines or lines[0].get("key") != "header":
+            return 400, {"error": "first NDJSON line must be the commit header"}, {}
+        added: dict[str, bytes] = {}
+        deleted: list[str] = []
+        for line in lines[1:]:
+            key, value = line["key"], line["value"]
+            if key == "file" and value.get("encoding") == "base64":
+                added[value["path"]] = base64.b64decode(value["content"])
+            elif key == "deletedFile":
+                deleted.append(value["path"])
+            else:
+                return 400, {"error": f"stub does not support commit operation '{key}'"}, {}
+        repo.files.update(added)
+        for path in deleted:
+            repo.files.pop(path, None)
+        oid = hashlib.sha1(body + repo.head.encode()).hexdigest()
+        repo.commits.append({"oid": oid, "summary": lines[0]["value"].get("summary", ""),
+                             "files": sorted(added)})
+        prefix = "" if repo.repo_type == "model" else f"{repo.repo_type}s/"
+        return 200, {"commitUrl": f"{self.url}/{prefix}{repo.repo_id}/commit/{oid}", "commitOid": oid,
+                     "pullRequestUrl": None}, {}
+
+    def tag(self, repo: Repo, revision: str, payload: dict[str, Any]) -> tuple[int, Any, dict[str, str]]:
+        target = repo.head if revision == "main" else revision
+        if target not in {c["oid"] for c in repo.commits}:
+            return 404, {"error": f"revision {revision} not found"}, {"X-Error-Code": "RevisionNotFound"}
+        if payload["tag"] in repo.tags:
+            return 409, {"error": f"tag {payload['tag']} already exists"}, {}
+        repo.tags[payload["tag"]] = target
+        return 200, {}, {}
