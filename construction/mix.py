@@ -184,14 +184,26 @@ class MixStage:
 
         library = load_library(Path(self.config.mix.sounds).expanduser())
         taxonomy, _ = load_taxonomy(self.config.generate.taxonomy)
-        coverage = {c.id: len(library.select(c.background_tags, self.config.release_licence))
-                    for c in taxonomy.categories}
+        licence = self.config.release_licence
+        coverage = {c.id: len(library.select(c.background_tags, licence)) for c in taxonomy.categories}
+        # a tag no usable clip carries: scripts that ask only for such tags are dropped (no padding)
+        missing_tags = {c.id: [t for t in c.background_tags if not library.select([t], licence)]
+                        for c in taxonomy.categories}
         snrs = [s.mix.snr_db for s in ws.read_samples(STAGE) if s.mix]
         return {"background_clips_per_category": coverage,
                 "thin_categories": sorted(c for c, n in coverage.items() if n < self.config.mix.thin_below),
+                "tags_without_clips": {c: tags for c, tags in missing_tags.items() if tags},
                 "library_problems": len(library.problems),
                 "snr_db": {"min": min(snrs), "max": max(snrs), "mean": round(float(np.mean(snrs)), 2)}
                 if snrs else {}}
+
+
+def print_mix_summary(stats: dict[str, Any]) -> None:
+    print_summary(stats)
+    if stats.get("thin_categories"):
+        print(f"  thin categories (too few usable clips): {', '.join(stats['thin_categories'])}")
+    for category, tags in stats.get("tags_without_clips", {}).items():
+        print(f"  {category}: no usable background clip for {', '.join(tags)}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -203,9 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     stats = run_stage(ws, MixStage(str(ws.root), config), jobs=config.runner.jobs,
                       batch_size=config.runner.batch_size, restart=args.restart,
                       retry_rejected=args.retry_rejected, progress=not args.quiet)
-    print_summary(stats)
-    if stats.get("thin_categories"):
-        print(f"  thin categories (fewer than {config.mix.thin_below} clips): {', '.join(stats['thin_categories'])}")
+    print_mix_summary(stats)
     return 0
 
 

@@ -15,6 +15,7 @@ from construction.cli import base_parser, config_from_args, run_main
 from construction.config import Config
 from construction.generate import run_generate
 from construction.runner import print_summary, run_stage
+from construction.mix import print_mix_summary
 from construction.wer import print_wer_summary
 from construction.workspace import Workspace
 
@@ -44,7 +45,7 @@ def run_pipeline(ws: Workspace, config: Config, *, restart: bool = False, retry_
         stats = run_stage(ws, stage, jobs=config.runner.jobs, batch_size=batch_size,
                           restart=restart, retry_rejected=retry_rejected, progress=progress)
         timings[stage.name] = round(time.monotonic() - t0, 2)
-        (print_wer_summary if stage.name == "wer" else print_summary)(stats)
+        {"mix": print_mix_summary, "wer": print_wer_summary}.get(stage.name, print_summary)(stats)
         all_stats[stage.name] = stats
     timings["total"] = round(time.monotonic() - started, 2)
     print("seconds per stage: " + ", ".join(f"{k} {v}" for k, v in timings.items()))
