@@ -1,0 +1,565 @@
+"""Run a local Label Studio in the background: its own venv, SQLite, bound to 127.0.0.1 only.
+
+    python -m annotation.server start  [--data-dir D] [--port N] [--template D] [--document-root D]
+    python -m annotation.server status [--data-dir D]
+    python -m annotation.server stop   [--data-dir D]
+
+Label Studio pins Django, pandas, pyarrow<25 and openai 1.x, so it lives in its own virtual
+environment (scripts/install_label_studio.sh); the workbench talks to it over HTTP only.
+
+Environment (secrets only from here; the workbench never writes them to its files or prints them):
+  LABEL_STUDIO_ADMIN_EMAIL     admin created at first start   (default admin@aor-bench.local)
+  LABEL_STUDIO_ADMIN_PASSWORD  its password                   (default aor-bench-local-demo)
+  LABEL_STUDIO_API_KEY         its legacy API token, >= 6 chars; the SDK reads the same variable
+                               (default aor-bench-local-demo-token)
+  AOR_LABEL_STUDIO_VENV        the venv (default /opt/aor-bench/label-studio-venv)
+  AOR_LABEL_STUDIO_DATA_DIR    default data dir (default ~/.local/share/aor-bench/label-studio)
+The defaults are for a local demo only: anyone on this machine could use them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from construction.errors import WorkbenchError
+
+LS_VERSION_PREFIX = "1.23."  # the series whose flags and settings this module was written against
+DEFAULT_VENV = Path("/opt/aor-bench/label-studio-venv")
+DEFAULT_DATA_DIR = Path("~/.local/share/aor-bench/label-studio")
+DEFAULT_ADMIN_EMAIL = "admin@aor-bench.local"
+DEFAULT_ADMIN_PASSWORD = "aor-bench-local-demo"
+DEFAULT_API_TOKEN = "aor-bench-local-demo-token"
+HOST = "127.0.0.1"
+
+INFO_FILE = "server.json"  # pid, port, url of the running server
+LOG_FILE = "label-studio.log"
+DB_FILE = "label_studio.sqlite3"
+TEMPLATE_MARKER = "template.json"
+
+# Only these variables reach Label Studio: it reads every setting X as LABEL_STUDIO_X, then bare X,
+# so a stray USERNAME, PORT or HOST in the caller's environment would change its behaviour.
+_PASSED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR")
+
+# Popen objects of servers started by this process, so stop/status can reap them (no zombies).
+_children: dict[int, subprocess.Popen] = {}
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    url: str
+    port: int
+    pid: int
+    data_dir: Path
+
+
+@dataclass(frozen=True)
+class ProjectProgress:
+    id: int
+    title: str
+    task_count: int
+    annotated_task_count: int
+    annotation_count: int
+
+
+@dataclass(frozen=True)
+class ServerStatus:
+    info: ServerInfo
+    version: str
+    projects: list[ProjectProgress]
+
+
+@dataclass(frozen=True)
+class AdminCredentials:
+    email: str
+    password: str
+    token: str
+
+
+def admin_credentials() -> AdminCredentials:
+    """The admin account from the environment, falling back to the documented demo defaults."""
+    creds = AdminCredentials(
+        email=os.environ.get("LABEL_STUDIO_ADMIN_EMAIL") or DEFAULT_ADMIN_EMAIL,
+        password=os.environ.get("LABEL_STUDIO_ADMIN_PASSWORD") or DEFAULT_ADMIN_PASSWORD,
+        token=os.environ.get("LABEL_STUDIO_API_KEY") or DEFAULT_API_TOKEN,
+    )
+    # Label Studio silently ignores tokens of 5 characters or fewer.
+    if len(creds.token) < 6:
+        raise WorkbenchError("LABEL_STUDIO_API_KEY must be at least 6 characters long")
+    return creds
+
+
+def api_token() -> str:
+    return admin_credentials().token
+
+
+def default_venv() -> Path:
+    return Path(os.environ.get("AOR_LABEL_STUDIO_VENV") or DEFAULT_VENV)
+
+
+def default_data_dir() -> Path:
+    return Path(os.environ.get("AOR_LABEL_STUDIO_DATA_DIR") or DEFAULT_DATA_DIR).expanduser()
+
+
+def installed_version(venv: Path | None = None) -> str:
+    """Version of Label Studio in the venv; WorkbenchError when it is missing or of another series."""
+    venv = Path(venv or default_venv())
+    exe = venv / "bin" / "label-studio"
+    dist_infos = sorted(venv.glob("lib/python*/site-packages/label_studio-*.dist-info"))
+    if not exe.exists() or not dist_infos:
+        raise WorkbenchError(f"Label Studio is not installed in {venv}; run scripts/install_label_studio.sh {venv}")
+    version = dist_infos[-1].name.removeprefix("label_studio-").removesuffix(".dist-info")
+    if not version.startswith(LS_VERSION_PREFIX):
+        raise WorkbenchError(
+            f"Label Studio {version} in {venv}, but the workbench needs {LS_VERSION_PREFIX}x; "
+            f"rerun scripts/install_label_studio.sh {venv}"
+        )
+    return version
+
+
+def default_template_dir(venv: Path | None = None) -> Path:
+    """Per-user cache of an initialised database, keyed by the Label Studio version."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or "~/.cache").expanduser()
+    return cache / "aor-bench" / "ls-template" / installed_version(venv)
+
+
+def _child_env(data_dir: Path, url: str, document_root: Path, creds: AdminCredentials | None) -> dict[str, str]:
+    env = {k: os.environ[k] for k in _PASSED_ENV if k in os.environ}
+    env.update(
+        LABEL_STUDIO_BASE_DATA_DIR=str(data_dir),
+        LABEL_STUDIO_HOST=url,
+        LABEL_STUDIO_DISABLE_SIGNUP_WITHOUT_LINK="true",
+        # read when the organisation is created (first start); later starts do not change it
+        LABEL_STUDIO_ENABLE_LEGACY_API_TOKEN="true",
+        LABEL_STUDIO_LATEST_VERSION_CHECK="false",
+        LABEL_STUDIO_SENTRY_DSN="",
+        LABEL_STUDIO_FRONTEND_SENTRY_DSN="",
+        LABEL_STUDIO_COLLECT_ANALYTICS="false",
+        LABEL_STUDIO_LOCAL_FILES_SERVING_ENABLED="true",
+        LABEL_STUDIO_LOCAL_FILES_DOCUMENT_ROOT=str(document_root),
+        PYTHONUNBUFFERED="1",  # the log file shows progress as it happens
+    )
+    if creds is not None:
+        # Passed by environment, not argv, so the password does not show in `ps`.
+        env.update(
+            LABEL_STUDIO_USERNAME=creds.email,
+            LABEL_STUDIO_PASSWORD=creds.password,
+            LABEL_STUDIO_USER_TOKEN=creds.token,
+        )
+    return env
+
+
+def _port_is_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        if s.connect_ex((HOST, port)) == 0:  # Label Studio's own test: something answers
+            return False
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind((HOST, port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+def listening_addresses(pid: int) -> list[tuple[str, int]]:
+    """TCP (address, port) pairs the process listens on, read from /proc (Linux)."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    found = []
+    for table, width in (("/proc/net/tcp", 4), ("/proc/net/tcp6", 16)):
+        if not os.path.exists(table):
+            continue
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            local, state, inode = fields[1], fields[3], fields[9]
+            if state != "0A" or inode not in inodes:  # 0A = LISTEN
+                continue
+            addr_hex, port_hex = local.split(":")
+            raw = bytes.fromhex(addr_hex)
+            # /proc prints each 32-bit word in host (little-endian) order
+            raw = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
+            family = socket.AF_INET if width == 4 else socket.AF_INET6
+            found.append((socket.inet_ntop(family, raw), int(port_hex, 16)))
+    return found
+
+
+def _http_get(url: str, timeout_s: float = 5.0) -> tuple[int, bytes]:
+    # No proxies: the server is on loopback and an HTTP(S)_PROXY variable must not reroute it.
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(url, timeout=timeout_s) as resp:
+            return resp.status, resp.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def _healthy(url: str) -> bool:
+    try:
+        status, body = _http_get(url + "/health", timeout_s=2.0)
+    except OSError:
+        return False
+    return status == 200 and b'"UP"' in body
+
+
+def _pid_alive(pid: int) -> bool:
+    child = _children.get(pid)
+    if child is not None:
+        return child.poll() is None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return not _is_zombie(pid)
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] == "Z"
+
+
+def _is_label_studio(pid: int) -> bool:
+    """Guards against a recycled pid: only signal a process that is Label Studio."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return True  # no /proc to ask (not Linux): trust the pid file
+    return b"label-studio" in cmdline
+
+
+def _log_tail(data_dir: Path, lines: int = 25) -> str:
+    log = data_dir / LOG_FILE
+    if not log.exists():
+        return "(no log)"
+    return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+
+
+def read_server_info(data_dir: Path | str | None = None) -> ServerInfo | None:
+    """The recorded server of a data dir, or None when none was started there."""
+    data_dir = Path(data_dir or default_data_dir()).expanduser().resolve()
+    path = data_dir / INFO_FILE
+    if not path.exists():
+        return None
+    try:
+        raw = json.loads(path.read_text())
+        return ServerInfo(url=raw["url"], port=int(raw["port"]), pid=int(raw["pid"]), data_dir=data_dir)
+    except (ValueError, KeyError, TypeError) as e:
+        raise WorkbenchError(f"{path} is unreadable ({e}); stop the server by hand and delete it") from e
+
+
+def _write_json_atomic(path: Path, payload: dict) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    with os.fdopen(fd, "w") as f:
+        json.dump(payload, f, indent=2)
+    os.replace(tmp, path)
+
+
+def _launch(
+    venv: Path,
+    data_dir: Path,
+    port: int,
+    document_root: Path,
+    creds: AdminCredentials | None,
+    args: list[str],
+) -> subprocess.Popen:
+    url = f"http://{HOST}:{port}"
+    with open(data_dir / LOG_FILE, "ab") as log:  # the child keeps its own copy of the handle
+        proc = subprocess.Popen(
+            [str(venv / "bin" / "label-studio"), *args],
+            env=_child_env(data_dir, url, document_root, creds),
+            cwd=data_dir,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # survives the CLI, and stop can signal its whole group
+        )
+    _children[proc.pid] = proc
+    return proc
+
+
+def _terminate(pid: int, timeout_s: float) -> None:
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(pid, sig)
+        except ProcessLookupError:
+            pass
+        except PermissionError as e:
+            raise WorkbenchError(f"not allowed to stop Label Studio (pid {pid}): {e}") from e
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if not _pid_alive(pid):
+                _children.pop(pid, None)
+                return
+            time.sleep(0.1)
+    raise WorkbenchError(f"Label Studio (pid {pid}) did not exit after SIGKILL")
+
+
+def start_server(
+    data_dir: Path | str | None = None,
+    port: int | None = None,
+    template: Path | str | None = None,
+    document_root: Path | str = "/",
+    venv: Path | str | None = None,
+    timeout_s: float = 300.0,
+) -> ServerInfo:
+    """Start Label Studio for data_dir and wait until it answers; return where it listens.
+
+    An empty data_dir is seeded from template (a dir made by make_template) when given, which
+    skips the ~30 s database migration. Returns the existing server if one already runs there.
+    """
+    venv = Path(venv or default_venv())
+    installed_version(venv)
+    data_dir = Path(data_dir or default_data_dir()).expanduser().resolve()
+    document_root = Path(document_root).expanduser().resolve()
+    if not document_root.is_dir():
+        raise WorkbenchError(f"document root {document_root} is not a directory")
+    creds = admin_credentials()
+
+    running = read_server_info(data_dir)
+    if running is not None and _pid_alive(running.pid):
+        if port is not None and port != running.port:
+            raise WorkbenchError(
+                f"Label Studio already runs for {data_dir} on port {running.port} (pid {running.pid}); "
+                f"stop it before starting on port {port}"
+            )
+        if _healthy(running.url):
+            return running
+        raise WorkbenchError(
+            f"Label Studio (pid {running.pid}) for {data_dir} is not answering at {running.url}; "
+            f"stop it first. Log tail:\n{_log_tail(data_dir)}"
+        )
+
+    if port is None:
+        port = free_port()
+    elif not _port_is_free(port):
+        # Label Studio would silently move to the next port; refuse instead.
+        raise WorkbenchError(f"port {port} on {HOST} is in use; choose another --port or leave it out")
+
+    data_dir.mkdir(parents=True, exist_ok=True)
+    if template is not None and not (data_dir / DB_FILE).exists():
+        template_db = Path(template) / DB_FILE
+        if not (Path(template) / TEMPLATE_MARKER).exists():
+            raise WorkbenchError(f"{template} is not a Label Studio template (no {TEMPLATE_MARKER}); see make_template")
+        shutil.copyfile(template_db, data_dir / DB_FILE)
+
+    url = f"http://{HOST}:{port}"
+    proc = _launch(
+        venv,
+        data_dir,
+        port,
+        document_root,
+        creds,
+        ["start", "--no-browser", "--internal-host", HOST, "--port", str(port), "--host", url],
+    )
+    info = ServerInfo(url=url, port=port, pid=proc.pid, data_dir=data_dir)
+    try:
+        _wait_until_serving(info, timeout_s)
+    except BaseException:
+        _terminate(proc.pid, timeout_s=10)
+        raise
+    _write_json_atomic(data_dir / INFO_FILE, {"url": url, "port": port, "pid": proc.pid})
+    return info
+
+
+def _wait_until_serving(info: ServerInfo, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if not _pid_alive(info.pid):
+            raise WorkbenchError(
+                f"Label Studio exited during start (data dir {info.data_dir}). Log tail:\n{_log_tail(info.data_dir)}"
+            )
+        if _healthy(info.url):
+            break
+        if time.monotonic() > deadline:
+            raise WorkbenchError(
+                f"Label Studio did not answer at {info.url}/health within {timeout_s:.0f} s. "
+                f"Log tail:\n{_log_tail(info.data_dir)}"
+            )
+        time.sleep(0.25)
+    # The health answer must come from our process, on our port, on loopback only.
+    if Path(f"/proc/{info.pid}/fd").exists():
+        addresses = listening_addresses(info.pid)
+        if addresses != [(HOST, info.port)]:
+            raise WorkbenchError(
+                f"Label Studio (pid {info.pid}) listens on {addresses}, expected only {HOST}:{info.port}"
+            )
+
+
+def stop_server(data_dir: Path | str | None = None, timeout_s: float = 20.0) -> bool:
+    """Stop the server of data_dir; False when none was running (a stale pid file is removed)."""
+    data_dir = Path(data_dir or default_data_dir()).expanduser().resolve()
+    info = read_server_info(data_dir)
+    if info is None:
+        return False
+    was_running = _pid_alive(info.pid) and _is_label_studio(info.pid)
+    if was_running:
+        _terminate(info.pid, timeout_s)
+    (data_dir / INFO_FILE).unlink(missing_ok=True)
+    return was_running
+
+
+def _project_progress(url: str, token: str) -> list[ProjectProgress]:
+    from label_studio_sdk import LabelStudio  # slow import (~2 s): only when projects are asked for
+    from label_studio_sdk.core.api_error import ApiError
+
+    client = LabelStudio(base_url=url, api_key=token, timeout=30)
+    try:
+        return [
+            ProjectProgress(
+                id=p.id,
+                title=p.title or "",
+                task_count=p.task_number or 0,
+                annotated_task_count=p.num_tasks_with_annotations or 0,
+                annotation_count=p.total_annotations_number or 0,
+            )
+            for p in client.projects.list()
+        ]
+    except ApiError as e:
+        if e.status_code == 401:
+            raise WorkbenchError(
+                f"Label Studio at {url} rejected the API token (401); set LABEL_STUDIO_API_KEY to the admin's token"
+            ) from e
+        raise WorkbenchError(f"Label Studio at {url} answered {e.status_code} listing projects: {e.body}") from e
+
+
+def server_status(
+    data_dir: Path | str | None = None, token: str | None = None, with_projects: bool = True
+) -> ServerStatus:
+    """URL, version and project progress of the running server; WorkbenchError when it is down."""
+    data_dir = Path(data_dir or default_data_dir()).expanduser().resolve()
+    info = read_server_info(data_dir)
+    if info is None:
+        raise WorkbenchError(
+            f"Label Studio is not running for {data_dir}; "
+            f"start it with: python -m annotation.server start --data-dir {data_dir}"
+        )
+    if not _pid_alive(info.pid):
+        raise WorkbenchError(
+            f"Label Studio (pid {info.pid}) for {data_dir} is gone; start it again. Log tail:\n{_log_tail(data_dir)}"
+        )
+    try:
+        code, body = _http_get(info.url + "/api/version")
+    except OSError as e:
+        raise WorkbenchError(f"Label Studio at {info.url} is not answering: {e}") from e
+    if code != 200:
+        raise WorkbenchError(f"Label Studio at {info.url} answered {code} to /api/version")
+    version = json.loads(body).get("release", "?")
+    projects = _project_progress(info.url, token or api_token()) if with_projects else []
+    return ServerStatus(info=info, version=version, projects=projects)
+
+
+def make_template(
+    template_dir: Path | str | None = None, venv: Path | str | None = None, timeout_s: float = 600.0
+) -> Path:
+    """Build (once) a migrated, user-less Label Studio database that start_server can copy.
+
+    Safe to call from several processes at once: a lock file serialises the build.
+    """
+    venv = Path(venv or default_venv())
+    version = installed_version(venv)
+    template_dir = Path(template_dir or default_template_dir(venv)).expanduser().resolve()
+    marker = template_dir / TEMPLATE_MARKER
+    if marker.exists():
+        return template_dir
+    template_dir.parent.mkdir(parents=True, exist_ok=True)
+    with open(template_dir.parent / f".{template_dir.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if marker.exists():  # another process built it while we waited
+            return template_dir
+        build = Path(tempfile.mkdtemp(dir=template_dir.parent, prefix=f".{template_dir.name}.build-"))
+        try:
+            # `label-studio version` applies all migrations and exits: no port, no users.
+            proc = _launch(venv, build, 0, Path("/"), None, ["version"])
+            try:
+                rc = proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                _terminate(proc.pid, timeout_s=10)
+                raise WorkbenchError(f"building the Label Studio template took over {timeout_s:.0f} s") from None
+            _children.pop(proc.pid, None)
+            if rc != 0 or not (build / DB_FILE).exists():
+                raise WorkbenchError(
+                    f"building the Label Studio template failed (exit {rc}). Log tail:\n{_log_tail(build)}"
+                )
+            if template_dir.exists():
+                shutil.rmtree(template_dir)
+            template_dir.mkdir()
+            # Only the database: each server makes its own secret key (.env) and media dirs.
+            shutil.copyfile(build / DB_FILE, template_dir / DB_FILE)
+            _write_json_atomic(marker, {"label_studio_version": version})
+        finally:
+            shutil.rmtree(build, ignore_errors=True)
+    return template_dir
+
+
+def _main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m annotation.server", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name in ("start", "stop", "status"):
+        p = sub.add_parser(name)
+        p.add_argument("--data-dir", type=Path, default=None, help="Label Studio data dir (database, media, log)")
+        if name == "start":
+            p.add_argument("--port", type=int, default=None, help="port on 127.0.0.1 (default: a free one)")
+            p.add_argument("--template", type=Path, default=None, help="seed an empty data dir from this template")
+            p.add_argument("--document-root", type=Path, default=Path("/"), help="root for local-file serving")
+            p.add_argument("--venv", type=Path, default=None, help="Label Studio's virtual environment")
+            p.add_argument("--timeout-s", type=float, default=300.0)
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "start":
+            info = start_server(args.data_dir, args.port, args.template, args.document_root, args.venv, args.timeout_s)
+            print(f"Label Studio running at {info.url} (pid {info.pid}, data dir {info.data_dir})")
+        elif args.command == "stop":
+            data_dir = args.data_dir or default_data_dir()
+            if stop_server(data_dir):
+                print(f"Label Studio stopped (data dir {data_dir})")
+            else:
+                print(f"Label Studio was not running (data dir {data_dir})")
+        else:
+            st = server_status(args.data_dir)
+            print(
+                f"Label Studio {st.version} running at {st.info.url} (pid {st.info.pid}, data dir {st.info.data_dir})"
+            )
+            if not st.projects:
+                print("no projects")
+            for p in st.projects:
+                print(
+                    f"project {p.id} {p.title!r}: {p.task_count} tasks, "
+                    f"{p.annotated_task_count} with annotations, {p.annotation_count} annotations"
+                )
+    except WorkbenchError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main())

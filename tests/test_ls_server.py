@@ -1,0 +1,237 @@
+"""annotation.server against a real Label Studio (its own venv, scripts/install_label_studio.sh).
+
+The initialised database template is built once per machine (~30 s, cached under ~/.cache);
+each server here starts from a copy of it in a few seconds.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import httpx
+import pytest
+
+from annotation import server
+from annotation.server import (
+    listening_addresses,
+    make_template,
+    read_server_info,
+    server_status,
+    start_server,
+    stop_server,
+)
+from construction.errors import WorkbenchError
+
+REPO = Path(__file__).resolve().parents[1]
+TOKEN = "test-token-0123456789"
+ADMIN = "admin@test.local"
+
+
+def _get(url: str) -> tuple[int, bytes]:
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(url, timeout=5) as resp:
+            return resp.status, resp.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "annotation.server", *args],
+        cwd=REPO,
+        check=False,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.fixture(scope="session")
+def template() -> Path:
+    return make_template()
+
+
+@pytest.fixture(scope="module")
+def ls(template, tmp_path_factory):
+    """One server for the module, started with stray variables Label Studio would otherwise read."""
+    data_dir = tmp_path_factory.mktemp("ls-data")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("LABEL_STUDIO_ADMIN_EMAIL", ADMIN)
+        mp.setenv("LABEL_STUDIO_ADMIN_PASSWORD", "test-password-123")
+        mp.setenv("LABEL_STUDIO_API_KEY", TOKEN)
+        # Label Studio reads USERNAME/PASSWORD/PORT/HOST bare; start_server must not pass them on.
+        mp.setenv("USERNAME", "intruder@example.com")
+        mp.setenv("PASSWORD", "intruder-password")
+        mp.setenv("PORT", "1")
+        mp.setenv("HOST", "http://intruder.example")
+        # ... and settings meant for some other Label Studio install.
+        mp.setenv("LABEL_STUDIO_DATABASE_NAME", str(data_dir / "leaked.sqlite3"))
+        mp.setenv("DJANGO_DB", "postgresql")
+        started = time.monotonic()
+        info = start_server(data_dir, template=template)
+        print(f"start from template: {time.monotonic() - started:.1f} s")
+        try:
+            yield info
+        finally:
+            stop_server(data_dir)
+
+
+def test_start_from_template_answers_health_and_records_itself(ls):
+    status, body = _get(ls.url + "/health")
+    assert (status, body) == (200, b'{"status": "UP"}')
+    assert ls.url == f"http://127.0.0.1:{ls.port}"
+    assert read_server_info(ls.data_dir) == ls
+    assert (ls.data_dir / "label_studio.sqlite3").exists()
+
+
+def test_listens_on_loopback_only(ls):
+    assert listening_addresses(ls.pid) == [("127.0.0.1", ls.port)]
+    # A server bound to 0.0.0.0 would accept this too; one bound to 127.0.0.1 refuses it.
+    with socket.socket() as s:
+        assert s.connect_ex(("127.0.0.2", ls.port)) != 0
+
+
+def test_stray_environment_did_not_leak(ls):
+    from label_studio_sdk import LabelStudio
+
+    client = LabelStudio(base_url=ls.url, api_key=TOKEN)
+    emails = [u.email for u in client.users.list()]
+    assert ADMIN in emails and "intruder@example.com" not in emails
+    assert listening_addresses(ls.pid) == [("127.0.0.1", ls.port)]  # PORT=1 was ignored
+    assert not (ls.data_dir / "leaked.sqlite3").exists()
+
+
+def test_status_lists_projects_and_never_prints_the_token(ls):
+    from label_studio_sdk import LabelStudio
+
+    client = LabelStudio(base_url=ls.url, api_key=TOKEN)
+    project = client.projects.create(title="status check", label_config='<View><Text name="t" value="$text"/></View>')
+    client.projects.import_tasks(project.id, request=[{"data": {"text": "a"}}, {"data": {"text": "b"}}])
+
+    st = server_status(ls.data_dir, token=TOKEN)
+    assert st.version.startswith("1.23.")
+    assert [(p.title, p.task_count, p.annotation_count) for p in st.projects] == [("status check", 2, 0)]
+
+    done = _cli("status", "--data-dir", str(ls.data_dir), env={"LABEL_STUDIO_API_KEY": TOKEN})
+    assert done.returncode == 0, done.stderr
+    assert ls.url in done.stdout and "'status check': 2 tasks" in done.stdout
+    assert TOKEN not in done.stdout + done.stderr
+
+
+def test_status_with_wrong_token_is_a_clear_error(ls):
+    with pytest.raises(WorkbenchError, match="rejected the API token"):
+        server_status(ls.data_dir, token="wrong-token-123")
+
+
+def test_signup_needs_the_invite_link(ls):
+    from label_studio_sdk import LabelStudio
+
+    def signup(path: str, email: str) -> int:
+        with httpx.Client(base_url=ls.url, trust_env=False) as web:
+            page = web.get(path)
+            csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text).group(1)
+            form = {"email": email, "password": "annotator-pass-123", "csrfmiddlewaretoken": csrf}
+            return web.post(path, data=form).status_code
+
+    assert signup("/user/signup/", "stranger@example.com") == 403
+    invite = LabelStudio(base_url=ls.url, api_key=TOKEN).organizations.invites.get_invite_link()
+    assert signup(invite.invite_url, "invited@example.com") == 302  # account made, redirected in
+
+
+def test_start_again_returns_the_running_server(ls):
+    assert start_server(ls.data_dir) == ls
+    with pytest.raises(WorkbenchError, match="already runs"):
+        start_server(ls.data_dir, port=server.free_port())
+
+
+def test_busy_port_is_refused(tmp_path, template):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        with pytest.raises(WorkbenchError, match=f"port {port} on 127.0.0.1 is in use"):
+            start_server(tmp_path / "data", port=port, template=template)
+        done = _cli("start", "--data-dir", str(tmp_path / "data"), "--port", str(port))
+    assert done.returncode == 2
+    assert f"port {port} on 127.0.0.1 is in use" in done.stderr
+    assert read_server_info(tmp_path / "data") is None
+
+
+def test_stop_ends_the_server_and_status_then_fails(tmp_path, template):
+    data_dir = tmp_path / "data"
+    started = time.monotonic()
+    info = start_server(data_dir, template=template)
+    print(f"second start from template: {time.monotonic() - started:.1f} s")
+    assert _get(info.url + "/health")[0] == 200
+
+    done = _cli("stop", "--data-dir", str(data_dir))
+    assert done.returncode == 0 and "stopped" in done.stdout
+    server._children.pop(info.pid).wait(timeout=10)  # reap: the CLI killed our child
+    with pytest.raises(OSError):
+        _get(info.url + "/health")
+    assert read_server_info(data_dir) is None
+
+    with pytest.raises(WorkbenchError, match="not running"):
+        server_status(data_dir)
+    done = _cli("status", "--data-dir", str(data_dir))
+    assert done.returncode == 2 and "not running" in done.stderr
+    assert stop_server(data_dir) is False
+
+
+def test_missing_venv_is_a_clear_error(tmp_path):
+    venv = tmp_path / "no-venv"
+    with pytest.raises(WorkbenchError, match="not installed in .*install_label_studio.sh"):
+        start_server(tmp_path / "data", venv=venv)
+    done = _cli("start", "--data-dir", str(tmp_path / "data"), "--venv", str(venv))
+    assert done.returncode == 2 and "install_label_studio.sh" in done.stderr
+    assert not (tmp_path / "data").exists()
+
+
+def test_a_dir_that_is_no_template_is_refused(tmp_path):
+    with pytest.raises(WorkbenchError, match="not a Label Studio template"):
+        start_server(tmp_path / "data", template=tmp_path)
+
+
+def _fake_venv(root: Path, script: str) -> Path:
+    """A venv whose label-studio is a shell script: drives the failure paths in well under a second."""
+    (root / "bin").mkdir(parents=True)
+    (root / "lib/python3.11/site-packages/label_studio-1.23.2.dist-info").mkdir(parents=True)
+    exe = root / "bin" / "label-studio"
+    exe.write_text("#!/bin/sh\n" + script)
+    exe.chmod(0o755)
+    return root
+
+
+def test_server_that_dies_during_start_reports_its_log(tmp_path):
+    venv = _fake_venv(tmp_path / "venv", "echo 'Error: database is corrupt' >&2\nexit 3\n")
+    with pytest.raises(WorkbenchError, match="(?s)exited during start.*database is corrupt"):
+        start_server(tmp_path / "data", venv=venv)
+    assert read_server_info(tmp_path / "data") is None
+
+
+def test_server_that_never_answers_times_out_and_is_killed(tmp_path):
+    venv = _fake_venv(tmp_path / "venv", "echo 'still migrating'\nexec sleep 60\n")
+    before = set(server._children)
+    with pytest.raises(WorkbenchError, match="(?s)did not answer .* within 1 s.*still migrating"):
+        start_server(tmp_path / "data", venv=venv, timeout_s=1)
+    assert set(server._children) == before  # terminated and reaped
+    assert read_server_info(tmp_path / "data") is None
+
+
+def test_wrong_label_studio_series_is_refused(tmp_path):
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "label-studio").touch()
+    (venv / "lib/python3.11/site-packages/label_studio-1.20.0.dist-info").mkdir(parents=True)
+    with pytest.raises(WorkbenchError, match="Label Studio 1.20.0 .* needs 1.23.x"):
+        server.installed_version(venv)
