@@ -1,0 +1,128 @@
+"""The WER stage on real speech: noise makes it reject more, re-synthesis rescues a failed clip."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+import yaml
+
+from construction.config import load_config
+from construction.mix import MixStage
+from construction.record import Sample, make_sample_id
+from construction.runner import run_stage
+from construction.sounds import Clip, sha256_file, write_catalog
+from construction.synthesize import SynthesizeStage
+from construction.wer import WerStage
+from construction.workspace import Workspace
+from tests.conftest import run_module
+
+SENTENCES = [
+    "Finish him now, knock him out in the next round!",
+    "Burn the whole village down before the dragon wakes up.",
+    "I am going to chop that chicken into little pieces.",
+    "Shoot the sniper on the roof, he is camping again.",
+    "Kill the engine and drag the body over to the garage.",
+    "We blow up the old bridge at noon, stand well back.",
+]
+VOICES = ["piper:en_US-joe-medium", "flite:slt"]
+
+
+def _noise_library(root: Path) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(1)
+    path = root / "white.wav"
+    sf.write(path, (0.2 * rng.standard_normal(16000 * 8)).astype(np.float32), 16000, subtype="PCM_16")
+    write_catalog(root, [Clip(clip_id="white", path="white.wav", tags=["noise"], duration_s=8.0,
+                              sample_rate=16000, licence="CC0-1.0", attribution="generated in the test",
+                              sha256=sha256_file(path))])
+    return root
+
+
+def _config(tmp_path: Path, **overrides):
+    taxonomy = {"version": 1, "tags": {"noise": "white noise"}, "categories": [{
+        "id": "video_games", "name": "Games", "description": "d", "harmful_speech": "h",
+        "benign_context": "b", "background_tags": ["noise"]}]}
+    (tmp_path / "taxonomy.yaml").write_text(yaml.safe_dump(taxonomy))
+    values = {"mix.sounds": str(_noise_library(tmp_path / "sounds")), "generate.taxonomy": str(tmp_path / "taxonomy.yaml"),
+              "synthesize.voices": VOICES, "synthesize.require_genders": [], **overrides}
+    return load_config(None, values)
+
+
+def _scripts(ws: Workspace, sentences: list[str]) -> None:
+    samples = [Sample(sample_id=make_sample_id("video_games", text, "ctx", "underlay", ["noise"], "calm"),
+                      category="video_games", speech_text=text, context="ctx", background_tags=["noise"],
+                      placement="underlay", benign_reason="r", speaker_style="calm") for text in sentences]
+    ws.write_manifest("generate", samples)
+
+
+def _build(root: Path, config) -> Workspace:
+    ws = Workspace(root)
+    _scripts(ws, SENTENCES)
+    for stage in (SynthesizeStage(str(root), config), MixStage(str(root), config), WerStage(str(root), config)):
+        run_stage(ws, stage, jobs=1, progress=False)
+    return ws
+
+
+def test_noise_at_0_db_is_rejected_more_often_than_at_20_db(tmp_path):
+    quiet = _build(tmp_path / "quiet", _config(tmp_path, **{"mix.snr_db_min": 20, "mix.snr_db_max": 20}))
+    loud = _build(tmp_path / "loud", _config(tmp_path, **{"mix.snr_db_min": -5, "mix.snr_db_max": -5}))
+    quiet_wer = [s.wer_mixture for s in quiet.read_samples("wer")] + \
+        [r.sample.wer_mixture for r in quiet.read_rejected("wer")]
+    loud_wer = [s.wer_mixture for s in loud.read_samples("wer")] + \
+        [r.sample.wer_mixture for r in loud.read_rejected("wer")]
+    assert len(quiet_wer) == len(loud_wer) == len(SENTENCES)
+    assert np.mean(loud_wer) > np.mean(quiet_wer)
+    rejected_quiet = len(list(quiet.read_rejected("wer")))
+    rejected_loud = len(list(loud.read_rejected("wer")))
+    assert rejected_loud > rejected_quiet
+    # clean speech is the same in both: its WER says the TTS was fine, so drops are SNR problems
+    assert all(r.reason.startswith("wer_snr") for r in loud.read_rejected("wer"))
+    sample = next(quiet.read_samples("wer"))
+    assert sample.transcript_speech and sample.provenance["wer"]["model"].startswith("whisper-base")
+    stats = quiet.read_stats("wer")
+    assert sum(stats["wer_mixture_histogram"]["counts"]) == len(SENTENCES)
+
+
+def test_failed_tts_is_resynthesised_with_another_voice(tmp_path):
+    config = _config(tmp_path, **{"mix.snr_db_min": 20, "mix.snr_db_max": 20, "wer.resynthesize_attempts": 2})
+    ws = Workspace(tmp_path / "ws")
+    _scripts(ws, SENTENCES[:2])
+    run_stage(ws, SynthesizeStage(str(ws.root), config), jobs=1, progress=False)
+    # break the first sample's speech: a TTS that produced noise instead of words
+    samples = list(ws.read_samples("synthesize"))
+    noise = (0.1 * np.random.default_rng(0).standard_normal(16000 * 2)).astype(np.float32)
+    samples[0] = samples[0].model_copy(update={"speech": ws.store_audio(noise, 16000)})
+    ws.write_manifest("synthesize", samples)
+    run_stage(ws, MixStage(str(ws.root), config), jobs=1, progress=False)
+    stats = run_stage(ws, WerStage(str(ws.root), config), jobs=1, progress=False)
+    assert stats["kept"] == 2, stats
+    rescued = next(s for s in ws.read_samples("wer") if s.sample_id == samples[0].sample_id)
+    attempts = rescued.provenance["wer"]["attempts"]
+    assert len(attempts) == 2 and attempts[0]["wer_speech"] > 0.5 and attempts[1]["wer_mixture"] <= 0.2
+    assert attempts[1]["voice"] != attempts[0]["voice"] == samples[0].voice_id
+    assert rescued.voice_id == attempts[1]["voice"] and rescued.speech.sha256 != samples[0].speech.sha256
+
+
+def test_hopeless_sample_is_dropped_after_k_attempts(tmp_path):
+    config = _config(tmp_path, **{"wer.resynthesize_attempts": 1, "wer.max_wer": 0.0})
+    ws = Workspace(tmp_path / "ws")
+    _scripts(ws, ["Zorblax quimfet vrendu plosk."])
+    for stage in (SynthesizeStage(str(ws.root), config), MixStage(str(ws.root), config)):
+        run_stage(ws, stage, jobs=1, progress=False)
+    stats = run_stage(ws, WerStage(str(ws.root), config), jobs=1, progress=False)
+    [rejected] = list(ws.read_rejected("wer"))
+    assert stats["kept"] == 0 and rejected.reason.startswith("wer_")
+    assert len(rejected.sample.provenance["wer"]["attempts"]) == 2
+
+
+def test_missing_model_dir_is_a_clear_error(tmp_path):
+    ws = Workspace(tmp_path / "ws")
+    _scripts(ws, SENTENCES[:1])
+    ws.write_manifest("mix", list(ws.read_samples("generate")))
+    config = tmp_path / "c.yaml"
+    config.write_text(f"wer:\n  model: {tmp_path / 'no-model'}\n")
+    proc = run_module("construction.wer", "--workspace", str(ws.root), "--config", str(config))
+    assert proc.returncode == 2 and "no-model" in proc.stderr and "Traceback" not in proc.stderr
