@@ -63,15 +63,19 @@ def _worker_process(batch: list[Sample]) -> list[Sample | Rejected]:
 
 
 def _pending_batches(ws: Workspace, stage: Stage, done: set[str], batch_size: int) -> Iterator[list[Sample]]:
+    """Batches of samples not done yet. A stage whose results depend on a sample's batch-mates
+    (`whole_batches`, e.g. ASR packing clips into shared windows) gets fixed chunks of the input,
+    done samples included, so a resumed run sees exactly the batches of an uninterrupted one."""
+    whole = getattr(stage, "whole_batches", False)
     batch: list[Sample] = []
     for sample in ws.read_samples(stage.input_stage):
-        if sample.sample_id in done:
-            continue
-        batch.append(sample)
+        if sample.sample_id not in done or whole:
+            batch.append(sample)
         if len(batch) == batch_size:
-            yield batch
+            if any(s.sample_id not in done for s in batch):
+                yield batch
             batch = []
-    if batch:
+    if batch and any(s.sample_id not in done for s in batch):
         yield batch
 
 
@@ -91,6 +95,10 @@ def _results_in_order(stage: Stage, batches: Iterator[list[Sample]], jobs: int) 
                 yield in_flight.popleft().result()
         while in_flight:
             yield in_flight.popleft().result()
+
+
+def _id(result: Sample | Rejected) -> str:
+    return result.sample.sample_id if isinstance(result, Rejected) else result.sample_id
 
 
 def run_stage(ws: Workspace, stage: Stage, *, jobs: int | None = None, batch_size: int = 8,
@@ -115,10 +123,11 @@ def run_stage(ws: Workspace, stage: Stage, *, jobs: int | None = None, batch_siz
         batches = _pending_batches(ws, stage, done, batch_size)
         with ws.appender(stage.name) as out, bar:
             for results in _results_in_order(stage, batches, max(1, min(jobs, total or 1))):
-                for result in results:
+                fresh = [r for r in results if _id(r) not in done]
+                for result in fresh:
                     out.write(result)
                 out.flush()
-                bar.update(len(results))
+                bar.update(len(fresh))
         elapsed_s = time.monotonic() - started
         stats = summarize(ws, stage.name)
         stats.update(processed_this_run=total, seconds_this_run=round(elapsed_s, 2), jobs=jobs,

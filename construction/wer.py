@@ -31,6 +31,7 @@ class WerStage:
     name = STAGE
     input_stage = "mix"
     max_jobs = 1  # the ASR model uses every core through its own threads
+    whole_batches = True  # clips of a batch share Whisper windows: a resumed run must batch alike
 
     def __init__(self, workspace: str, config: Config):
         self.workspace, self.config = workspace, config

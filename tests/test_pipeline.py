@@ -1,0 +1,81 @@
+"""The whole automatic build: one command, SIGKILL at any stage, rerun, same manifests."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+import yaml
+
+from construction.sounds import Clip, sha256_file, write_catalog
+from tests.conftest import MINI_TAXONOMY, REPO, run_module
+
+STAGES = ("generate", "synthesize", "mix", "wer")
+
+
+@pytest.fixture(scope="module")
+def config(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("pipeline")
+    sounds = root / "sounds"
+    sounds.mkdir()
+    rng = np.random.default_rng(3)
+    clips = []
+    for tag in ("gunfire", "explosion", "sizzle"):
+        path = sounds / f"{tag}.wav"
+        sf.write(path, (0.2 * rng.standard_normal(16000 * 4)).astype(np.float32), 16000, subtype="PCM_16")
+        clips.append(Clip(clip_id=tag, path=path.name, tags=[tag], duration_s=4.0, sample_rate=16000,
+                          licence="CC0-1.0", attribution="test noise", sha256=sha256_file(path)))
+    write_catalog(sounds, clips)
+    (root / "taxonomy.yaml").write_text(yaml.safe_dump(MINI_TAXONOMY))
+    config = {"generate": {"taxonomy": str(root / "taxonomy.yaml")},
+              "synthesize": {"voices": ["piper:en_US-joe-medium", "flite:slt", "flite:rms"]},
+              "mix": {"sounds": str(sounds), "snr_db_min": 10, "snr_db_max": 25},
+              "wer": {"batch_size": 4}}
+    path = root / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def _manifests(ws: Path) -> dict[str, bytes]:
+    return {f"{stage}{suffix}": (ws / "manifests" / f"{stage}{suffix}").read_bytes()
+            for stage in STAGES for suffix in (".jsonl", ".rejected.jsonl")}
+
+
+def _lines(ws: Path, stage: str) -> int:
+    return sum(p.read_bytes().count(b"\n") for p in (ws / "manifests").glob(f"{stage}*.jsonl"))
+
+
+def test_pipeline_end_to_end_and_sigkill_resume(tmp_path, config):
+    args = ["--config", str(config), "--per-category", "4", "--seed", "5", "--jobs", "2", "--quiet"]
+    reference = tmp_path / "reference"
+    proc = run_module("construction.pipeline", "--workspace", str(reference), *args)
+    assert proc.returncode == 0, proc.stderr
+    assert "kept" in proc.stdout and "mixture WER distribution" in proc.stdout
+    expected = _manifests(reference)
+    assert expected["wer.jsonl"].count(b"\n") >= 4
+
+    killed = tmp_path / "killed"
+    cmd = [sys.executable, "-m", "construction.pipeline", "--workspace", str(killed), *args]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    kills = 0
+    for stage, after_lines in (("synthesize", 2), ("synthesize", 5), ("mix", 1), ("wer", 1)):
+        proc = subprocess.Popen(cmd, cwd=REPO, env=env, start_new_session=True,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 120
+        while proc.poll() is None and time.time() < deadline and _lines(killed, stage) < after_lines:
+            time.sleep(0.005)
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            kills += 1
+        proc.wait()
+    assert kills >= 2, "the pipeline finished before it could be killed"
+    proc = run_module("construction.pipeline", "--workspace", str(killed), *args)
+    assert proc.returncode == 0, proc.stderr
+    assert _manifests(killed) == expected
