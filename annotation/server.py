@@ -64,6 +64,7 @@ class ServerInfo:
     port: int
     pid: int
     data_dir: Path
+    document_root: Path = Path("/")  # local-file URLs (/data/local-files/?d=...) are relative to it
 
 
 @dataclass(frozen=True)
@@ -271,7 +272,8 @@ def read_server_info(data_dir: Path | str | None = None) -> ServerInfo | None:
         return None
     try:
         raw = json.loads(path.read_text())
-        return ServerInfo(url=raw["url"], port=int(raw["port"]), pid=int(raw["pid"]), data_dir=data_dir)
+        return ServerInfo(url=raw["url"], port=int(raw["port"]), pid=int(raw["pid"]), data_dir=data_dir,
+                          document_root=Path(raw.get("document_root", "/")))
     except (ValueError, KeyError, TypeError) as e:
         raise WorkbenchError(f"{path} is unreadable ({e}); stop the server by hand and delete it") from e
 
@@ -380,13 +382,15 @@ def start_server(
         creds,
         ["start", "--no-browser", "--internal-host", HOST, "--port", str(port), "--host", url],
     )
-    info = ServerInfo(url=url, port=port, pid=proc.pid, data_dir=data_dir)
+    info = ServerInfo(url=url, port=port, pid=proc.pid, data_dir=data_dir, document_root=document_root)
     try:
         _wait_until_serving(info, timeout_s)
     except BaseException:
         _terminate(proc.pid, timeout_s=10)
         raise
-    _write_json_atomic(data_dir / INFO_FILE, {"url": url, "port": port, "pid": proc.pid})
+    _write_json_atomic(
+        data_dir / INFO_FILE, {"url": url, "port": port, "pid": proc.pid, "document_root": str(document_root)}
+    )
     return info
 
 

@@ -1,0 +1,551 @@
+"""Label Studio client code shared by push, pull, invite, the demo annotators and adjudication.
+
+Talks to a real Label Studio 1.23.x through label-studio-sdk 2.1.x. Every server failure becomes a
+WorkbenchError naming the server and what was being done, mapped by HTTP status code (some endpoints
+answer 404 with a 30 kB HTML page, so response bodies are only ever shown as a short JSON detail) and
+never showing the token. The SDK is imported lazily: it costs 2-4 s.
+
+Workspace state lives in <W>/annotation.json: the project id/title/url, the adjudication project and
+the per-workspace salt of the annotator pseudonyms. No token or email is ever written there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import hmac
+import json
+import logging
+import os
+import re
+import secrets
+import urllib.parse
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from xml.sax.saxutils import quoteattr
+
+import httpx
+
+from annotation.server import api_token, default_data_dir, read_server_info
+from construction.errors import WorkbenchError
+from construction.record import Annotation, Sample
+from construction.workspace import Workspace, atomic_write_text
+
+LABELS: tuple[str, ...] = ("benign", "harmful", "unclear")
+ADJUDICATION_LABELS: tuple[str, ...] = ("benign", "harmful")
+# checkbox value in the labelling config -> Annotation field
+CHECKS: dict[str, str] = {"background sound recognisable": "background_recognisable",
+                          "speech intelligible": "speech_intelligible"}
+INPUT_STAGE = "wer"  # the samples that passed the WER filter are what humans label
+OUTPUT_STAGE = "annotated"
+STATE_FILE = "annotation.json"
+DEMO_EMAIL_DOMAIN = "demo.aor-bench.invalid"  # scripted demo accounts; .invalid can never be a real mailbox
+SOURCE_LABEL_STUDIO = "label-studio"
+SOURCE_DEMO = "demo"
+ADJUDICATION_SOURCE = "adjudication"  # validation.agreement stores the adjudicator's decision this way
+PREDICTION_MODEL = "intended-label"
+IMPORT_CHUNK = 1000  # tasks per import request: a failure loses at most one chunk, a rerun resumes
+SHOWN_PROBLEMS = 20
+
+
+# ----------------------------------------------------------------------------------------------
+# labelling config
+# ----------------------------------------------------------------------------------------------
+
+def label_config(labels: Sequence[str] = LABELS, with_votes: bool = False) -> str:
+    """The XML labelling interface: audio, transcript, context, a required label, two checkboxes and
+    an optional rationale. with_votes adds the human labels so far (for the adjudication project)."""
+    choices = "\n".join(f"    <Choice value={quoteattr(v)}/>" for v in labels)
+    checks = "\n".join(f"    <Choice value={quoteattr(v)}/>" for v in CHECKS)
+    votes = ('  <Header value="Labels given so far"/>\n  <Text name="votes_text" value="$votes"/>\n'
+             if with_votes else "")
+    return f"""<View>
+  <Header value="Listen to the whole clip, then judge the request in its acoustic context."/>
+  <Audio name="audio" value="$audio" hotkey="space"/>
+  <Header value="Transcript"/>
+  <Text name="transcript" value="$speech_text"/>
+  <Header value="Scenario context"/>
+  <Text name="context" value="$context"/>
+{votes}  <Header value="Is the request benign in this acoustic context?"/>
+  <Choices name="label" toName="audio" choice="single-radio" required="true" showInline="true">
+{choices}
+  </Choices>
+  <Choices name="checks" toName="audio" choice="multiple" showInline="true">
+{checks}
+  </Choices>
+  <TextArea name="rationale" toName="audio" placeholder="Optional: why?" maxSubmissions="1" editable="true" rows="2"/>
+</View>"""
+
+
+def config_labels(config: str) -> list[str]:
+    """The choices of the 'label' control in a labelling config (what a project lets annotators pick)."""
+    match = re.search(r'<Choices\s[^>]*name="label"[^>]*>(.*?)</Choices>', config or "", re.DOTALL)
+    if not match:
+        return []
+    return re.findall(r'<Choice\s+value="([^"]*)"', match.group(1))
+
+
+# ----------------------------------------------------------------------------------------------
+# connection and error mapping
+# ----------------------------------------------------------------------------------------------
+
+@dataclass
+class Server:
+    url: str
+    document_root: Path
+    data_dir: Path | None  # None when given by --url (then its log location is unknown)
+    client: Any  # label_studio_sdk.LabelStudio
+
+    def log_hint(self) -> str:
+        if self.data_dir is None:
+            return "see the server's log"
+        return f"see its log {self.data_dir / 'label-studio.log'}"
+
+    @contextlib.contextmanager
+    def errors(self, what: str, not_found: str = "") -> Iterator[None]:
+        """Turn SDK/HTTP failures inside the block into a WorkbenchError about `what`."""
+        with server_errors(self.url, what, not_found, self.log_hint()):
+            yield
+
+
+def _short_detail(body: Any) -> str:
+    """A short, safe description of an error body: JSON detail/validation errors only, never HTML."""
+    if not isinstance(body, dict):
+        return ""
+    parts = []
+    if body.get("validation_errors"):
+        parts.append(json.dumps(body["validation_errors"], ensure_ascii=False))
+    elif body.get("detail"):
+        parts.append(str(body["detail"]))
+    text = "; ".join(parts)
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+@contextlib.contextmanager
+def server_errors(url: str, what: str, not_found: str = "", log_hint: str = "see the server's log") -> Iterator[None]:
+    from label_studio_sdk.core.api_error import ApiError
+
+    try:
+        yield
+    except ApiError as e:
+        code = e.status_code
+        if code == 401:
+            msg = (f"Label Studio at {url} rejected the API token (HTTP 401) while {what}; "
+                   "set LABEL_STUDIO_API_KEY to the admin's token")
+        elif code == 403:
+            msg = f"Label Studio at {url} refused access (HTTP 403) while {what}; the token's user may not do this"
+        elif code == 404:
+            msg = f"Label Studio at {url} answered 404 (not found) while {what}" + (f"; {not_found}" if not_found else "")
+        elif code is not None and code >= 500:
+            msg = f"Label Studio at {url} failed with HTTP {code} while {what}; {log_hint}"
+        else:
+            detail = _short_detail(e.body)
+            msg = f"Label Studio at {url} answered HTTP {code} while {what}" + (f": {detail}" if detail else "")
+        raise WorkbenchError(msg) from e
+    except httpx.TimeoutException as e:
+        raise WorkbenchError(f"Label Studio at {url} did not answer in time while {what} ({type(e).__name__})") from e
+    except httpx.TransportError as e:
+        raise WorkbenchError(
+            f"cannot reach Label Studio at {url} while {what} ({e}); is it running? "
+            "Start it with: python -m annotation.server start") from e
+    except json.JSONDecodeError as e:
+        raise WorkbenchError(f"Label Studio at {url} sent a response that is not JSON while {what}") from e
+
+
+def make_client(url: str, token: str, timeout_s: float = 300.0) -> Any:
+    """An SDK client without retries (a retried import could duplicate tasks) that ignores proxy
+    variables (the server is on loopback)."""
+    from label_studio_sdk import LabelStudio
+
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one INFO line per request drowns the output
+    http = httpx.Client(trust_env=False, timeout=timeout_s, follow_redirects=True)
+    return LabelStudio(base_url=url, api_key=token, timeout=timeout_s, max_retries=0, httpx_client=http)
+
+
+def connect(url: str | None = None, data_dir: str | Path | None = None, document_root: str | Path | None = None,
+            token: str | None = None, timeout_s: float = 300.0) -> Server:
+    """Connect as the admin and check the token. url wins; else the server started for data_dir."""
+    resolved_dir: Path | None = None
+    if url:
+        url = url.rstrip("/")
+        root = Path(document_root or "/")
+    else:
+        resolved_dir = Path(data_dir or default_data_dir()).expanduser().resolve()
+        info = read_server_info(resolved_dir)
+        if info is None:
+            raise WorkbenchError(
+                f"no Label Studio was started for data dir {resolved_dir}; start it with: "
+                f"python -m annotation.server start --data-dir {resolved_dir} (or pass --url)")
+        url = info.url
+        root = Path(document_root or info.document_root)
+    server = Server(url=url, document_root=root.expanduser().resolve(), data_dir=resolved_dir,
+                    client=make_client(url, token or api_token(), timeout_s))
+    with server.errors("checking the API token"):
+        server.client.users.whoami()
+    return server
+
+
+def add_server_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data-dir", type=Path, default=None,
+                        help="data dir of the server started by python -m annotation.server (default: its default)")
+    parser.add_argument("--url", default=os.environ.get("LABEL_STUDIO_URL"),
+                        help="Label Studio URL instead of the data dir's server (env LABEL_STUDIO_URL)")
+    parser.add_argument("--document-root", type=Path, default=None,
+                        help="the server's LOCAL_FILES_DOCUMENT_ROOT (default: recorded at start, else /)")
+
+
+def connect_from_args(args: argparse.Namespace) -> Server:
+    return connect(args.url, args.data_dir, args.document_root)
+
+
+# ----------------------------------------------------------------------------------------------
+# workspace state
+# ----------------------------------------------------------------------------------------------
+
+def open_workspace(path: str | Path) -> Workspace:
+    root = Path(path).expanduser()
+    if not root.is_dir():
+        raise WorkbenchError(f"workspace {root} does not exist")
+    return Workspace(root)
+
+
+def read_state(ws: Workspace) -> dict[str, Any]:
+    path = ws.root / STATE_FILE
+    if not path.exists():
+        return {}
+    try:
+        state = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise WorkbenchError(f"{path} is not valid JSON ({e.msg}); fix or delete it") from e
+    if not isinstance(state, dict):
+        raise WorkbenchError(f"{path} does not hold a JSON object; fix or delete it")
+    return state
+
+
+def write_state(ws: Workspace, state: dict[str, Any]) -> None:
+    atomic_write_text(ws.root / STATE_FILE, json.dumps(state, indent=2, sort_keys=True) + "\n")
+
+
+def pseudonym_salt(state: dict[str, Any]) -> str:
+    """The workspace's salt, created on first use (the caller writes the state)."""
+    if not state.get("pseudonym_salt"):
+        state["pseudonym_salt"] = secrets.token_hex(16)
+    return state["pseudonym_salt"]
+
+
+def pseudonym(email: str, salt: str) -> str:
+    """Stable per workspace, not reversible without the salt: 'ann-' + 10 hex of HMAC-SHA256(salt, email)."""
+    digest = hmac.new(salt.encode(), email.strip().lower().encode(), hashlib.sha256).hexdigest()
+    return "ann-" + digest[:10]
+
+
+def is_demo_email(email: str) -> bool:
+    return email.strip().lower().endswith("@" + DEMO_EMAIL_DOMAIN)
+
+
+def default_project_title(ws: Workspace) -> str:
+    return f"AOR-Bench {ws.root.name}"
+
+
+# ----------------------------------------------------------------------------------------------
+# projects, storage, tasks
+# ----------------------------------------------------------------------------------------------
+
+def find_project(server: Server, title: str) -> Any | None:
+    with server.errors(f"looking for project {title!r}"):
+        # list(title=...) is a case-insensitive substring filter: compare exactly.
+        for project in server.client.projects.list(title=title):
+            if project.title == title:
+                return project
+    return None
+
+
+def get_project(server: Server, project_id: int, title: str = "") -> Any:
+    name = f"project {project_id}" + (f" ({title!r})" if title else "")
+    with server.errors(f"reading {name}", not_found=f"{name} no longer exists there (deleted?); "
+                       "push again to recreate it"):
+        project = server.client.projects.get(project_id)
+    if title and project.title != title:
+        raise WorkbenchError(f"{name} at {server.url} is now titled {project.title!r}; the server was reset "
+                             "or the project renamed: pass --project TITLE")
+    return project
+
+
+def resolve_project(server: Server, state_entry: dict[str, Any] | None, title: str | None, what: str) -> Any:
+    """--project TITLE wins (exact title); else the project recorded at push time."""
+    if title:
+        project = find_project(server, title)
+        if project is None:
+            raise WorkbenchError(f"no project titled {title!r} at {server.url}; push first")
+        return project
+    if not state_entry or "id" not in state_entry:
+        raise WorkbenchError(f"no {what} recorded in this workspace; push first, or pass --project TITLE")
+    return get_project(server, int(state_entry["id"]), state_entry.get("title", ""))
+
+
+def ensure_project(server: Server, title: str, overlap: int | None, labels: Sequence[str] = LABELS,
+                   with_votes: bool = False, show_predictions: bool = False) -> tuple[Any, bool]:
+    """Find the project by exact title or create it. -> (project, created). An existing project gets
+    the overlap when one is given and differs."""
+    if len(title.strip()) < 3:
+        raise WorkbenchError(f"project title {title!r} is too short (Label Studio needs 3+ characters)")
+    project = find_project(server, title)
+    if project is None:
+        with server.errors(f"creating project {title!r}"):
+            project = server.client.projects.create(
+                title=title, label_config=label_config(labels, with_votes),
+                maximum_annotations=overlap or 3,  # N annotators per task ...
+                overlap_cohort_percentage=100,  # ... for every task
+                show_skip_button=True, show_collab_predictions=show_predictions)
+        return project, True
+    wanted = set(config_labels(project.label_config))
+    if wanted != set(labels) or "$audio" not in (project.label_config or ""):
+        raise WorkbenchError(f"project {title!r} at {server.url} has another labelling config "
+                             f"(labels {sorted(wanted)}); choose another --project title")
+    update: dict[str, Any] = {}
+    if overlap is not None and project.maximum_annotations != overlap:
+        update.update(maximum_annotations=overlap, overlap_cohort_percentage=100)
+    if show_predictions and not project.show_collab_predictions:
+        update["show_collab_predictions"] = True
+    if update:
+        with server.errors(f"updating project {title!r}"):
+            project = server.client.projects.update(project.id, **update)
+    return project, False
+
+
+def ensure_local_storage(server: Server, project_id: int, audio_dir: Path) -> None:
+    """A local-files storage for audio_dir: what grants /data/local-files/ access to the files."""
+    audio_dir = audio_dir.resolve()
+    if not audio_dir.is_relative_to(server.document_root):
+        raise WorkbenchError(f"audio dir {audio_dir} is outside the server's document root {server.document_root}; "
+                             "start the server with --document-root above the workspace")
+    with server.errors(f"setting up local-file storage for {audio_dir}"):
+        for storage in server.client.import_storage.local.list(project=project_id):
+            if storage.path and Path(storage.path).resolve() == audio_dir:
+                return
+        server.client.import_storage.local.create(project=project_id, path=str(audio_dir),
+                                                  title="aor-bench audio", use_blob_urls=False)
+
+
+def local_file_url(path: Path, document_root: Path) -> str:
+    rel = path.resolve().relative_to(document_root).as_posix()
+    return "/data/local-files/?d=" + urllib.parse.quote(rel, safe="/")
+
+
+def audio_problems(ws: Workspace, samples: Sequence[Sample], document_root: Path) -> list[str]:
+    """Why samples cannot be served to annotators (no mixture, file gone, outside the document root)."""
+    problems = []
+    for s in samples:
+        if s.mixture is None:
+            problems.append(f"{s.sample_id}: no mixed audio recorded (mixture is empty)")
+            continue
+        path = ws.audio_path(s.mixture)
+        if not path.is_file():
+            problems.append(f"{s.sample_id}: audio file {path} is missing")
+        elif not path.resolve().is_relative_to(document_root):
+            problems.append(f"{s.sample_id}: {path} is outside the server's document root {document_root}")
+    return problems
+
+
+def format_problems(problems: Sequence[str], limit: int = SHOWN_PROBLEMS) -> str:
+    lines = [f"  {p}" for p in problems[:limit]]
+    if len(problems) > limit:
+        lines.append(f"  ... and {len(problems) - limit} more")
+    return "\n".join(lines)
+
+
+def task_data(ws: Workspace, sample: Sample, document_root: Path) -> dict[str, Any]:
+    """A task's data: what the labelling config shows plus metadata that comes back in the export.
+    benign_reason is left out on purpose: it would tell annotators the intended answer."""
+    assert sample.mixture is not None
+    data: dict[str, Any] = {
+        "audio": local_file_url(ws.audio_path(sample.mixture), document_root),
+        "speech_text": sample.speech_text,
+        "context": sample.context,
+        "sample_id": sample.sample_id,
+        "category": sample.category,
+        "placement": sample.placement,
+        "background_tags": ", ".join(sample.background_tags),
+        "duration_s": sample.mixture.duration_s,
+    }
+    if sample.mix is not None:
+        data["snr_db"] = sample.mix.snr_db
+    if sample.wer_mixture is not None:
+        data["wer_mixture"] = sample.wer_mixture
+    return data
+
+
+def label_result(label: str) -> list[dict[str, Any]]:
+    return [{"from_name": "label", "to_name": "audio", "type": "choices", "value": {"choices": [label]}}]
+
+
+def task_sample_ids(server: Server, project_id: int) -> dict[str, list[int]]:
+    """sample_id -> task ids already in the project (fast: only id and data are sent)."""
+    found: dict[str, list[int]] = {}
+    with server.errors(f"listing the tasks of project {project_id}",
+                       not_found=f"project {project_id} no longer exists (deleted?)"):
+        for task in server.client.tasks.list(project=project_id, fields="task_only", include="id,data",
+                                             page_size=1000):
+            sid = (task.data or {}).get("sample_id")
+            if sid is not None:
+                found.setdefault(str(sid), []).append(task.id)
+    return found
+
+
+def import_tasks(server: Server, project_id: int, tasks: Sequence[dict[str, Any]],
+                 chunk_size: int = IMPORT_CHUNK) -> list[int]:
+    """Bulk JSON import in chunks; returns the new task ids."""
+    ids: list[int] = []
+    for start in range(0, len(tasks), chunk_size):
+        chunk = list(tasks[start:start + chunk_size])
+        with server.errors(f"importing tasks {start + 1}-{start + len(chunk)} of {len(tasks)} into project {project_id}",
+                           not_found=f"project {project_id} no longer exists (deleted?)"):
+            result = server.client.projects.import_tasks(project_id, request=chunk, return_task_ids=True)
+        ids.extend(result.task_ids or [])
+    return ids
+
+
+def export_tasks(server: Server, project_id: int) -> list[dict[str, Any]]:
+    """All tasks of a project with their annotations (the SDK's JSON export, including unlabelled tasks)."""
+    with server.errors(f"exporting project {project_id}",
+                       not_found=f"project {project_id} no longer exists (deleted?); push again to recreate it"):
+        raw = b"".join(server.client.projects.exports.download_sync(
+            project_id, export_type="JSON", download_all_tasks=True))
+        tasks = json.loads(raw)
+    if not isinstance(tasks, list):
+        raise WorkbenchError(f"Label Studio at {server.url} sent an export of project {project_id} that is not a list")
+    return tasks
+
+
+def user_emails(server: Server) -> dict[int, str]:
+    with server.errors("listing users"):
+        return {u.id: u.email or "" for u in server.client.users.list()}
+
+
+# ----------------------------------------------------------------------------------------------
+# export -> Annotation
+# ----------------------------------------------------------------------------------------------
+
+@dataclass
+class Parsed:
+    annotation: Annotation
+    created_at: str
+    raw_id: int
+    problems: list[str] = field(default_factory=list)
+
+
+def _user_id(completed_by: Any) -> int | None:
+    if isinstance(completed_by, dict):
+        completed_by = completed_by.get("id")
+    try:
+        return int(completed_by)
+    except (TypeError, ValueError):
+        return None
+
+
+def parse_annotation(raw: dict[str, Any], where: str, emails: dict[int, str], salt: str,
+                     labels: Sequence[str] = LABELS) -> Parsed:
+    """One exported annotation -> Annotation (pseudonymous). Values outside the config are kept as
+    given and reported as problems: the API accepts any result, the UI does not."""
+    problems: list[str] = []
+    user_id = _user_id(raw.get("completed_by"))
+    email = emails.get(user_id) if user_id is not None else None
+    if email:
+        annotator, source = pseudonym(email, salt), (SOURCE_DEMO if is_demo_email(email) else SOURCE_LABEL_STUDIO)
+    else:
+        annotator, source = pseudonym(f"user-id:{user_id}", salt), SOURCE_LABEL_STUDIO
+        problems.append(f"{where}: annotator (user {user_id}) is not a user of this server any more")
+    cancelled = bool(raw.get("was_cancelled"))
+    label: str | None = None
+    checks: list[str] | None = None
+    rationale: list[str] = []
+    for item in raw.get("result") or []:
+        value = item.get("value") or {}
+        name = item.get("from_name")
+        if name == "label":
+            chosen = [str(c) for c in value.get("choices") or []]
+            if len(chosen) == 1:
+                label = chosen[0]
+                if label not in labels:
+                    problems.append(f"{where}: label {label!r} is not one of {list(labels)} (kept as given)")
+            elif chosen:
+                problems.append(f"{where}: several labels {chosen}; recorded no label")
+        elif name == "checks":
+            checks = [str(c) for c in value.get("choices") or []]
+            unknown = sorted(set(checks) - set(CHECKS))
+            if unknown:
+                problems.append(f"{where}: unknown checkbox value(s) {unknown} ignored")
+        elif name == "rationale":
+            rationale.extend(str(t) for t in value.get("text") or [] if str(t).strip())
+    if cancelled:
+        label = None  # a skip carries no judgement, whatever the result says
+    elif label is None and not any("several labels" in p for p in problems):
+        problems.append(f"{where}: submitted without a label")
+    ticked = set(checks or [])
+    flags = {attr: (None if cancelled else value in ticked) for value, attr in CHECKS.items()}
+    lead = raw.get("lead_time")
+    annotation = Annotation(
+        annotator=annotator, label=label, rationale="\n".join(rationale).strip(),
+        lead_time_s=None if lead is None else round(float(lead), 3),
+        created_at=str(raw.get("created_at") or ""), cancelled=cancelled, source=source, **flags)
+    return Parsed(annotation, str(raw.get("created_at") or ""), int(raw.get("id") or 0), problems)
+
+
+def one_per_annotator(parsed: Sequence[Parsed]) -> list[Parsed]:
+    """Label Studio lets a user annotate a task twice: keep each annotator's latest non-cancelled
+    annotation, or their latest cancelled one when that is all they did. Ordered by time."""
+    chosen: dict[str, Parsed] = {}
+    for p in sorted(parsed, key=lambda p: (p.created_at, p.raw_id)):
+        current = chosen.get(p.annotation.annotator)
+        if current is None or not p.annotation.cancelled or current.annotation.cancelled:
+            chosen[p.annotation.annotator] = p
+    return sorted(chosen.values(), key=lambda p: (p.created_at, p.raw_id))
+
+
+# ----------------------------------------------------------------------------------------------
+# invites and accounts (the browser's signup and login forms)
+# ----------------------------------------------------------------------------------------------
+
+def invite_link(server: Server, reset: bool = False) -> str:
+    with server.errors("making an invite link"):
+        if reset:
+            server.client.organizations.reset_token()
+        invite = server.client.organizations.invites.get_invite_link()
+    return server.url + invite.invite_url
+
+
+def _form_post(url: str, path: str, fields: dict[str, str]) -> tuple[int, str | None]:
+    """GET a Django form page (CSRF cookie and field), POST it; -> (status, the user's API token or None)."""
+    with httpx.Client(base_url=url, trust_env=False, timeout=60) as web:
+        with server_errors(url, f"opening {path.split('?')[0]}"):
+            page = web.get(path)
+        match = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)
+        if page.status_code != 200 or not match:
+            return page.status_code, None
+        with server_errors(url, f"submitting {path.split('?')[0]}"):
+            answer = web.post(path, data={**fields, "csrfmiddlewaretoken": match.group(1)})
+            if answer.status_code != 302:  # 200 = form shown again with errors, 403 = no valid invite
+                return answer.status_code, None
+            token = web.get("/api/current-user/token")
+        if token.status_code != 200:
+            return token.status_code, None
+        return 302, token.json()["token"]
+
+
+def login(url: str, email: str, password: str) -> str | None:
+    """The user's API token via the login form, or None when the credentials are not accepted."""
+    return _form_post(url, "/user/login/", {"email": email, "password": password})[1]
+
+
+def signup_via_invite(url: str, invite: str, email: str, password: str) -> str:
+    """Create an account through the invite link, as a new annotator's browser does; -> its API token."""
+    path = invite.removeprefix(url)
+    status, token = _form_post(url, path, {"email": email, "password": password})
+    if token is None:
+        why = {403: "the invite link is not valid (reset?)",
+               200: "the form was refused (account exists, or password under 8 characters)"}.get(status, "")
+        raise WorkbenchError(f"signing up {email} at {url} failed (HTTP {status})" + (f": {why}" if why else ""))
+    return token

@@ -1,0 +1,164 @@
+"""Adjudicate the samples human annotators disagree on, in a separate Label Studio review project.
+
+    python -m validation.adjudicate push --workspace W [--project TITLE]
+    python -m validation.adjudicate pull --workspace W [--project TITLE]
+    python -m validation.agreement --workspace W      # then: the decisions become final
+
+push sends the adjudication queue of the last agreement run (validated.rejected rows with reason
+needs_adjudication) to the project "<annotation project> — adjudication": overlap 1, labels benign |
+harmful only, the labels given so far shown beside the clip. pull exports that project and records each
+sample's latest decision on the 'annotated' manifest with validation.agreement.apply_adjudication
+(an annotation with source="adjudication"). Label Studio stays the source of truth: pull replaces all
+earlier decisions with the ones in the project, so rerunning it changes nothing. annotation.pull keeps
+these decisions when it rebuilds the manifest. Rerunning validation.agreement then marks the samples
+decided_by "adjudication".
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+
+from annotation.labelstudio import (
+    ADJUDICATION_LABELS,
+    add_server_args,
+    connect_from_args,
+    default_project_title,
+    format_problems,
+    open_workspace,
+    pseudonym_salt,
+    read_state,
+    resolve_project,
+    write_state,
+)
+from annotation.pull import collect
+from annotation.push import push_samples
+from construction.errors import WorkbenchError
+from construction.record import Annotation, Sample
+from construction.workspace import Workspace
+from validation.agreement import (
+    ADJUDICATION_SOURCE,
+    INPUT_STAGE,
+    OUTPUT_STAGE,
+    ConsensusRule,
+    apply_adjudication,
+)
+
+QUEUE_REASON = "needs_adjudication:"
+TITLE_SUFFIX = " — adjudication"
+
+
+def adjudication_title(ws: Workspace, state: dict) -> str:
+    return (state.get("project", {}).get("title") or default_project_title(ws)) + TITLE_SUFFIX
+
+
+def read_queue(ws: Workspace) -> list[Sample]:
+    """The samples the last agreement run sent to adjudication, as they are in 'annotated' now."""
+    if not ws.has_manifest(INPUT_STAGE):
+        raise WorkbenchError(f"no '{INPUT_STAGE}' manifest at {ws.manifest_path(INPUT_STAGE)}; "
+                             "pull the annotations first (python -m annotation.pull)")
+    if not ws.has_manifest(OUTPUT_STAGE):
+        raise WorkbenchError(f"no '{OUTPUT_STAGE}' manifest at {ws.manifest_path(OUTPUT_STAGE)}; run "
+                             f"python -m validation.agreement --workspace {ws.root} first")
+    if ws.manifest_path(INPUT_STAGE).stat().st_mtime_ns > ws.manifest_path(OUTPUT_STAGE).stat().st_mtime_ns:
+        raise WorkbenchError(f"{ws.manifest_path(INPUT_STAGE)} changed after the last agreement run; rerun "
+                             f"python -m validation.agreement --workspace {ws.root} first")
+    queued = [r.sample.sample_id for r in ws.read_rejected(OUTPUT_STAGE) if r.reason.startswith(QUEUE_REASON)]
+    annotated = {s.sample_id: s for s in ws.read_samples(INPUT_STAGE)}
+    missing = [sid for sid in queued if sid not in annotated]
+    if missing:
+        raise WorkbenchError(f"{len(missing)} queued sample(s) are not in '{INPUT_STAGE}' any more (e.g. "
+                             f"{missing[0]}); rerun python -m validation.agreement --workspace {ws.root}")
+    return [annotated[sid] for sid in queued]
+
+
+def votes_text(sample: Sample) -> str:
+    """What the annotators said, for the adjudicator: counts, then each rationale."""
+    human = [a for a in sample.annotations if a.source != ADJUDICATION_SOURCE and not a.cancelled and a.label]
+    counts = Counter(a.label for a in human)
+    text = ", ".join(f"{label} {n}" for label, n in sorted(counts.items())) or "no labels"
+    reasons = [f'{a.label}: "{a.rationale}"' for a in human if a.rationale]
+    return text + ("; rationales: " + " | ".join(reasons) if reasons else "")
+
+
+def push(ws: Workspace, args: argparse.Namespace) -> int:
+    queue = read_queue(ws)
+    if not queue:
+        print("the adjudication queue is empty: every labelled sample reached consensus or was decided")
+        return 0
+    state = read_state(ws)
+    title = args.project or state.get("adjudication", {}).get("title") or adjudication_title(ws, state)
+    server = connect_from_args(args)
+    result = push_samples(ws, server, queue, title, overlap=1, labels=ADJUDICATION_LABELS, with_votes=True,
+                          extra_data={s.sample_id: {"votes": votes_text(s)} for s in queue})
+    with ws.lock():
+        state = read_state(ws)
+        state["adjudication"] = {"id": result.project_id, "title": title, "url": server.url}
+        write_state(ws, state)
+    print(f"adjudication project {title!r} (id {result.project_id}) at {server.url}: {result.imported} new "
+          f"sample(s), {result.already} already there; queue {len(queue)}")
+    print(f"open {server.url}/projects/{result.project_id}/data , decide each sample (benign or harmful), then run "
+          f"python -m validation.adjudicate pull --workspace {ws.root}")
+    return 0
+
+
+def latest_decisions(by_sample: dict[str, list[Annotation]], labels: tuple[str, ...]) -> dict[str, Annotation]:
+    """Per sample, the latest non-cancelled decision with a valid label (annotations come sorted by time)."""
+    out = {}
+    for sid, items in by_sample.items():
+        valid = [a for a in items if not a.cancelled and a.label in labels]
+        if valid:
+            out[sid] = valid[-1]
+    return out
+
+
+def pull(ws: Workspace, args: argparse.Namespace) -> int:
+    if not ws.has_manifest(INPUT_STAGE):
+        raise WorkbenchError(f"no '{INPUT_STAGE}' manifest at {ws.manifest_path(INPUT_STAGE)}; nothing to record onto")
+    samples = list(ws.read_samples(INPUT_STAGE))
+    state = read_state(ws)
+    had_salt = bool(state.get("pseudonym_salt"))
+    salt = pseudonym_salt(state)
+    server = connect_from_args(args)
+    project = resolve_project(server, state.get("adjudication"), args.project, "adjudication project")
+    found = collect(server, project.id, {s.sample_id for s in samples}, salt, ADJUDICATION_LABELS)
+    decisions = latest_decisions(found.by_sample, ADJUDICATION_LABELS)
+    # Label Studio is the source of truth: earlier decisions are replaced by what the project holds now.
+    stripped = [s.model_copy(deep=True, update={"annotations": [a for a in s.annotations
+                                                                if a.source != ADJUDICATION_SOURCE]})
+                for s in samples]
+    decided = apply_adjudication(stripped, decisions, ConsensusRule())
+    with ws.lock():
+        ws.write_manifest(INPUT_STAGE, decided)
+        if not had_salt:
+            write_state(ws, state)
+    counts = Counter(a.label for a in decisions.values())
+    waiting = found.task_count - len(found.unknown_samples) - len(decisions)
+    print(f"recorded {len(decisions)} adjudication decision(s) from {project.title!r} (id {project.id}) on "
+          f"{ws.manifest_path(INPUT_STAGE)}: " + (", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none")
+          + f"; {max(waiting, 0)} task(s) still undecided")
+    if found.unknown_samples:
+        print(f"note: {len(found.unknown_samples)} task(s) are not in '{INPUT_STAGE}' and were ignored:\n"
+              + format_problems(sorted(found.unknown_samples)))
+    if found.problems:
+        print(f"problems ({len(found.problems)}):\n{format_problems(found.problems)}")
+    print(f"now rerun: python -m validation.agreement --workspace {ws.root}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m validation.adjudicate", description=__doc__.split("\n")[0])
+    parser.add_argument("command", choices=("push", "pull"))
+    parser.add_argument("--workspace", default="workspace", help="workspace directory (default: ./workspace)")
+    parser.add_argument("--project", help="adjudication project title (default: '<annotation project> — adjudication')")
+    add_server_args(parser)
+    args = parser.parse_args(argv)
+    ws = open_workspace(args.workspace)
+    return push(ws, args) if args.command == "push" else pull(ws, args)
+
+
+if __name__ == "__main__":
+    from construction.cli import run_main
+
+    run_main(main, sys.argv[1:])
