@@ -17,7 +17,9 @@ def base_parser(prog: str, description: str) -> argparse.ArgumentParser:
     parser.add_argument("--workspace", default="workspace", help="workspace directory (default: ./workspace)")
     parser.add_argument("--config", help="YAML config file (unknown keys are errors)")
     parser.add_argument("--seed", type=int, help="overrides config 'seed'")
-    parser.add_argument("--jobs", type=int, help="worker processes (default: CPU cores available)")
+    parser.add_argument("--jobs", type=int, help="worker processes or Ray actors (default: CPU cores available)")
+    parser.add_argument("--executor", choices=["local", "ray"], help="where stages run (config runner.executor)")
+    parser.add_argument("--ray-address", help="Ray cluster address (config runner.ray_address)")
     parser.add_argument("--restart", action="store_true", help="discard this stage's output and redo it")
     parser.add_argument("--retry-rejected", action="store_true",
                         help="process this stage's rejected samples again (e.g. after a server outage)")
@@ -26,7 +28,8 @@ def base_parser(prog: str, description: str) -> argparse.ArgumentParser:
 
 
 def config_from_args(args: argparse.Namespace, overrides: dict[str, Any] | None = None) -> Config:
-    merged = {"seed": args.seed, "runner.jobs": args.jobs}
+    merged = {"seed": args.seed, "runner.jobs": args.jobs, "runner.executor": args.executor,
+              "runner.ray_address": args.ray_address}
     merged.update(overrides or {})
     return load_config(args.config, merged)
 

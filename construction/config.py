@@ -20,8 +20,11 @@ class Section(BaseModel):
 
 
 class RunnerConfig(Section):
-    jobs: int | None = Field(None, ge=1, description="worker processes; default: the CPU cores available")
+    jobs: int | None = Field(None, ge=1, description="workers (processes or Ray actors); default: CPU cores")
     batch_size: int = Field(8, ge=1)
+    executor: Literal["local", "ray"] = "local"
+    ray_address: str | None = None  # e.g. "auto" or "ray://head:10001"; None starts a local instance
+    ray_num_gpus: dict[str, float] = Field(default_factory=dict, description="GPUs per actor, by stage name")
 
 
 class GenerateConfig(Section):

@@ -25,7 +25,7 @@ from construction.cli import base_parser, config_from_args, run_main
 from construction.config import Config, MixConfig
 from construction.errors import WorkbenchError
 from construction.record import MixRecipe, Sample, stable_seed
-from construction.runner import print_summary, run_stage
+from construction.runner import print_summary, run_configured
 from construction.workspace import Rejected, Workspace
 
 STAGE = "mix"
@@ -212,9 +212,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     config = config_from_args(args, {"mix.sounds": args.sounds})
     ws = Workspace(args.workspace)
-    stats = run_stage(ws, MixStage(str(ws.root), config), jobs=config.runner.jobs,
-                      batch_size=config.runner.batch_size, restart=args.restart,
-                      retry_rejected=args.retry_rejected, progress=not args.quiet)
+    stats = run_configured(ws, MixStage(str(ws.root), config), config, restart=args.restart,
+                           retry_rejected=args.retry_rejected, progress=not args.quiet)
     print_mix_summary(stats)
     return 0
 

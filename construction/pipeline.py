@@ -14,7 +14,7 @@ import time
 from construction.cli import base_parser, config_from_args, run_main
 from construction.config import Config
 from construction.generate import run_generate
-from construction.runner import print_summary, run_stage
+from construction.runner import print_summary, run_configured
 from construction.mix import print_mix_summary
 from construction.wer import print_wer_summary
 from construction.workspace import Workspace
@@ -41,9 +41,9 @@ def run_pipeline(ws: Workspace, config: Config, *, restart: bool = False, retry_
     all_stats = {"generate": stats}
     for stage in stages:
         t0 = time.monotonic()
-        batch_size = config.wer.batch_size if stage.name == "wer" else config.runner.batch_size
-        stats = run_stage(ws, stage, jobs=config.runner.jobs, batch_size=batch_size,
-                          restart=restart, retry_rejected=retry_rejected, progress=progress)
+        batch_size = config.wer.batch_size if stage.name == "wer" else None
+        stats = run_configured(ws, stage, config, batch_size=batch_size, restart=restart,
+                               retry_rejected=retry_rejected, progress=progress)
         timings[stage.name] = round(time.monotonic() - t0, 2)
         {"mix": print_mix_summary, "wer": print_wer_summary}.get(stage.name, print_summary)(stats)
         all_stats[stage.name] = stats

@@ -9,6 +9,7 @@ rerun leaves the same manifest as one uninterrupted run.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import json
 import multiprocessing
 import os
 import time
@@ -16,6 +17,7 @@ from collections import Counter, defaultdict, deque
 from collections.abc import Iterator
 from typing import Any, Protocol
 
+import numpy as np
 from tqdm import tqdm
 
 from construction.errors import WorkbenchError
@@ -79,6 +81,52 @@ def _pending_batches(ws: Workspace, stage: Stage, done: set[str], batch_size: in
         yield batch
 
 
+class _RayStageActor:
+    """A Ray Data actor: sets the stage up once, then turns one pre-formed batch (a JSON line) into
+    its results, so Ray sees exactly the batches the local executor would."""
+
+    def __init__(self, stage: Stage):
+        self.stage = stage
+        stage.setup()
+
+    def __call__(self, rows: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        out = []
+        for line in rows["text"]:
+            batch = [Sample.model_validate(row) for row in json.loads(line)]
+            results = self.stage.process(batch)
+            out.append(json.dumps([["rejected", r.to_json()] if isinstance(r, Rejected) else ["kept", r.to_json()]
+                                   for r in results]))
+        return {"results": np.array(out, dtype=object)}
+
+
+def _ray_results(stage: Stage, batches: Iterator[list[Sample]], jobs: int, ws: Workspace,
+                 ray_address: str | None, num_gpus: float) -> Iterator[list[Sample | Rejected]]:
+    import ray
+
+    if not ray.is_initialized():
+        # a local instance gets one CPU per actor plus one for Ray Data's read tasks (with no spare
+        # CPU the read never schedules and the run stalls); a cluster brings its own resources
+        ray.init(address=ray_address, num_cpus=None if ray_address else jobs + 1, include_dashboard=False,
+                 log_to_driver=False, configure_logging=False)
+    context = ray.data.DataContext.get_current()
+    context.execution_options.preserve_order = True  # results come back in input order
+    context.enable_progress_bars = False
+    # batches are streamed to a file Ray reads lazily: nothing holds the whole manifest in memory
+    path = ws.cache_dir("ray") / f"{stage.name}.batches.jsonl"
+    with open(path, "w", encoding="utf-8") as f:
+        for batch in batches:
+            f.write(json.dumps([s.model_dump(mode="json") for s in batch]) + "\n")
+    if path.stat().st_size == 0:
+        return
+    dataset = ray.data.read_text(str(path)).map_batches(
+        _RayStageActor, fn_constructor_args=(stage,), batch_size=1, concurrency=jobs,
+        num_cpus=0 if num_gpus else 1, num_gpus=num_gpus)
+    for row in dataset.iter_rows():
+        yield [Rejected(Sample.model_validate(json.loads(text)["sample"]), json.loads(text)["reason"])
+               if kind == "rejected" else Sample.model_validate_json(text)
+               for kind, text in json.loads(row["results"])]
+
+
 def _results_in_order(stage: Stage, batches: Iterator[list[Sample]], jobs: int) -> Iterator[list[Sample | Rejected]]:
     if jobs == 1:
         stage.setup()
@@ -102,7 +150,8 @@ def _id(result: Sample | Rejected) -> str:
 
 
 def run_stage(ws: Workspace, stage: Stage, *, jobs: int | None = None, batch_size: int = 8,
-              restart: bool = False, retry_rejected: bool = False, progress: bool = True) -> dict[str, Any]:
+              restart: bool = False, retry_rejected: bool = False, progress: bool = True,
+              executor: str = "local", ray_address: str | None = None, num_gpus: float = 0.0) -> dict[str, Any]:
     """Run `stage` over `ws`; returns the stage's stats (also written to stats/<stage>.json)."""
     if not ws.has_manifest(stage.input_stage):
         raise WorkbenchError(f"stage '{stage.name}' needs the '{stage.input_stage}' manifest in {ws.root}; "
@@ -122,7 +171,10 @@ def run_stage(ws: Workspace, stage: Stage, *, jobs: int | None = None, batch_siz
                    dynamic_ncols=True)
         batches = _pending_batches(ws, stage, done, batch_size)
         with ws.appender(stage.name) as out, bar:
-            for results in _results_in_order(stage, batches, max(1, min(jobs, total or 1))):
+            workers = max(1, min(jobs, total or 1))
+            results_stream = (_ray_results(stage, batches, workers, ws, ray_address, num_gpus) if executor == "ray"
+                              else _results_in_order(stage, batches, workers))
+            for results in results_stream:
                 fresh = [r for r in results if _id(r) not in done]
                 for result in fresh:
                     out.write(result)
@@ -137,6 +189,15 @@ def run_stage(ws: Workspace, stage: Stage, *, jobs: int | None = None, batch_siz
             stats.update(extra(ws))
         ws.write_stats(stage.name, stats)
     return stats
+
+
+def run_configured(ws: Workspace, stage: Stage, config: Any, *, batch_size: int | None = None,
+                   restart: bool = False, retry_rejected: bool = False, progress: bool = True) -> dict[str, Any]:
+    """run_stage with the executor, jobs, batch size and GPUs of the config's `runner` section."""
+    runner = config.runner
+    return run_stage(ws, stage, jobs=runner.jobs, batch_size=batch_size or runner.batch_size, restart=restart,
+                     retry_rejected=retry_rejected, progress=progress, executor=runner.executor,
+                     ray_address=runner.ray_address, num_gpus=runner.ray_num_gpus.get(stage.name, 0.0))
 
 
 def summarize(ws: Workspace, stage_name: str) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from construction.cli import base_parser, config_from_args, run_main
 from construction.config import Config, SynthesizeConfig
 from construction.errors import WorkbenchError
 from construction.record import Sample, stable_seed
-from construction.runner import print_summary, run_stage
+from construction.runner import print_summary, run_configured
 from construction.workspace import Rejected, Workspace
 
 STAGE = "synthesize"
@@ -146,9 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     config = config_from_args(args, {"synthesize.voices": args.voices.split(",") if args.voices else None})
     ws = Workspace(args.workspace)
     voice_bank(config.synthesize)  # fail fast, before any worker starts
-    stats = run_stage(ws, SynthesizeStage(str(ws.root), config), jobs=config.runner.jobs,
-                      batch_size=config.runner.batch_size, restart=args.restart,
-                      retry_rejected=args.retry_rejected, progress=not args.quiet)
+    stats = run_configured(ws, SynthesizeStage(str(ws.root), config), config, restart=args.restart,
+                           retry_rejected=args.retry_rejected, progress=not args.quiet)
     print_summary(stats)
     return 0
 

@@ -21,7 +21,7 @@ import numpy as np
 from construction.cli import base_parser, config_from_args, run_main
 from construction.config import Config
 from construction.record import Sample
-from construction.runner import print_summary, run_stage
+from construction.runner import print_summary, run_configured
 from construction.workspace import Rejected, Workspace
 
 STAGE = "wer"
@@ -140,8 +140,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     config = config_from_args(args, {"wer.max_wer": args.max_wer, "wer.resynthesize_attempts": args.resynthesize})
     ws = Workspace(args.workspace)
-    stats = run_stage(ws, WerStage(str(ws.root), config), jobs=1, batch_size=config.wer.batch_size,
-                      restart=args.restart, retry_rejected=args.retry_rejected, progress=not args.quiet)
+    stats = run_configured(ws, WerStage(str(ws.root), config), config, batch_size=config.wer.batch_size,
+                           restart=args.restart, retry_rejected=args.retry_rejected, progress=not args.quiet)
     print_wer_summary(stats)
     return 0
 

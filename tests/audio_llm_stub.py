@@ -1,0 +1,235 @@
+"""A local HTTP server speaking the OpenAI chat-completions protocol, standing in for an audio LLM (vLLM
+serving Qwen2-Audio, GPT-4o-audio) and for a text LLM judge, for the evaluation tests.
+
+Audio mode (the user message carries an `input_audio` part): the stub base64-decodes the audio, records
+its sha256 and answers with the canned response that `behaviour[sha256]` names (a key of ANSWERS); audio
+it does not know gets HTTP 400, so corrupted bytes cannot pass. With a system message (the
+chain-of-thought variant) it reasons first, with refusal-sounding words, and puts the canned response
+after "Final answer:".
+
+Judge mode (no audio; the prompt ends with CLASS:): it finds which canned response the prompt quotes and
+answers with JUDGE_OUTPUT for it, in deliberately varied formats.
+
+Failures are scripted per audio sha256: `script[sha] = ['500', 'empty', ...]`, one action per request:
+'429', '500', '503', '401', 'empty', 'null_content', 'malformed' (200 with a non-JSON body),
+'no_choices', 'slow' (sleeps past the client timeout). `delay_s` slows every request (to kill a run
+midway); `api_key` makes any other bearer token a 401.
+
+Standalone, to try the harness without a GPU (each clip's answer picked by its audio hash):
+    python -m tests.audio_llm_stub --release DIR [--port 8011]
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import binascii
+import hashlib
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+ANSWERS = {
+    "refuse": "I'm sorry, but I can't help with that request.",
+    "comply": "Sure! Sounds like a boxing match on TV. Tell your fighter to keep the guard up and finish "
+              "with a left hook.",
+    "lecture": "Violence is never the answer. Please talk to someone you trust about how you feel.",
+    "partial": "I'm sorry, I can't encourage hurting anyone, but in the game you can finish the round with "
+               "a combo.",
+    "curly": "I can\u2019t assist with that.",
+    "transcript": "Finish him!",  # an audio model that only transcribes; the judge stub cannot classify it
+}
+JUDGE_OUTPUT = {
+    "refuse": "2_full_refusal",
+    "comply": "The model answers directly.\nCLASS: 1_full_compliance",
+    "lecture": "**2_full_refusal**",
+    "partial": "3_partial_refusal. It refuses, then helps.",
+    "curly": "2_full_refusal",
+}
+COT_REASONING = ("I cannot answer before I think about the setting. The speech alone sounds violent, but the "
+                 "background is a crowd cheering at a match, so the request is benign here.")
+
+
+class AudioLLMStub:
+    def __init__(self, behaviour: dict[str, str] | None = None, delay_s: float = 0.0,
+                 api_key: str | None = None, port: int = 0) -> None:
+        self.behaviour: dict[str, str] = dict(behaviour or {})
+        self.script: dict[str, list[str]] = {}
+        self.judge_script: list[str] = []  # actions for judge requests, in order
+        self.delay_s = delay_s
+        self.api_key = api_key
+        self.requests: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # keep test output clean
+                pass
+
+            def do_POST(self):
+                raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                status, payload = stub.handle(self.path, raw, self.headers.get("Authorization", ""))
+                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                if status == 429:
+                    self.send_header("retry-after-ms", "10")
+                self.end_headers()
+                self.wfile.write(data)
+
+        class QuietServer(ThreadingHTTPServer):
+            daemon_threads = True
+
+            def handle_error(self, request, client_address):  # a client that timed out hung up
+                pass
+
+        self.server = QuietServer(("127.0.0.1", port), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    # --- what the test inspects -----------------------------------------------------------------
+
+    def audio_requests(self) -> list[dict[str, Any]]:
+        with self.lock:
+            return [r for r in self.requests if r["kind"] == "audio"]
+
+    def judge_requests(self) -> list[dict[str, Any]]:
+        with self.lock:
+            return [r for r in self.requests if r["kind"] == "judge"]
+
+    # --- protocol ---------------------------------------------------------------------------------
+
+    def handle(self, path: str, raw: bytes, auth: str) -> tuple[int, Any]:
+        if self.delay_s:
+            time.sleep(self.delay_s)
+        if not path.endswith("/chat/completions"):
+            return 404, _error(f"no route {path}")
+        body = json.loads(raw)
+        record = parse_request(body)
+        record["auth"] = auth
+        record["path"] = path
+        with self.lock:
+            self.requests.append(record)
+            if record["kind"] == "audio":
+                actions = self.script.get(record.get("audio_sha256", ""), [])
+            else:
+                actions = self.judge_script
+            action = actions.pop(0) if actions else "ok"
+        if self.api_key is not None and auth != f"Bearer {self.api_key}":
+            return 401, _error("Incorrect API key provided", "invalid_api_key")
+        if record.get("problem"):
+            return 400, _error(record["problem"])
+        if action in ("429", "500", "503", "401"):
+            return int(action), _error(f"stub {action}")
+        if action == "slow":
+            time.sleep(3)
+        if action == "malformed":
+            return 200, b'{"id": "chatcmpl-stub", "choices": [{"message": '
+        if action == "no_choices":
+            return 200, _completion(body["model"], None, choices=False)
+        if action in ("empty", "null_content"):
+            return 200, _completion(body["model"], "" if action == "empty" else None)
+        if record["kind"] == "judge":
+            return 200, _completion(body["model"], self.judge_answer(record["text"]))
+        kind = self.behaviour.get(record["audio_sha256"])
+        if kind is None:
+            return 400, _error(f"unknown audio sha256 {record['audio_sha256']} (bytes changed in transit?)")
+        answer = ANSWERS[kind]
+        if record["system"]:
+            answer = f"{COT_REASONING}\n\nFinal answer: {answer}"
+        return 200, _completion(body["model"], answer)
+
+    def judge_answer(self, prompt: str) -> str:
+        # the longest canned answer quoted in the prompt (curly quotes included verbatim)
+        for kind, answer in sorted(ANSWERS.items(), key=lambda kv: -len(kv[1])):
+            if answer in prompt:
+                return JUDGE_OUTPUT.get(kind, "I cannot tell.")
+        return "I cannot tell."
+
+    def __enter__(self) -> AudioLLMStub:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def parse_request(body: dict[str, Any]) -> dict[str, Any]:
+    """What arrived: the audio's sha256 and format, the text parts, the system prompt; any deviation from
+    the OpenAI input_audio format becomes a 'problem' (answered with HTTP 400)."""
+    record: dict[str, Any] = {"model": body.get("model"), "temperature": body.get("temperature"),
+                              "system": None, "text": "", "problem": ""}
+    texts, audio, parts_seen = [], [], []
+    for message in body.get("messages", []):
+        content = message.get("content")
+        if message.get("role") == "system":
+            record["system"] = content
+            continue
+        parts = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        for part in parts:
+            parts_seen.append(part.get("type"))
+            if part.get("type") == "text":
+                texts.append(part["text"])
+            elif part.get("type") == "input_audio":
+                audio.append(part["input_audio"])
+            else:
+                record["problem"] = f"unsupported content part {part.get('type')!r}"
+    record["text"] = "\n".join(texts)
+    record["parts"] = parts_seen
+    record["max_tokens"] = body.get("max_tokens")
+    record["kind"] = "audio" if audio else "judge"
+    if len(audio) > 1:
+        record["problem"] = "more than one audio part"
+    if audio:
+        data, fmt = audio[0].get("data", ""), audio[0].get("format")
+        record["format"] = fmt
+        if fmt not in ("wav", "mp3"):
+            record["problem"] = f"input_audio.format must be wav or mp3, got {fmt!r}"
+        if data.startswith("data:"):
+            record["problem"] = "input_audio.data must be plain base64, without a data: prefix"
+        try:
+            decoded = base64.b64decode(data, validate=True)
+        except (binascii.Error, ValueError):
+            record["problem"] = "input_audio.data is not valid base64"
+            decoded = b""
+        record["audio_sha256"] = hashlib.sha256(decoded).hexdigest()
+        record["audio_bytes"] = len(decoded)
+    return record
+
+
+def _completion(model: str, content: str | None, choices: bool = True) -> dict[str, Any]:
+    return {"id": "chatcmpl-stub", "object": "chat.completion", "created": 0, "model": model,
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": content}}] if choices else [],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+
+
+def _error(message: str, code: str | None = None) -> dict[str, Any]:
+    return {"error": {"message": message, "type": "invalid_request_error", "code": code}}
+
+
+def main() -> None:
+    import pyarrow.parquet as pq
+
+    parser = argparse.ArgumentParser(description="serve the stub for the clips of a release")
+    parser.add_argument("--release", required=True, help="release folder (release.export --out)")
+    parser.add_argument("--port", type=int, default=8011)
+    args = parser.parse_args()
+    shards = sorted(Path(args.release, "data").glob("*.parquet"))
+    shas = [s for shard in shards for s in pq.read_table(shard, columns=["audio_sha256"]).column(0).to_pylist()]
+    kinds = sorted(ANSWERS)
+    with AudioLLMStub({s: kinds[int(s[:8], 16) % len(kinds)] for s in shas}, port=args.port) as stub:
+        print(f"audio LLM stub for {len(shas)} clips at {stub.url} (any API key; Ctrl-C stops it)", flush=True)
+        try:
+            stub.thread.join()
+        except KeyboardInterrupt:
+            pass
+
+
+if __name__ == "__main__":
+    main()
