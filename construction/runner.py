@@ -120,7 +120,11 @@ def _ray_results(stage: Stage, batches: Iterator[list[Sample]], jobs: int, ws: W
         return
     dataset = ray.data.read_text(str(path)).map_batches(
         _RayStageActor, fn_constructor_args=(stage,), batch_size=1, concurrency=jobs,
-        num_cpus=0 if num_gpus else 1, num_gpus=num_gpus)
+        num_cpus=0 if num_gpus else 1, num_gpus=num_gpus,
+        # Ray starts workers with OMP_NUM_THREADS=1; BLAS then sums in another order than in a local
+        # process (Whisper features differ in the last bits and a transcript can flip): give actors
+        # the thread count a local process would use
+        runtime_env={"env_vars": {"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", str(default_jobs()))}})
     for row in dataset.iter_rows():
         yield [Rejected(Sample.model_validate(json.loads(text)["sample"]), json.loads(text)["reason"])
                if kind == "rejected" else Sample.model_validate_json(text)
