@@ -3,16 +3,14 @@ PY ?= python3
 WORKSPACE ?= workspace
 PER_CATEGORY ?= 5
 
-.PHONY: setup demo test bench
+.PHONY: setup demo test
 
 setup:
 	bash scripts/setup.sh
 
+# the automatic build, scripted labels through a real Label Studio, agreement, and a release folder
 demo: setup
-	$(PY) -m construction.pipeline --workspace $(WORKSPACE) --per-category $(PER_CATEGORY)
+	WORKSPACE=$(WORKSPACE) PER_CATEGORY=$(PER_CATEGORY) PYTHON=$(PY) bash scripts/demo.sh
 
 test: setup
 	$(PY) -m pytest -q tests
-
-bench: setup
-	$(PY) benchmarks/run_all.py

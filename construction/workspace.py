@@ -95,9 +95,9 @@ class Workspace:
         try:
             for sub in ("manifests", "stats", "audio", "cache"):
                 (self.root / sub).mkdir(parents=True, exist_ok=True)
-            probe = self.root / ".write-probe"
-            probe.write_bytes(b"")
-            probe.unlink()
+            fd, probe = tempfile.mkstemp(dir=self.root, prefix=".write-probe-")  # unique: workers start at once
+            os.close(fd)
+            os.unlink(probe)
         except OSError as exc:
             raise WorkbenchError(f"workspace {self.root} is not writable: {exc.strerror or exc}") from exc
 
