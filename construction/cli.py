@@ -37,6 +37,8 @@ def config_from_args(args: argparse.Namespace, overrides: dict[str, Any] | None 
 def run_main(main: Callable[[list[str] | None], int | None], argv: list[str] | None = None) -> None:
     """Run a command's main; a WorkbenchError becomes 'error: ...' on stderr and exit status 2."""
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    for chatty in ("faster_whisper", "httpx", "ray", "piper"):  # per-clip INFO lines drown the progress bar
+        logging.getLogger(chatty).setLevel(logging.WARNING)
     try:
         code = main(argv)
     except WorkbenchError as exc:
