@@ -238,6 +238,20 @@ def assert_no_leaks(texts: Iterable[tuple[str, str]], forbidden: list[str]) -> N
 
 # --- rows and schema ---------------------------------------------------------------------------
 
+def taxonomy_categories(config: dict, present: set[str]) -> list[str]:
+    """Every category of the build's taxonomy, in its order, so the ClassLabel ids stay the same across
+    releases even when a category has no sample yet; categories outside it are appended."""
+    from construction.errors import WorkbenchError
+    from construction.taxonomy import load_taxonomy
+
+    try:
+        taxonomy, _ = load_taxonomy((config.get("generate") or {}).get("taxonomy"))
+        names = [c.id for c in taxonomy.categories]
+    except WorkbenchError:  # the taxonomy file moved: fall back to what the samples carry
+        names = []
+    return names + sorted(present - set(names))
+
+
 def features_for(categories: list[str], sample_rate: int | None):
     """The HF features of a release row; their Arrow schema carries them as metadata."""
     from datasets import Audio, ClassLabel, Features, List, Value
@@ -432,7 +446,7 @@ def _write_release(inputs: ReleaseInputs, root: Path, version: str, fractions: d
     from release import card
 
     ws, samples = inputs.workspace, inputs.samples
-    categories = sorted({s.category for s in samples})
+    categories = taxonomy_categories(inputs.config, {s.category for s in samples})
     rates = {s.mixture.sample_rate for s in samples}
     features = features_for(categories, rates.pop() if len(rates) == 1 else None)
     schema = features.arrow_schema
