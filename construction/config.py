@@ -105,7 +105,8 @@ class WerConfig(Section):
     compute_type: str = "int8"
     beam_size: int = Field(1, ge=1)
     language: str = "en"
-    pack_s: float = Field(0.0, ge=0, le=30, description="pack short clips into windows of this length")
+    # short clips share Whisper's 30 s windows (0: one clip per window); see construction.asr
+    pack_s: float = Field(30.0, ge=0, le=30, description="pack short clips into windows of this length")
     batch_size: int = Field(16, ge=1, description="clips per transcription call")
     max_wer: float = Field(0.2, ge=0)
     resynthesize_attempts: int = Field(0, ge=0)
