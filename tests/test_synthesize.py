@@ -13,8 +13,7 @@ import yaml
 from construction.config import load_config
 from construction.errors import WorkbenchError
 from construction.record import Sample, make_sample_id
-from construction.runner import run_stage
-from construction.synthesize import SynthesizeStage, assign_voices, voice_bank
+from construction.synthesize import assign_voices, voice_bank
 from construction.tts import Voice
 from construction.workspace import Workspace
 from tests.conftest import MINI_TAXONOMY, run_module
