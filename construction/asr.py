@@ -7,12 +7,19 @@
 Backends: `faster-whisper` (default; CTranslate2) and `openai-whisper` (the reference implementation).
 
 Speed: Whisper always encodes a 30 s window, so a 3 s clip costs as much encoder work as 30 s of
-audio. The faster-whisper backend therefore packs several short clips into one window, separated by
-`gap_s` of silence, transcribes the window once with word timestamps and hands each word back to the
-clip its midpoint falls in. A word that lands in a gap more than `stray_s` away from any clip (a
-hallucination, or a word Whisper misplaced) makes the clips beside that gap suspect; suspect clips, and
-clips that got no words at all, are transcribed again on their own. `pack_s=0` transcribes every clip
-on its own.
+audio. The faster-whisper backend therefore packs several short clips into one window of `pack_s`
+seconds, each followed by `gap_s` of silence, decodes the window once (without timestamp tokens,
+`window_batch` windows at a time) and hands each word back to the clip its midpoint falls in, using
+word times from Whisper's cross-attention alignment. A clip's text is not trusted, and the clip is
+packed again with others (up to `pack_rounds` rounds, then transcribed alone), when
+  - a word lands in a gap more than `stray_s` from any clip (a hallucination in the silence, or a
+    misplaced word): both clips beside the gap;
+  - the clip got no words (Whisper skipped it, or aligned its words to a neighbour): it and its
+    neighbours in the window;
+  - its text compresses like a loop (zlib ratio > 2.4, as Whisper's own fallback rule).
+Clips are shared out among windows round-robin so that neighbours in the input (a script's clean
+speech and its mixture) land in different windows, and identical clips are transcribed once: Whisper
+merges or drops a repeat it hears twice in one window. `pack_s=0` transcribes every clip alone.
 """
 
 from __future__ import annotations
@@ -154,18 +161,15 @@ class PackStats:
     silent: int = 0  # clips below -80 dBFS peak: "" without running the model
 
 
-@dataclass
-class _Window:
-    clips: list[int]  # indices into the caller's list
-
-
 class FasterWhisperASR:
     """Whisper through faster-whisper / CTranslate2, with short clips packed into shared windows.
 
     pack_s: length of a packed window (<= 30 s); 0 transcribes each clip alone. gap_s: silence
-    between packed clips. stray_s: how far outside every clip a word may land before its neighbours
-    are re-transcribed alone. window_batch: packed windows decoded together (faster-whisper's
-    BatchedInferencePipeline; worth it on a GPU, not on a small CPU).
+    after each packed clip. stray_s: how far outside every clip a word may land before the clips
+    beside it are redone. pack_rounds: packing rounds before a suspect clip is transcribed alone.
+    window_batch: windows decoded as one batch (faster-whisper's BatchedInferencePipeline; a little
+    faster on a CPU, much faster on a GPU). cpu_threads: 0 = every core this process may use.
+    Clips that are not packed use WhisperModel.transcribe with its usual temperature fallback.
     """
 
     name = "faster-whisper"
@@ -201,11 +205,14 @@ class FasterWhisperASR:
     def transcribe(self, clips: list[np.ndarray], language: str | None = None) -> list[str]:
         language = language or self.language
         clips = [_check_clip(i, clip) for i, clip in enumerate(clips)]
+        # The same audio twice is transcribed once: two copies in one window confuse Whisper
+        first: dict[bytes, int] = {}
+        same = [first.setdefault(hashlib.sha1(clip.tobytes()).digest(), i) for i, clip in enumerate(clips)]
         texts = [""] * len(clips)
-        pending = [i for i, clip in enumerate(clips) if _audible(clip)]
-        self.stats = PackStats(clips=len(clips), silent=len(clips) - len(pending))
+        pending = [i for i, clip in enumerate(clips) if same[i] == i and _audible(clip)]
+        self.stats = PackStats(clips=len(clips), silent=sum(not _audible(clip) for clip in clips))
         alone: list[int] = []
-        for round_ in range(self.pack_rounds):
+        for _ in range(self.pack_rounds):
             windows, single = self._plan(clips, pending)
             alone += single
             if not windows:
@@ -222,7 +229,7 @@ class FasterWhisperASR:
         for i in alone:
             texts[i] = self._transcribe_one(clips[i], language)
         self.stats.alone = len(alone)
-        return texts
+        return [texts[same[i]] for i in range(len(clips))]
 
     def _options(self, language: str) -> dict:
         # No conditioning across windows: every clip (or window) stands alone, as in the reference.
@@ -233,21 +240,18 @@ class FasterWhisperASR:
         segments, _ = self.model.transcribe(clip, **self._options(language))
         return "".join(segment.text for segment in segments).strip()
 
-    def _plan(self, clips: list[np.ndarray], audible: list[int]) -> tuple[list[_Window], list[int]]:
-        """Share the clips out among windows round-robin, each window holding (clip, gap) pairs; a
-        clip that fits no window, or is alone in one, is transcribed alone.
-
-        Round-robin puts neighbours in the input (a script's clean speech and its mixture, retries of
-        one script) in different windows: Whisper tends to merge or drop a repeat it hears twice in
-        one window. The gap after the last clip matters too: Whisper tends to leave out speech that
-        runs up to the end of its window."""
+    def _plan(self, clips: list[np.ndarray], pending: list[int]) -> tuple[list[list[int]], list[int]]:
+        """Share the clips out among windows round-robin, each window holding (clip, gap) pairs (the
+        gap after the last clip too: Whisper tends to leave out speech that runs up to the end of
+        its window). Returns the windows (clip indices, in timeline order) and the clips that fit no
+        window or would be alone in one."""
         if self.pack_s <= 0:
-            return [], list(audible)
+            return [], list(pending)
         limit, gap = round(self.pack_s * SAMPLE_RATE), round(self.gap_s * SAMPLE_RATE)
-        alone = [i for i in audible if clips[i].size + gap > limit]
-        packable = [i for i in audible if clips[i].size + gap <= limit]
+        alone = [i for i in pending if clips[i].size + gap > limit]
+        packable = [i for i in pending if clips[i].size + gap <= limit]
         total = sum(clips[i].size + gap for i in packable)
-        windows = [_Window([]) for _ in range(-(-total // limit))]
+        windows: list[list[int]] = [[] for _ in range(-(-total // limit))]
         used = [0] * len(windows)
         for n, i in enumerate(packable):
             size = clips[i].size + gap
@@ -255,18 +259,17 @@ class FasterWhisperASR:
                 if used[k] + size <= limit:
                     break
             else:
-                windows.append(_Window([]))
+                windows.append([])
                 used.append(0)
                 k = len(windows) - 1
-            windows[k].clips.append(i)
+            windows[k].append(i)
             used[k] += size
-        alone += [w.clips[0] for w in windows if len(w.clips) == 1]
-        if os.environ.get("SPREAD"):
-            for w in windows:
-                w.clips = w.clips[0::2] + w.clips[1::2]
-        return [w for w in windows if len(w.clips) > 1], alone
+        alone += [w[0] for w in windows if len(w) == 1]
+        # With few windows, neighbours in the input share one: keep them apart inside it
+        windows = [w[0::2] + w[1::2] if any(b - a == 1 for a, b in zip(w, w[1:])) else w for w in windows]
+        return [w for w in windows if len(w) > 1], alone
 
-    def _transcribe_packed(self, clips: list[np.ndarray], windows: list[_Window],
+    def _transcribe_packed(self, clips: list[np.ndarray], windows: list[list[int]],
                            language: str) -> tuple[dict[int, str], set[int]]:
         # One timeline, every clip followed by a gap of silence; each window is a range of it.
         gap = np.zeros(round(self.gap_s * SAMPLE_RATE), np.float32)
@@ -274,19 +277,21 @@ class FasterWhisperASR:
         offset = 0
         for window in windows:
             start = offset
-            for i in window.clips:
+            for i in window:
                 spans.append((offset / SAMPLE_RATE, (offset + clips[i].size) / SAMPLE_RATE))
                 pieces += [clips[i], gap]
                 offset += clips[i].size + gap.size
                 order.append(i)
             ranges_s.append((start / SAMPLE_RATE, offset / SAMPLE_RATE))
 
-        # The batched pipeline decodes each window exactly once; WhisperModel.transcribe would seek
-        # back to the last timestamp and encode most windows a second time.
+        # The batched pipeline decodes each window exactly once (WhisperModel.transcribe would seek
+        # back to the last timestamp and encode most windows twice). Without timestamp tokens Whisper
+        # writes out the whole window (with them it often defers the last clip to a next window that
+        # never comes) and decodes fewer tokens; word times come from cross-attention alignment.
         segments, _ = self.batched.transcribe(
             np.concatenate(pieces), language=language, beam_size=self.beam_size, vad_filter=False,
             clip_timestamps=[{"start": a, "end": b} for a, b in ranges_s], batch_size=self.window_batch,
-            without_timestamps=os.environ.get("NOTS") == "1", word_timestamps=True)
+            without_timestamps=True, word_timestamps=True)
         starts = [a for a, _ in spans]
         words: dict[int, list[str]] = {i: [] for i in order}
         suspect: set[int] = set()
@@ -301,11 +306,14 @@ class FasterWhisperASR:
                 after = spans[k + 1][0] - mid if k + 1 < len(spans) else np.inf
                 if min(before, after) <= self.stray_s:
                     words[order[k] if before <= after else order[k + 1]].append(word.word)
-                else:  # in a gap: a hallucination or a misplaced word; redo both neighbours alone
+                else:  # in a gap: a hallucination or a misplaced word; redo the clips on both sides
                     suspect.update(order[j] for j in (k, k + 1) if 0 <= j < len(spans))
         texts = {i: "".join(w).strip() for i, w in words.items()}
-        # Whisper skipped the clip, or looped (no temperature fallback in the batched pipeline)
-        suspect.update(i for i, text in texts.items() if not text or _compression_ratio(text) > 2.4)
+        for k, i in enumerate(order):
+            if not texts[i]:  # skipped, or its words were aligned to a neighbour (a repeat, merged)
+                suspect.update(order[max(k - 1, 0):k + 2])
+            elif _compression_ratio(texts[i]) > 2.4:  # a loop; the batched pipeline has no fallback
+                suspect.add(i)
         return {i: text for i, text in texts.items() if i not in suspect}, suspect
 
 
@@ -365,14 +373,22 @@ class OpenAIWhisperASR:
 def load_asr(backend: str = "faster-whisper", model: str | None = None, device: str = "cpu",
              compute_type: str = "int8", beam_size: int = 1, language: str = "en",
              **options) -> ASRBackend:
-    """An ASR backend by name. Extra options go to the backend (faster-whisper: pack_s, gap_s,
-    stray_s, window_batch, cpu_threads)."""
+    """An ASR backend by name; model None is the packaged Whisper base (faster-whisper) or "base"
+    (openai-whisper). beam_size 1 is greedy decoding, openai-whisper's own default. Extra options
+    are faster-whisper's (pack_s, gap_s, stray_s, pack_rounds, window_batch, cpu_threads).
+    compute_type is faster-whisper's; openai-whisper runs float32 on a CPU and float16 on a GPU, one
+    clip at a time (pack_s must be 0 or absent)."""
     if backend == "faster-whisper":
+        known = {"pack_s", "gap_s", "stray_s", "pack_rounds", "window_batch", "cpu_threads"}
+        if set(options) - known:
+            raise WorkbenchError(f"unknown faster-whisper options {sorted(set(options) - known)}; "
+                                 f"known: {sorted(known)}")
         return FasterWhisperASR(model, device=device, compute_type=compute_type, beam_size=beam_size,
                                 language=language, **options)
     if backend == "openai-whisper":
-        if options:
-            raise WorkbenchError(f"openai-whisper takes no options {sorted(options)}")
+        if options.pop("pack_s", 0) or options:
+            raise WorkbenchError(f"openai-whisper transcribes one clip at a time and takes no options "
+                                 f"{sorted(options) or ['pack_s']}; set pack_s to 0")
         return OpenAIWhisperASR(model, device=device, beam_size=None if beam_size == 1 else beam_size,
                                 language=language)
     raise WorkbenchError(f"unknown ASR backend {backend!r}; choose faster-whisper or openai-whisper")

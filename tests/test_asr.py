@@ -126,31 +126,54 @@ def test_window_batch_gives_the_same_texts(speech, packed):
     sequential.pack_s, sequential.window_batch = 8.0, 1
     batched = copy.copy(sequential)
     batched.window_batch = 4
-    texts = batched.transcribe(speech)
-    assert batched.stats.windows >= 3  # several windows, decoded as one batch
-    assert corpus_score(sequential.transcribe(speech), texts)[0] < 0.05
+    texts = batched.transcribe(speech[:4])
+    assert batched.stats.windows == 2  # two windows, decoded as one batch
+    assert corpus_score(sequential.transcribe(speech[:4]), texts)[0] < 0.05
 
 
 def test_words_strayed_into_a_gap_send_their_neighbours_back(speech, packed, monkeypatch):
     """A hallucinated word in the silence between two packed clips must not end up in either text."""
     from faster_whisper.transcribe import Segment, Word
 
-    real, calls = packed.batched.transcribe, []
+    real_plan, real_transcribe, plans = packed._plan, packed.batched.transcribe, []
 
-    def with_stray_word(audio, clip_timestamps, **options):
-        segments, info = real(audio, clip_timestamps=clip_timestamps, **options)
-        gap_mid = (speech[0].size + 0.5 * packed.gap_s * SAMPLE_RATE) / SAMPLE_RATE
-        ghost = Segment(id=0, seek=0, start=gap_mid - 0.1, end=gap_mid + 0.1, text=" Thank you.", tokens=[],
-                        avg_logprob=-1.0, compression_ratio=1.0, no_speech_prob=0.5, temperature=0.0,
-                        words=[Word(start=gap_mid - 0.1, end=gap_mid + 0.1, word=" Thank you.", probability=0.1)])
-        calls.append(clip_timestamps)
-        return list(segments) + ([ghost] if len(calls) == 1 else []), info  # first round only
+    def plan(*args):
+        plans.append(real_plan(*args))
+        return plans[-1]
 
+    def with_stray_word(audio, **options):
+        segments, info = real_transcribe(audio, **options)
+        if len(plans) > 1:  # first round only
+            return segments, info
+        first = plans[0][0][0][0]  # first clip of the first window
+        mid_s = (speech[first].size + 0.5 * packed.gap_s * SAMPLE_RATE) / SAMPLE_RATE
+        ghost = Word(start=mid_s - 0.1, end=mid_s + 0.1, word=" Thank you.", probability=0.1)
+        segment = Segment(id=0, seek=0, start=ghost.start, end=ghost.end, text=ghost.word, tokens=[],
+                          avg_logprob=-1.0, compression_ratio=1.0, no_speech_prob=0.5, temperature=0.0,
+                          words=[ghost])
+        return list(segments) + [segment], info
+
+    monkeypatch.setattr(packed, "_plan", plan)
     monkeypatch.setattr(packed.batched, "transcribe", with_stray_word)
     texts = packed.transcribe(speech[:4])
-    assert packed.stats.suspect == 2 and packed.stats.packed == 4  # repacked in round 2
+    assert packed.stats.suspect == 2 and packed.stats.packed == 4  # both repacked in round 2
     assert not any("thank" in t.lower() for t in texts), texts
     assert corpus_score(SENTENCES[:4], texts)[0] < 0.15, texts
+
+
+def test_identical_clips_are_transcribed_once(speech, packed):
+    texts = packed.transcribe([speech[0], speech[1], speech[0], speech[0]])
+    assert packed.stats.packed == 2
+    assert texts[0] == texts[2] == texts[3] and score(SENTENCES[0], texts[0])[0] < 0.3, texts
+
+
+def test_neighbours_in_the_input_share_no_window(packed):
+    clips = [np.zeros(3 * SAMPLE_RATE, np.float32)] * 20
+    windows, alone = packed._plan(clips, list(range(20)))
+    assert not alone and len(windows) == 3  # 20 x (3 s + 1 s gap) in 30 s windows
+    assert all(abs(a - b) > 1 for w in windows for a, b in zip(w, w[1:])), windows
+    windows, _ = packed._plan(clips, list(range(6)))
+    assert windows == [[0, 2, 4, 1, 3, 5]]  # one window: neighbours kept apart inside it
 
 
 def test_long_clip_is_transcribed_alone(speech, packed):
@@ -180,6 +203,10 @@ def test_bad_backend_options_raise(cache, tmp_path):
         load_asr(pack_s=31)
     with pytest.raises(WorkbenchError, match="cannot load faster-whisper model"):
         load_asr(model=str(tmp_path / "no-such-model"))
+    with pytest.raises(WorkbenchError, match="unknown faster-whisper options"):
+        load_asr(pack_seconds=20)
+    with pytest.raises(WorkbenchError, match="set pack_s to 0"):
+        load_asr("openai-whisper", pack_s=30)
 
 
 # --- openai-whisper -----------------------------------------------------------------------------
