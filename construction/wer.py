@@ -43,7 +43,9 @@ class WerStage:
         cfg = self.config.wer
         self.ws = Workspace(self.workspace)
         self.asr = load_asr(cfg.backend, model=cfg.model, device=cfg.device, compute_type=cfg.compute_type,
-                            beam_size=cfg.beam_size, language=cfg.language, pack_s=cfg.pack_s)
+                            beam_size=cfg.beam_size, language=cfg.language,
+                            # only faster-whisper packs clips; openai-whisper takes one clip at a time
+                            **({"pack_s": cfg.pack_s} if cfg.backend == "faster-whisper" else {}))
 
     def _transcribe_and_score(self, samples: list[Sample]) -> list[Sample]:
         from construction.asr import score
