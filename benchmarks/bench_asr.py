@@ -23,7 +23,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from construction.asr import SAMPLE_RATE, corpus_score, load_asr, whisper_base_model_dir  # noqa: E402
+from construction.asr import SAMPLE_RATE, corpus_score, load_asr, whisper_base_model_dir
 
 SENTENCES = [
     "Finish him now, he is already hanging on the ropes and the crowd is screaming.",

@@ -111,12 +111,12 @@ def convert(model_dir: Path, out_path: Path) -> Path:
     _norm(sd, v, "decoder/layer_norm", "decoder.ln")
 
     state, mels = sd["encoder.conv1.weight"].shape[:2]
-    dims = dict(n_mels=mels, n_audio_ctx=sd["encoder.positional_embedding"].shape[0], n_audio_state=state,
-                n_audio_head=int(v["encoder/num_heads"]), n_audio_layer=n_enc,
-                n_vocab=sd["decoder.token_embedding.weight"].shape[0],
-                n_text_ctx=sd["decoder.positional_embedding"].shape[0],
-                n_text_state=sd["decoder.token_embedding.weight"].shape[1],
-                n_text_head=int(v["decoder/num_heads"]), n_text_layer=n_dec)
+    dims = {"n_mels": mels, "n_audio_ctx": sd["encoder.positional_embedding"].shape[0], "n_audio_state": state,
+            "n_audio_head": int(v["encoder/num_heads"]), "n_audio_layer": n_enc,
+            "n_vocab": sd["decoder.token_embedding.weight"].shape[0],
+            "n_text_ctx": sd["decoder.positional_embedding"].shape[0],
+            "n_text_state": sd["decoder.token_embedding.weight"].shape[1],
+            "n_text_head": int(v["decoder/num_heads"]), "n_text_layer": n_dec}
     tensors = {k: torch.from_numpy(np.array(a, dtype=np.float16)) for k, a in sd.items()}
     out_path = Path(out_path)
     torch.save({"dims": dims, "model_state_dict": tensors}, out_path)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import itertools
 import os
 import re
 import shutil
@@ -233,8 +234,8 @@ class FasterWhisperASR:
 
     def _options(self, language: str) -> dict:
         # No conditioning across windows: every clip (or window) stands alone, as in the reference.
-        return dict(language=language, beam_size=self.beam_size, condition_on_previous_text=False,
-                    vad_filter=False)
+        return {"language": language, "beam_size": self.beam_size, "condition_on_previous_text": False,
+                "vad_filter": False}
 
     def _transcribe_one(self, clip: np.ndarray, language: str) -> str:
         segments, _ = self.model.transcribe(clip, **self._options(language))
@@ -266,7 +267,7 @@ class FasterWhisperASR:
             used[k] += size
         alone += [w[0] for w in windows if len(w) == 1]
         # With few windows, neighbours in the input share one: keep them apart inside it
-        windows = [w[0::2] + w[1::2] if any(b - a == 1 for a, b in zip(w, w[1:])) else w for w in windows]
+        windows = [w[0::2] + w[1::2] if any(b - a == 1 for a, b in itertools.pairwise(w)) else w for w in windows]
         return [w for w in windows if len(w) > 1], alone
 
     def _transcribe_packed(self, clips: list[np.ndarray], windows: list[list[int]],
@@ -363,7 +364,7 @@ class OpenAIWhisperASR:
 
     def transcribe(self, clips: list[np.ndarray], language: str | None = None) -> list[str]:
         clips = [_check_clip(i, clip) for i, clip in enumerate(clips)]
-        options = dict(language=language or self.language, fp16=self.device != "cpu")
+        options = {"language": language or self.language, "fp16": self.device != "cpu"}
         if self.beam_size is not None:
             options["beam_size"] = self.beam_size
         return [self.model.transcribe(clip, **options)["text"].strip() if _audible(clip) else ""
@@ -401,7 +402,7 @@ _QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "\u2032": 
                          "\u201c": '"', "\u201d": '"'})
 # A lone digit (not part of a larger number, decimal, time, ordinal or percentage)
 _LONE_DIGIT = re.compile(r"(?<![\w.,:/$£€])(\d)(?![\w%]|[.,:/]\d)")
-_DIGIT_WORDS = "zero one two three four five six seven eight nine".split()
+_DIGIT_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
 _normalizer = None
 
 
