@@ -1,13 +1,17 @@
-"""Whisper base speed and accuracy, side by side on the same Piper clips.
+"""Whisper base speed and accuracy, side by side on the same clips.
 
     python benchmarks/bench_asr.py [--clips 30] [--rounds 2] [--snr-db 10] [--skip-openai]
+    python benchmarks/bench_asr.py --workspace W [--clips 200] [--threads 1]
 
-Rows: openai-whisper base `model.transcribe` one clip at a time (the reference; weights converted from
-the packaged CTranslate2 model by benchmarks/whisper_ct2_to_openai.py, so both run the same
-weights), then construction.asr's faster-whisper backend one clip at a time and packed. Columns:
-wall-clock and CPU seconds per second of audio (best of --rounds), speed-up over the reference
-(wall), corpus WER against the scripts, and how the packed backend split the work. Numbers from a
-shared machine are noisy: rerun when it is quiet. --snr-db adds pink noise at that SNR.
+Clips: Piper speech of fixed sentences (optionally with pink noise at --snr-db), or with --workspace
+the first --clips mixtures of a workspace's mix manifest (real backgrounds, the WER stage's input).
+Rows: openai-whisper base `model.transcribe` one clip at a time in 30 s windows (the reference;
+weights converted from the packaged CTranslate2 model by benchmarks/whisper_ct2_to_openai.py, so both
+run the same weights), then construction.asr's faster-whisper backend in 30 s windows and in fitted
+windows (the default). Columns: wall-clock and CPU seconds per second of audio (best of --rounds),
+speed-up over the reference (wall), corpus WER against the scripts, and how many keep/reject
+decisions at WER <= 0.2 agree with the reference. Numbers from a shared machine are noisy: rerun
+when it is quiet.
 """
 
 from __future__ import annotations
@@ -23,7 +27,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from construction.asr import SAMPLE_RATE, corpus_score, load_asr, whisper_base_model_dir
+from construction.asr import (
+    SAMPLE_RATE,
+    corpus_score,
+    load_asr,
+    score,
+    whisper_base_model_dir,
+)
 
 SENTENCES = [
     "Finish him now, he is already hanging on the ropes and the crowd is screaming.",
@@ -101,25 +111,46 @@ def timed(asr, clips: list[np.ndarray]) -> tuple[float, float, list[str]]:
     return time.perf_counter() - wall, time.process_time() - cpu, texts
 
 
+def workspace_mixtures(root: str, n: int) -> tuple[list[str], list[np.ndarray]]:
+    from construction.workspace import Workspace
+
+    ws = Workspace(root)
+    texts, clips = [], []
+    for sample in ws.read_samples("mix"):
+        if len(clips) == n:
+            break
+        texts.append(sample.speech_text)
+        clips.append(ws.load_audio(sample.mixture))
+    if not clips:
+        raise SystemExit(f"{root} has no mixed samples: run the pipeline up to the mix stage first")
+    return texts, clips
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clips", type=int, default=30)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--snr-db", type=float, default=None, help="add pink noise at this SNR")
+    parser.add_argument("--workspace", help="transcribe this workspace's mixtures instead of Piper clips")
+    parser.add_argument("--threads", type=int, default=0, help="CPU threads (default: every core)")
     parser.add_argument("--skip-openai", action="store_true")
     args = parser.parse_args()
 
     import torch
 
-    threads = len(os.sched_getaffinity(0))
+    threads = args.threads or len(os.sched_getaffinity(0))
     torch.set_num_threads(threads)
-    texts = SENTENCES[:args.clips]
-    clips = synthesize(texts)
+    if args.workspace:
+        texts, clips = workspace_mixtures(args.workspace, args.clips)
+    else:
+        texts = SENTENCES[:args.clips]
+        clips = synthesize(texts)
     if args.snr_db is not None:
         clips = add_pink_noise(clips, args.snr_db)
     audio_s = sum(c.size for c in clips) / SAMPLE_RATE
-    print(f"{len(clips)} Piper clips, {audio_s:.1f} s of audio (mean {audio_s / len(clips):.1f} s), "
-          f"{threads} CPU threads, snr_db={args.snr_db}, best of {args.rounds} rounds")
+    print(f"{len(clips)} clips from {args.workspace or 'Piper'}, {audio_s:.1f} s of audio "
+          f"(mean {audio_s / len(clips):.1f} s), {threads} CPU threads, snr_db={args.snr_db}, "
+          f"best of {args.rounds} rounds")
 
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -127,14 +158,11 @@ def main() -> None:
             from benchmarks.whisper_ct2_to_openai import convert
 
             checkpoint = convert(whisper_base_model_dir(), Path(tmp) / "base.pt")
-            rows.append(("openai-whisper base, per clip", load_asr("openai-whisper", str(checkpoint))))
+            rows.append(("openai-whisper base, 30 s windows", load_asr("openai-whisper", str(checkpoint))))
         rows += [
-            ("faster-whisper int8 beam 1, per clip", load_asr(pack_s=0, cpu_threads=threads)),
-            ("faster-whisper int8 beam 5, per clip", load_asr(pack_s=0, beam_size=5, cpu_threads=threads)),
-            ("faster-whisper int8 beam 1, packed (default)", load_asr(cpu_threads=threads)),
-            ("faster-whisper int8 beam 5, packed", load_asr(beam_size=5, cpu_threads=threads)),
-            ("faster-whisper int8 beam 1, packed, 1 window/batch",
-             load_asr(window_batch=1, cpu_threads=threads)),
+            ("faster-whisper int8 beam 1, 30 s windows", load_asr(window="full", cpu_threads=threads)),
+            ("faster-whisper int8 beam 1, fitted (default)", load_asr(cpu_threads=threads)),
+            ("faster-whisper int8 beam 5, fitted", load_asr(beam_size=5, cpu_threads=threads)),
         ]
         # Rounds go round-robin over the backends, so a busy spell on a shared machine hits all of them
         best = {label: (np.inf, np.inf, []) for label, _ in rows}
@@ -144,16 +172,19 @@ def main() -> None:
             for label, asr in rows:
                 wall, cpu, hyps = timed(asr, clips)
                 best[label] = (min(wall, best[label][0]), min(cpu, best[label][1]), hyps)
-        print(f"\n{'backend':52s} {'wall s/s':>9s} {'cpu s/s':>8s} {'speed-up wall/cpu':>18s} {'WER':>6s}  packing")
-        ref_wall, ref_cpu, _ = best[rows[0][0]]
+        print(f"\n{'backend':46s} {'wall s/s':>9s} {'cpu s/s':>8s} {'speed-up wall/cpu':>18s} {'WER':>6s} "
+              f"{'same decision':>13s}  fallbacks")
+        ref_wall, ref_cpu, ref_hyps = best[rows[0][0]]
+        ref_kept = [score(t, h)[0] <= 0.2 for t, h in zip(texts, ref_hyps)]
         for label, asr in rows:
             wall, cpu, hyps = best[label]
             wer, _ = corpus_score(texts, hyps)
+            same = sum((score(t, h)[0] <= 0.2) == k for t, h, k in zip(texts, hyps, ref_kept))
             stats = getattr(asr, "stats", None)
-            packing = (f"{stats.windows} windows, {stats.packed} packed, {stats.alone} alone, "
-                       f"{stats.suspect} suspect") if stats and stats.windows else ""
-            print(f"{label:52s} {wall / audio_s:9.3f} {cpu / audio_s:8.3f} {ref_wall / wall:8.2f}x /"
-                  f"{ref_cpu / cpu:6.2f}x {wer:6.3f}  {packing}")
+            fallbacks = f"{stats.full} of {stats.clips} in 30 s windows" if stats and stats.fitted else ""
+            print(f"{label:46s} {wall / audio_s:9.3f} {cpu / audio_s:8.3f} {ref_wall / wall:8.2f}x /"
+                  f"{ref_cpu / cpu:6.2f}x {wer:6.3f} {same:>6d} / {len(texts):<4d}  {fallbacks}")
+
 
 if __name__ == "__main__":
     main()

@@ -6,27 +6,19 @@
 
 Backends: `faster-whisper` (default; CTranslate2) and `openai-whisper` (the reference implementation).
 
-Speed: Whisper always encodes a 30 s window, so a 3 s clip costs as much encoder work as 30 s of
-audio. The faster-whisper backend therefore packs several short clips into one window of `pack_s`
-seconds, each followed by `gap_s` of silence, decodes the window once (without timestamp tokens,
-`window_batch` windows at a time) and hands each word back to the clip its midpoint falls in, using
-word times from Whisper's cross-attention alignment. A clip's text is not trusted, and the clip is
-packed again with others (up to `pack_rounds` rounds, then transcribed alone), when
-  - a word lands in a gap more than `stray_s` from any clip (a hallucination in the silence, or a
-    misplaced word): both clips beside the gap;
-  - the clip got no words (Whisper skipped it, or aligned its words to a neighbour): it and its
-    neighbours in the window;
-  - its text compresses like a loop (zlib ratio > 2.4, as Whisper's own fallback rule).
-Clips are shared out among windows round-robin so that neighbours in the input (a script's clean
-speech and its mixture) land in different windows, and identical clips are transcribed once: Whisper
-merges or drops a repeat it hears twice in one window. `pack_s=0` transcribes every clip alone.
+Speed: Whisper was trained on 30 s windows and faster-whisper always encodes one, so a 4 s clip
+costs as much encoder work as 30 s of audio. The faster-whisper backend therefore encodes each clip
+in a window fitted to it (the clip plus `tail_s` of silence, rounded up to whole seconds; CTranslate2
+takes any window up to 30 s) and decodes with timestamp tokens, which tell the decoder where the
+speech ends. A clip whose fitted text is empty or loops is transcribed again in a 30 s window with
+Whisper's temperature fallback. On the pipeline's mixtures this matched the 30 s windows' WER
+(benchmarks/bench_asr.py) at a third of the time.
 """
 
 from __future__ import annotations
 
-import bisect
 import hashlib
-import itertools
+import math
 import os
 import re
 import shutil
@@ -151,41 +143,37 @@ class ASRBackend(Protocol):
 
 
 @dataclass
-class PackStats:
+class FitStats:
     """What the last transcribe() call did (for benchmarks and logs)."""
 
     clips: int = 0
-    windows: int = 0  # packed windows decoded, all rounds
-    packed: int = 0  # clips whose text came from a packed window
-    suspect: int = 0  # times a packed clip's text was not trusted (skipped, stray words, a loop)
-    alone: int = 0  # clips transcribed on their own (too long, alone in a window, still suspect)
+    fitted: int = 0  # clips decoded from a fitted encoder window
+    full: int = 0  # clips decoded the usual way (30 s windows, temperature fallback)
     silent: int = 0  # clips below -80 dBFS peak: "" without running the model
 
 
 class FasterWhisperASR:
-    """Whisper through faster-whisper / CTranslate2, with short clips packed into shared windows.
+    """Whisper through faster-whisper / CTranslate2.
 
-    pack_s: length of a packed window (<= 30 s); 0 transcribes each clip alone. gap_s: silence
-    after each packed clip. stray_s: how far outside every clip a word may land before the clips
-    beside it are redone. pack_rounds: packing rounds before a suspect clip is transcribed alone.
-    window_batch: windows decoded as one batch (faster-whisper's BatchedInferencePipeline; a little
-    faster on a CPU, much faster on a GPU). cpu_threads: 0 = every core this process may use.
-    Clips that are not packed use WhisperModel.transcribe with its usual temperature fallback.
+    window "fit": each clip is encoded in a window fitted to it (the clip, then `tail_s` of silence,
+    rounded up to whole seconds) instead of Whisper's fixed 30 s, and clips of the same window
+    length are decoded `batch` at a time. A clip whose text is empty or loops (zlib ratio > 2.4, as
+    Whisper's own fallback rule) is transcribed again the usual way, and so is a clip too long for a
+    fitted window. window "full": every clip the usual way (WhisperModel.transcribe).
+    cpu_threads: 0 = every core this process may use.
     """
 
     name = "faster-whisper"
 
     def __init__(self, model: str | None = None, device: str = "cpu", compute_type: str = "int8",
-                 beam_size: int = 1, language: str = "en", pack_s: float = 30.0, gap_s: float = 1.0,
-                 stray_s: float = 0.2, pack_rounds: int = 2, window_batch: int = 4,
-                 cpu_threads: int = 0):
-        from faster_whisper import BatchedInferencePipeline, WhisperModel
+                 beam_size: int = 1, language: str = "en", window: str = "fit", tail_s: float = 3.0,
+                 batch: int = 8, cpu_threads: int = 0):
+        from faster_whisper import WhisperModel
 
-        if not 0 <= pack_s <= 30:
-            raise WorkbenchError(f"pack_s must be between 0 and 30 s (Whisper's window), got {pack_s}")
-        if gap_s < 0 or stray_s < 0 or min(beam_size, window_batch, pack_rounds) < 1:
-            raise WorkbenchError("gap_s and stray_s must be >= 0; beam_size, window_batch and "
-                                 "pack_rounds >= 1")
+        if window not in ("fit", "full"):
+            raise WorkbenchError(f"window must be 'fit' or 'full', got {window!r}")
+        if not 0 <= tail_s <= 10 or min(beam_size, batch) < 1:
+            raise WorkbenchError("tail_s must be between 0 and 10 s; beam_size and batch >= 1")
         if model is None:
             path, self.model_id = whisper_base_model_dir(), f"whisper-base-ct2@sha256:{MODEL_SHA256[:12]}"
         else:
@@ -197,131 +185,65 @@ class FasterWhisperASR:
         except Exception as exc:  # faster-whisper raises many kinds (missing dir, no network, bad type)
             raise WorkbenchError(f"cannot load faster-whisper model {model or path!s} on {device} "
                                  f"({compute_type}): {exc}") from exc
-        self.batched = BatchedInferencePipeline(self.model)
         self.beam_size, self.language = beam_size, language
-        self.pack_s, self.gap_s, self.stray_s = pack_s, gap_s, stray_s
-        self.pack_rounds, self.window_batch = pack_rounds, window_batch
-        self.stats = PackStats()
+        self.window, self.tail_s, self.batch = window, tail_s, batch
+        self.stats = FitStats()
 
     def transcribe(self, clips: list[np.ndarray], language: str | None = None) -> list[str]:
         language = language or self.language
         clips = [_check_clip(i, clip) for i, clip in enumerate(clips)]
-        # The same audio twice is transcribed once: two copies in one window confuse Whisper
-        first: dict[bytes, int] = {}
-        same = [first.setdefault(hashlib.sha1(clip.tobytes()).digest(), i) for i, clip in enumerate(clips)]
         texts = [""] * len(clips)
-        pending = [i for i, clip in enumerate(clips) if same[i] == i and _audible(clip)]
-        self.stats = PackStats(clips=len(clips), silent=sum(not _audible(clip) for clip in clips))
-        alone: list[int] = []
-        for _ in range(self.pack_rounds):
-            windows, single = self._plan(clips, pending)
-            alone += single
-            if not windows:
-                pending = []
-                break
-            got, suspect = self._transcribe_packed(clips, windows, language)
-            for i, text in got.items():
+        audible = [i for i, clip in enumerate(clips) if _audible(clip)]
+        self.stats = FitStats(clips=len(clips), silent=len(clips) - len(audible))
+        retry = audible
+        if self.window == "fit":
+            fitted = self._transcribe_fitted(clips, audible, language)
+            for i, text in fitted.items():
                 texts[i] = text
-            self.stats.windows += len(windows)
-            self.stats.packed += len(got)
-            self.stats.suspect += len(suspect)
-            pending = sorted(suspect)
-        alone += pending
-        for i in alone:
-            texts[i] = self._transcribe_one(clips[i], language)
-        self.stats.alone = len(alone)
-        return [texts[same[i]] for i in range(len(clips))]
+            retry = [i for i in audible if i not in fitted]
+            self.stats.fitted = len(fitted)
+        for i in retry:
+            segments, _ = self.model.transcribe(clips[i], language=language, beam_size=self.beam_size,
+                                                condition_on_previous_text=False, vad_filter=False)
+            texts[i] = "".join(segment.text for segment in segments).strip()
+        self.stats.full = len(retry)
+        return texts
 
-    def _options(self, language: str) -> dict:
-        # No conditioning across windows: every clip (or window) stands alone, as in the reference.
-        return {"language": language, "beam_size": self.beam_size, "condition_on_previous_text": False,
-                "vad_filter": False}
+    def _transcribe_fitted(self, clips: list[np.ndarray], indices: list[int], language: str) -> dict[int, str]:
+        """Texts of the clips that decoded cleanly in a fitted window; the others are left out."""
+        import ctranslate2
+        from faster_whisper.tokenizer import Tokenizer
 
-    def _transcribe_one(self, clip: np.ndarray, language: str) -> str:
-        segments, _ = self.model.transcribe(clip, **self._options(language))
-        return "".join(segment.text for segment in segments).strip()
-
-    def _plan(self, clips: list[np.ndarray], pending: list[int]) -> tuple[list[list[int]], list[int]]:
-        """Share the clips out among windows round-robin, each window holding (clip, gap) pairs (the
-        gap after the last clip too: Whisper tends to leave out speech that runs up to the end of
-        its window). Returns the windows (clip indices, in timeline order) and the clips that fit no
-        window or would be alone in one."""
-        if self.pack_s <= 0:
-            return [], list(pending)
-        limit, gap = round(self.pack_s * SAMPLE_RATE), round(self.gap_s * SAMPLE_RATE)
-        alone = [i for i in pending if clips[i].size + gap > limit]
-        packable = [i for i in pending if clips[i].size + gap <= limit]
-        total = sum(clips[i].size + gap for i in packable)
-        windows: list[list[int]] = [[] for _ in range(-(-total // limit))]
-        used = [0] * len(windows)
-        for n, i in enumerate(packable):
-            size = clips[i].size + gap
-            for k in [(n + j) % len(windows) for j in range(len(windows))]:
-                if used[k] + size <= limit:
-                    break
-            else:
-                windows.append([])
-                used.append(0)
-                k = len(windows) - 1
-            windows[k].append(i)
-            used[k] += size
-        alone += [w[0] for w in windows if len(w) == 1]
-        # With few windows, neighbours in the input share one: keep them apart inside it
-        windows = [w[0::2] + w[1::2] if any(b - a == 1 for a, b in itertools.pairwise(w)) else w for w in windows]
-        return [w for w in windows if len(w) > 1], alone
-
-    def _transcribe_packed(self, clips: list[np.ndarray], windows: list[list[int]],
-                           language: str) -> tuple[dict[int, str], set[int]]:
-        # One timeline, every clip followed by a gap of silence; each window is a range of it.
-        gap = np.zeros(round(self.gap_s * SAMPLE_RATE), np.float32)
-        pieces, ranges_s, order, spans = [], [], [], []
-        offset = 0
-        for window in windows:
-            start = offset
-            for i in window:
-                spans.append((offset / SAMPLE_RATE, (offset + clips[i].size) / SAMPLE_RATE))
-                pieces += [clips[i], gap]
-                offset += clips[i].size + gap.size
-                order.append(i)
-            ranges_s.append((start / SAMPLE_RATE, offset / SAMPLE_RATE))
-
-        # The batched pipeline decodes each window exactly once (WhisperModel.transcribe would seek
-        # back to the last timestamp and encode most windows twice). Without timestamp tokens Whisper
-        # writes out the whole window (with them it often defers the last clip to a next window that
-        # never comes) and decodes fewer tokens; word times come from cross-attention alignment.
-        segments, _ = self.batched.transcribe(
-            np.concatenate(pieces), language=language, beam_size=self.beam_size, vad_filter=False,
-            clip_timestamps=[{"start": a, "end": b} for a, b in ranges_s], batch_size=self.window_batch,
-            without_timestamps=True, word_timestamps=True)
-        starts = [a for a, _ in spans]
-        words: dict[int, list[str]] = {i: [] for i in order}
-        suspect: set[int] = set()
-        for segment in segments:
-            for word in segment.words or []:
-                mid = (word.start + word.end) / 2
-                k = bisect.bisect_right(starts, mid) - 1  # last clip starting at or before mid
-                if k >= 0 and mid <= spans[k][1]:
-                    words[order[k]].append(word.word)
-                    continue
-                before = mid - spans[k][1] if k >= 0 else np.inf
-                after = spans[k + 1][0] - mid if k + 1 < len(spans) else np.inf
-                if min(before, after) <= self.stray_s:
-                    words[order[k] if before <= after else order[k + 1]].append(word.word)
-                else:  # in a gap: a hallucination or a misplaced word; redo the clips on both sides
-                    suspect.update(order[j] for j in (k, k + 1) if 0 <= j < len(spans))
-        texts = {i: "".join(w).strip() for i, w in words.items()}
-        for k, i in enumerate(order):
-            if not texts[i]:  # skipped, or its words were aligned to a neighbour (a repeat, merged)
-                suspect.update(order[max(k - 1, 0):k + 2])
-            elif _compression_ratio(texts[i]) > 2.4:  # a loop; the batched pipeline has no fallback
-                suspect.add(i)
-        return {i: text for i, text in texts.items() if i not in suspect}, suspect
+        tokenizer = Tokenizer(self.model.hf_tokenizer, self.model.model.is_multilingual, task="transcribe",
+                              language=language)
+        # A window is the clip and its tail rounded up to whole seconds, so a clip's features never
+        # depend on which other clips share its batch.
+        seconds = {i: math.ceil(clips[i].size / SAMPLE_RATE + self.tail_s) for i in indices}
+        by_length: dict[int, list[int]] = {}
+        for i in indices:
+            if seconds[i] <= 30:
+                by_length.setdefault(seconds[i], []).append(i)
+        texts = {}
+        for length, group in sorted(by_length.items()):
+            n = length * SAMPLE_RATE
+            for start in range(0, len(group), self.batch):
+                chunk = group[start:start + self.batch]
+                features = np.stack([self.model.feature_extractor(np.pad(clips[i], (0, n - clips[i].size)))
+                                     [:, :n // 160] for i in chunk])
+                results = self.model.model.generate(
+                    ctranslate2.StorageView.from_array(np.ascontiguousarray(features)),
+                    [list(tokenizer.sot_sequence)] * len(chunk), beam_size=self.beam_size,
+                    max_length=min(448, 12 * length + 16))  # ~3x a fast speaker's tokens: stops loops early
+                for i, result in zip(chunk, results):
+                    text = tokenizer.decode(result.sequences_ids[0]).strip()
+                    if text and _compression_ratio(text) <= 2.4:
+                        texts[i] = text
+        return texts
 
 
 def _compression_ratio(text: str) -> float:
     data = text.encode()
     return len(data) / len(zlib.compress(data))
-
 
 # ---------------------------------------------------------------------------------------------
 # openai-whisper (the reference implementation)
@@ -376,20 +298,19 @@ def load_asr(backend: str = "faster-whisper", model: str | None = None, device: 
              **options) -> ASRBackend:
     """An ASR backend by name; model None is the packaged Whisper base (faster-whisper) or "base"
     (openai-whisper). beam_size 1 is greedy decoding, openai-whisper's own default. Extra options
-    are faster-whisper's (pack_s, gap_s, stray_s, pack_rounds, window_batch, cpu_threads).
-    compute_type is faster-whisper's; openai-whisper runs float32 on a CPU and float16 on a GPU, one
-    clip at a time (pack_s must be 0 or absent)."""
+    are faster-whisper's (window, tail_s, batch, cpu_threads). compute_type is faster-whisper's;
+    openai-whisper runs float32 on a CPU and float16 on a GPU, one clip at a time in 30 s windows."""
     if backend == "faster-whisper":
-        known = {"pack_s", "gap_s", "stray_s", "pack_rounds", "window_batch", "cpu_threads"}
+        known = {"window", "tail_s", "batch", "cpu_threads"}
         if set(options) - known:
             raise WorkbenchError(f"unknown faster-whisper options {sorted(set(options) - known)}; "
                                  f"known: {sorted(known)}")
         return FasterWhisperASR(model, device=device, compute_type=compute_type, beam_size=beam_size,
                                 language=language, **options)
     if backend == "openai-whisper":
-        if options.pop("pack_s", 0) or options:
-            raise WorkbenchError(f"openai-whisper transcribes one clip at a time and takes no options "
-                                 f"{sorted(options) or ['pack_s']}; set pack_s to 0")
+        if options.pop("window", "full") != "full" or options:
+            raise WorkbenchError(f"openai-whisper transcribes one clip at a time in 30 s windows and takes "
+                                 f"no options {sorted(options) or ['window']}; set window to full")
         return OpenAIWhisperASR(model, device=device, beam_size=None if beam_size == 1 else beam_size,
                                 language=language)
     raise WorkbenchError(f"unknown ASR backend {backend!r}; choose faster-whisper or openai-whisper")

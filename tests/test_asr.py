@@ -1,10 +1,10 @@
-"""construction.asr: the packaged model, both backends on real Piper speech, packing, scoring."""
+"""construction.asr: the packaged model, both backends on real Piper speech, fitted windows, scoring."""
 
 from __future__ import annotations
 
 import copy
 import hashlib
-import itertools
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -55,15 +55,15 @@ def speech() -> list[np.ndarray]:
 
 
 @pytest.fixture(scope="module")
-def packed(cache):
-    return load_asr()  # packing is the default
+def fitted(cache):
+    return load_asr()  # fitted windows are the default
 
 
 @pytest.fixture(scope="module")
-def alone(packed):
-    """The same loaded model, one clip at a time."""
-    clone = copy.copy(packed)
-    clone.pack_s = 0.0
+def full(fitted):
+    """The same loaded model, in Whisper's usual 30 s windows."""
+    clone = copy.copy(fitted)
+    clone.window = "full"
     return clone
 
 
@@ -104,91 +104,68 @@ def test_missing_model_package_is_named(tmp_path, monkeypatch):
 
 # --- transcription ------------------------------------------------------------------------------
 
-def test_piper_speech_is_transcribed_alone_and_packed(speech, packed, alone):
-    texts_alone = alone.transcribe(speech)
-    assert alone.stats.windows == 0 and alone.stats.alone == len(speech)
-    texts_packed = packed.transcribe(speech)
-    assert packed.stats.windows >= 1 and packed.stats.packed >= 2  # packing really happened
-    assert corpus_score(SENTENCES, texts_alone)[0] < 0.15, texts_alone
-    assert corpus_score(SENTENCES, texts_packed)[0] < 0.15, texts_packed
-    # Packing changes little against transcribing alone
-    assert corpus_score(texts_alone, texts_packed)[0] < 0.1, (texts_alone, texts_packed)
-    # No bleeding: each packed text is nearest its own script
-    for i, text in enumerate(texts_packed):
+def test_piper_speech_in_fitted_and_full_windows(speech, fitted, full):
+    texts_full = full.transcribe(speech)
+    assert full.stats.full == len(speech) and full.stats.fitted == 0
+    texts_fitted = fitted.transcribe(speech)
+    assert fitted.stats.fitted == len(speech) and fitted.stats.full == 0  # fitted windows really ran
+    assert corpus_score(SENTENCES, texts_full)[0] < 0.15, texts_full
+    assert corpus_score(SENTENCES, texts_fitted)[0] < 0.15, texts_fitted
+    # Fitting the window changes little against the usual 30 s windows
+    assert corpus_score(texts_full, texts_fitted)[0] < 0.1, (texts_full, texts_fitted)
+    # No bleeding between clips decoded in one batch: each text is nearest its own script
+    for i, text in enumerate(texts_fitted):
         errors = [score(reference, text)[0] for reference in SENTENCES]
-        assert errors[i] <= 0.3 and errors[i] == min(errors), (i, text)
+        assert errors[i] <= 0.5 and errors[i] == min(errors), (i, text)
 
 
-def test_silence_and_empty_clips_give_empty_text(speech, packed):
+def test_silence_and_empty_clips_give_empty_text(speech, fitted):
     silence, empty = np.zeros(2 * SAMPLE_RATE, np.float32), np.zeros(0, np.float32)
     hiss = (np.random.default_rng(0).standard_normal(SAMPLE_RATE) * 1e-5).astype(np.float32)
-    texts = packed.transcribe([silence, speech[0], empty, speech[1], hiss])
+    texts = fitted.transcribe([silence, speech[0], empty, speech[1], hiss])
     assert texts[0] == texts[2] == texts[4] == ""
     assert score(SENTENCES[0], texts[1])[0] < 0.3 and score(SENTENCES[1], texts[3])[0] < 0.3, texts
-    assert packed.stats.silent == 3
-    assert packed.transcribe([]) == []
+    assert fitted.stats.silent == 3
+    assert fitted.transcribe([]) == []
 
 
-def test_window_batch_gives_the_same_texts(speech, packed):
-    sequential = copy.copy(packed)
-    sequential.pack_s, sequential.window_batch = 8.0, 1
-    batched = copy.copy(sequential)
-    batched.window_batch = 4
-    texts = batched.transcribe(speech[:4])
-    assert batched.stats.windows == 2  # two windows, decoded as one batch
-    assert corpus_score(sequential.transcribe(speech[:4]), texts)[0] < 0.05
+def test_batch_mates_do_not_change_a_text(speech, fitted):
+    one_by_one = copy.copy(fitted)
+    one_by_one.batch = 1
+    alone = [one_by_one.transcribe([clip])[0] for clip in speech[:4]]
+    assert fitted.transcribe(speech[:4]) == alone
+    assert fitted.transcribe([speech[3], speech[1]]) == [alone[3], alone[1]]
 
 
-def test_words_strayed_into_a_gap_send_their_neighbours_back(speech, packed, monkeypatch):
-    """A hallucinated word in the silence between two packed clips must not end up in either text."""
-    from faster_whisper.transcribe import Segment, Word
+def test_a_looping_fitted_text_is_redone_in_a_full_window(speech, fitted, monkeypatch):
+    """Whisper can repeat itself; such a text is not trusted and the clip is transcribed again."""
+    real = fitted.model.model
+    loop = fitted.model.hf_tokenizer.encode(" go" * 60, add_special_tokens=False).ids
 
-    real_plan, real_transcribe, plans = packed._plan, packed.batched.transcribe, []
+    class Looping:  # the CTranslate2 model, except that its first generate() loops on the first clip
+        calls = 0
 
-    def plan(*args):
-        plans.append(real_plan(*args))
-        return plans[-1]
+        def __getattr__(self, name):
+            return getattr(real, name)
 
-    def with_stray_word(audio, **options):
-        segments, info = real_transcribe(audio, **options)
-        if len(plans) > 1:  # first round only
-            return segments, info
-        first = plans[0][0][0][0]  # first clip of the first window
-        mid_s = (speech[first].size + 0.5 * packed.gap_s * SAMPLE_RATE) / SAMPLE_RATE
-        ghost = Word(start=mid_s - 0.1, end=mid_s + 0.1, word=" Thank you.", probability=0.1)
-        segment = Segment(id=0, seek=0, start=ghost.start, end=ghost.end, text=ghost.word, tokens=[],
-                          avg_logprob=-1.0, compression_ratio=1.0, no_speech_prob=0.5, temperature=0.0,
-                          words=[ghost])
-        return list(segments) + [segment], info
+        def generate(self, features, prompts, **options):
+            results = real.generate(features, prompts, **options)
+            self.calls += 1
+            return [SimpleNamespace(sequences_ids=[loop])] + results[1:] if self.calls == 1 else results
 
-    monkeypatch.setattr(packed, "_plan", plan)
-    monkeypatch.setattr(packed.batched, "transcribe", with_stray_word)
-    texts = packed.transcribe(speech[:4])
-    assert packed.stats.suspect == 2 and packed.stats.packed == 4  # both repacked in round 2
-    assert not any("thank" in t.lower() for t in texts), texts
-    assert corpus_score(SENTENCES[:4], texts)[0] < 0.15, texts
+    monkeypatch.setattr(fitted.model, "model", Looping())
+    texts = fitted.transcribe(speech[:3])
+    assert fitted.stats.fitted == 2 and fitted.stats.full == 1
+    assert "go go go" not in " ".join(texts).lower()
+    assert corpus_score(SENTENCES[:3], texts)[0] < 0.15, texts
 
 
-def test_identical_clips_are_transcribed_once(speech, packed):
-    texts = packed.transcribe([speech[0], speech[1], speech[0], speech[0]])
-    assert packed.stats.packed == 2
-    assert texts[0] == texts[2] == texts[3] and score(SENTENCES[0], texts[0])[0] < 0.3, texts
-
-
-def test_neighbours_in_the_input_share_no_window(packed):
-    clips = [np.zeros(3 * SAMPLE_RATE, np.float32)] * 20
-    windows, alone = packed._plan(clips, list(range(20)))
-    assert not alone and len(windows) == 3  # 20 x (3 s + 1 s gap) in 30 s windows
-    assert all(abs(a - b) > 1 for w in windows for a, b in itertools.pairwise(w)), windows
-    windows, _ = packed._plan(clips, list(range(6)))
-    assert windows == [[0, 2, 4, 1, 3, 5]]  # one window: neighbours kept apart inside it
-
-
-def test_long_clip_is_transcribed_alone(speech, packed):
+def test_long_clip_is_transcribed_in_full_windows(speech, fitted):
     long_clip = np.concatenate(speech[:3] + [np.zeros(20 * SAMPLE_RATE, np.float32)] + speech[3:4])
-    texts = packed.transcribe([long_clip, speech[4]])
-    assert packed.stats.windows == 0 and packed.stats.alone == 2
+    texts = fitted.transcribe([long_clip, speech[4]])
+    assert fitted.stats.full == 1 and fitted.stats.fitted == 1
     assert score(" ".join(SENTENCES[:4]), texts[0])[0] < 0.2, texts[0]
+    assert score(SENTENCES[4], texts[1])[0] < 0.3, texts[1]
 
 
 @pytest.mark.parametrize("clip, problem", [
@@ -199,22 +176,24 @@ def test_long_clip_is_transcribed_alone(speech, packed):
     (np.zeros((1600, 2), np.float32), "mono"),
     ([0.0, 0.1], "numpy array"),
 ])
-def test_bad_clips_raise_naming_the_clip(packed, speech, clip, problem):
+def test_bad_clips_raise_naming_the_clip(fitted, speech, clip, problem):
     with pytest.raises(WorkbenchError, match=f"clip 1: .*{problem}"):
-        packed.transcribe([speech[0], clip])
+        fitted.transcribe([speech[0], clip])
 
 
 def test_bad_backend_options_raise(cache, tmp_path):
     with pytest.raises(WorkbenchError, match="unknown ASR backend"):
         load_asr("whisper.cpp")
-    with pytest.raises(WorkbenchError, match="pack_s"):
-        load_asr(pack_s=31)
+    with pytest.raises(WorkbenchError, match="window"):
+        load_asr(window="half")
+    with pytest.raises(WorkbenchError, match="tail_s"):
+        load_asr(tail_s=11)
     with pytest.raises(WorkbenchError, match="cannot load faster-whisper model"):
         load_asr(model=str(tmp_path / "no-such-model"))
     with pytest.raises(WorkbenchError, match="unknown faster-whisper options"):
-        load_asr(pack_seconds=20)
-    with pytest.raises(WorkbenchError, match="set pack_s to 0"):
-        load_asr("openai-whisper", pack_s=30)
+        load_asr(pack_s=20)
+    with pytest.raises(WorkbenchError, match="set window to full"):
+        load_asr("openai-whisper", window="fit")
 
 
 # --- openai-whisper -----------------------------------------------------------------------------
