@@ -105,9 +105,15 @@ class WerConfig(Section):
     compute_type: str = "int8"
     beam_size: int = Field(1, ge=1)
     language: str = "en"
-    # short clips share Whisper's 30 s windows (0: one clip per window); see construction.asr
-    pack_s: float = Field(30.0, ge=0, le=30, description="pack short clips into windows of this length")
-    batch_size: int = Field(16, ge=1, description="clips per transcription call")
+    # faster-whisper only (openai-whisper always uses 30 s windows); see construction.asr
+    # fit: encode each clip in a window fitted to it (fast); full: Whisper's 30 s windows
+    window: Literal["fit", "full"] = "fit"
+    # per worker; the runner starts runner.jobs workers (one per core by default), which beats one
+    # worker using every core: Whisper base's small matrices parallelise poorly (0 = every core)
+    cpu_threads: int = Field(1, ge=0)
+    batch_size: int = Field(64, ge=1, description="samples per transcription call (same-length clips share a batch)")
+    # failures: the clean speech is transcribed only when the mixture fails, to tell wer_tts from wer_snr
+    transcribe_speech: Literal["always", "failures"] = "failures"
     max_wer: float = Field(0.2, ge=0)
     resynthesize_attempts: int = Field(0, ge=0)
 

@@ -66,7 +66,7 @@ def _worker_process(batch: list[Sample]) -> list[Sample | Rejected]:
 
 def _pending_batches(ws: Workspace, stage: Stage, done: set[str], batch_size: int) -> Iterator[list[Sample]]:
     """Batches of samples not done yet. A stage whose results depend on a sample's batch-mates
-    (`whole_batches`, e.g. ASR packing clips into shared windows) gets fixed chunks of the input,
+    (`whole_batches`, e.g. ASR decoding a batch of clips together) gets fixed chunks of the input,
     done samples included, so a resumed run sees exactly the batches of an uninterrupted one."""
     whole = getattr(stage, "whole_batches", False)
     batch: list[Sample] = []

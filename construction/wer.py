@@ -2,10 +2,12 @@
 
     python -m construction.wer --workspace W [--config FILE] [--max-wer 0.2] [--resynthesize K]
 
-Both the clean speech and the mixture are transcribed and scored against the script (WER and CER as
-fractions, after the Whisper English normaliser; see construction.asr.score). A sample is kept when
-the mixture's WER <= wer.max_wer. A rejected sample is reported as `wer_tts` when its clean speech
-already fails (a TTS problem) and `wer_snr` when only the mixture fails (a mixing problem). With
+The mixture is transcribed and scored against the script (WER and CER as fractions, after the
+Whisper English normaliser; see construction.asr.score). A sample is kept when the mixture's
+WER <= wer.max_wer. The clean speech is transcribed too, for every sample with
+wer.transcribe_speech = always, else (the default, faster) only for failing ones: a rejected sample
+is reported as `wer_tts` when its clean speech already fails (a TTS problem) and `wer_snr` when only
+the mixture fails (a mixing problem). With
 wer.resynthesize_attempts = K, a failing sample is re-synthesised with the next voice of the bank and
 re-mixed with a new seed, up to K times; every attempt is recorded in provenance.
 """
@@ -30,8 +32,8 @@ STAGE = "wer"
 class WerStage:
     name = STAGE
     input_stage = "mix"
-    max_jobs = 1  # the ASR model uses every core through its own threads
-    whole_batches = True  # clips of a batch share Whisper windows: a resumed run must batch alike
+    max_jobs = None  # one single-threaded model per worker (wer.cpu_threads)
+    whole_batches = True  # a batch is decoded together: a resumed run batches alike, for identical texts
 
     def __init__(self, workspace: str, config: Config):
         self.workspace, self.config = workspace, config
@@ -44,25 +46,25 @@ class WerStage:
         self.ws = Workspace(self.workspace)
         self.asr = load_asr(cfg.backend, model=cfg.model, device=cfg.device, compute_type=cfg.compute_type,
                             beam_size=cfg.beam_size, language=cfg.language,
-                            # only faster-whisper packs clips; openai-whisper takes one clip at a time
-                            **({"pack_s": cfg.pack_s} if cfg.backend == "faster-whisper" else {}))
+                            **({"window": cfg.window, "cpu_threads": cfg.cpu_threads}
+                               if cfg.backend == "faster-whisper" else {}))
 
     def _transcribe_and_score(self, samples: list[Sample]) -> list[Sample]:
         from construction.asr import score
 
-        clips = []
-        for sample in samples:
-            clips += [self.ws.load_audio(sample.speech), self.ws.load_audio(sample.mixture)]
-        texts = self.asr.transcribe(clips, language=self.config.wer.language)
+        cfg = self.config.wer
+        heard = self.asr.transcribe([self.ws.load_audio(s.mixture) for s in samples], language=cfg.language)
         scored = []
-        for i, sample in enumerate(samples):
-            speech_text, mixture_text = texts[2 * i], texts[2 * i + 1]
-            wer_speech, _ = score(sample.speech_text, speech_text)
-            wer_mixture, cer_mixture = score(sample.speech_text, mixture_text)
-            scored.append(sample.model_copy(update={
-                "transcript_speech": speech_text, "transcript_mixture": mixture_text,
-                "wer_speech": round(wer_speech, 4), "wer_mixture": round(wer_mixture, 4),
-                "cer_mixture": round(cer_mixture, 4)}))
+        for sample, text in zip(samples, heard):
+            wer, cer = score(sample.speech_text, text)
+            scored.append(sample.model_copy(update={"transcript_mixture": text, "wer_mixture": round(wer, 4),
+                                                    "cer_mixture": round(cer, 4)}))
+        # The clean speech tells a TTS failure from a masking one; with "failures" only failures need it
+        todo = [i for i, s in enumerate(scored) if cfg.transcribe_speech == "always" or s.wer_mixture > cfg.max_wer]
+        heard = self.asr.transcribe([self.ws.load_audio(scored[i].speech) for i in todo], language=cfg.language)
+        for i, text in zip(todo, heard):
+            scored[i] = scored[i].model_copy(update={
+                "transcript_speech": text, "wer_speech": round(score(scored[i].speech_text, text)[0], 4)})
         return scored
 
     def _verdict(self, sample: Sample) -> str | None:

@@ -79,10 +79,22 @@ def test_noise_at_0_db_is_rejected_more_often_than_at_20_db(tmp_path):
     assert rejected_loud > rejected_quiet
     # clean speech is the same in both: its WER says the TTS was fine, so drops are SNR problems
     assert all(r.reason.startswith("wer_snr") for r in loud.read_rejected("wer"))
+    assert all(r.sample.transcript_speech is not None for r in loud.read_rejected("wer"))
     sample = next(quiet.read_samples("wer"))
-    assert sample.transcript_speech and sample.provenance["wer"]["model"].startswith("whisper-base")
+    assert sample.provenance["wer"]["model"].startswith("whisper-base")
+    assert sample.transcript_speech is None  # by default the clean speech is transcribed for failures only
     stats = quiet.read_stats("wer")
     assert sum(stats["wer_mixture_histogram"]["counts"]) == len(SENTENCES)
+
+
+def test_clean_speech_of_every_sample_is_transcribed_on_request(tmp_path):
+    config = _config(tmp_path, **{"mix.snr_db_min": 20, "mix.snr_db_max": 20, "wer.transcribe_speech": "always"})
+    ws = Workspace(tmp_path / "ws")
+    _scripts(ws, SENTENCES[:3])
+    for stage in (SynthesizeStage(str(ws.root), config), MixStage(str(ws.root), config), WerStage(str(ws.root), config)):
+        run_stage(ws, stage, jobs=1, progress=False)
+    kept = list(ws.read_samples("wer"))
+    assert kept and all(s.transcript_speech and s.wer_speech is not None and s.wer_speech <= 0.2 for s in kept)
 
 
 def test_failed_tts_is_resynthesised_with_another_voice(tmp_path):
