@@ -93,9 +93,16 @@ CATALOGUE: tuple[Voice, ...] = (
 )
 _BY_ID = {v.voice_id: v for v in CATALOGUE}
 
-# Six female and six male, US and UK. Kokoro voices are the best-graded ones of each kind; hibari "heart"
-# stands in for kokoro af_heart (it is a distillation of it, ~50x faster); flite adds cheap variety.
+# The default bank: three female and three male voices, US and UK, chosen so that 3,000 samples build
+# in under 30 min on a 2-core CPU. Kokoro is the best of them and 20-50x slower than the others
+# (real-time factor ~0.65 on one core vs 0.01-0.1), so it voices only the UK female; hibari "heart"
+# is a distillation of Kokoro af_heart. KOKORO_BANK_IDS is the richer bank (configs/voices-kokoro.yaml):
+# twelve voices, seven of them Kokoro, about 3x slower to synthesise.
 DEFAULT_BANK_IDS: tuple[str, ...] = (
+    "hibari:heart", "flite:slt", "kokoro:bf_emma",  # female: US, US, UK
+    "piper:en_US-joe-medium", "flite:rms", "flite:awb",  # male: US, US, UK (awb: Scottish)
+)
+KOKORO_BANK_IDS: tuple[str, ...] = (
     "kokoro:af_bella", "kokoro:af_kore", "hibari:heart", "flite:slt",  # female, US
     "kokoro:bf_emma", "kokoro:bf_isabella",  # female, UK
     "kokoro:am_michael", "piper:en_US-joe-medium", "flite:rms",  # male, US

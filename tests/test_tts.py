@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import hashlib
-import importlib
 import re
 from pathlib import Path
 
@@ -10,8 +9,11 @@ import numpy as np
 import pytest
 
 from construction import tts
+from construction.config import load_config
 from construction.errors import WorkbenchError
 from construction.tts import (
+    DEFAULT_BANK_IDS,
+    KOKORO_BANK_IDS,
     Voice,
     check_pronounceable,
     load_backend,
@@ -21,6 +23,7 @@ from construction.tts import (
 )
 
 SENTENCE = "Finish him off, the crowd is going wild tonight."
+BANK_VOICES = [voice_by_id(i) for i in dict.fromkeys(DEFAULT_BANK_IDS + KOKORO_BANK_IDS)]  # both banks, once
 SHORT = "Drop it now."
 
 
@@ -30,15 +33,16 @@ def _words(text: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def spoken() -> dict[str, tuple[np.ndarray, int]]:
-    """SENTENCE in every bank voice, synthesized once for the module."""
-    return {v.voice_id: load_backend(v.backend).synthesize(SENTENCE, v) for v in offline_voice_bank()}
+    """SENTENCE in every voice of both offline banks, synthesized once for the module."""
+    return {v.voice_id: load_backend(v.backend).synthesize(SENTENCE, v) for v in BANK_VOICES}
 
 
 # --- the bank ---------------------------------------------------------------------------------------
 
 
-def test_bank_has_female_and_male_us_and_uk_voices():
-    bank = offline_voice_bank()
+@pytest.mark.parametrize("bank", [offline_voice_bank(), [voice_by_id(i) for i in KOKORO_BANK_IDS]],
+                         ids=["default", "kokoro"])
+def test_bank_has_female_and_male_us_and_uk_voices(bank):
     assert len(bank) >= 6
     assert len({v.voice_id for v in bank}) == len(bank)
     assert sum(v.gender == "female" for v in bank) >= 3
@@ -51,7 +55,12 @@ def test_bank_has_female_and_male_us_and_uk_voices():
         assert v.gender in ("female", "male") and v.licence
 
 
-@pytest.mark.parametrize("voice", offline_voice_bank(), ids=lambda v: v.voice_id)
+def test_kokoro_bank_config_lists_the_kokoro_bank():
+    config = load_config(Path(__file__).resolve().parents[1] / "configs" / "voices-kokoro.yaml")
+    assert tuple(config.synthesize.voices) == KOKORO_BANK_IDS
+
+
+@pytest.mark.parametrize("voice", BANK_VOICES, ids=lambda v: v.voice_id)
 def test_each_bank_voice_speaks(spoken, voice):
     audio, sample_rate = spoken[voice.voice_id]
     assert audio.dtype == np.float32 and audio.ndim == 1
@@ -75,16 +84,13 @@ def test_synthesis_is_byte_identical_run_to_run(spoken, voice_id):
 
 def test_bank_voices_are_intelligible(spoken):
     """Whisper base transcribes every voice with a low word error rate."""
-    jiwer = pytest.importorskip("jiwer")
-    try:
-        asr = importlib.import_module("construction.asr")
-        model_dir = asr.whisper_base_model_dir()
-    except (ImportError, AttributeError) as e:
-        pytest.skip(f"construction.asr.whisper_base_model_dir() is not available yet ({e})")
+    import jiwer
     import soxr
     from faster_whisper import WhisperModel
 
-    model = WhisperModel(str(model_dir), device="cpu", compute_type="int8", cpu_threads=2)
+    from construction.asr import whisper_base_model_dir
+
+    model = WhisperModel(str(whisper_base_model_dir()), device="cpu", compute_type="int8", cpu_threads=2)
     errors = {}
     for voice_id, (audio, sample_rate) in spoken.items():
         audio16 = soxr.resample(audio, sample_rate, 16000).astype(np.float32)
