@@ -29,7 +29,12 @@ from construction.config import Config, GenerateConfig
 from construction.errors import WorkbenchError
 from construction.record import Sample, make_sample_id, stable_seed
 from construction.taxonomy import Category, ScriptSpec, Taxonomy, load_taxonomy
-from construction.workspace import Rejected, Workspace, atomic_write_text
+from construction.workspace import (
+    ManifestAppender,
+    Rejected,
+    Workspace,
+    atomic_write_text,
+)
 
 STAGE = "generate"
 PROMPT_VERSION = "scripts-v1"
@@ -215,8 +220,8 @@ def _dedup_key(text: str) -> str:
 
 
 def generate_category(category: Category, taxonomy: Taxonomy, cfg: GenerateConfig, seed: int,
-                      llm: LLMClient | None, taxonomy_hash: str
-                      ) -> tuple[list[Sample], list[Rejected], dict[str, int]]:
+                      llm: LLMClient | None, taxonomy_hash: str, out: ManifestAppender) -> dict[str, int]:
+    """Writes the category's scripts and rejected rows to `out` as they come; returns its counts."""
     kept: list[Sample] = []
     keys: list[str] = []
     rejects: list[Rejected] = []
@@ -225,7 +230,12 @@ def generate_category(category: Category, taxonomy: Taxonomy, cfg: GenerateConfi
     candidates = (catalog_candidates(category, seed) if llm is None
                   else llm_candidates(category, taxonomy, llm, kept, rejects))
     max_draws = cfg.per_category * cfg.max_draws_per_sample
+    rejected = 0
     for spec, provenance in candidates:
+        rejected += len(rejects)
+        for row in rejects:  # written now, not held: a big build draws many times what it keeps
+            out.write(row)
+        rejects.clear()  # the same list object the LLM candidates append to
         if len(kept) >= cfg.per_category or counts["draws"] >= max_draws:
             break
         counts["draws"] += 1
@@ -247,7 +257,11 @@ def generate_category(category: Category, taxonomy: Taxonomy, cfg: GenerateConfi
             continue
         kept.append(sample)
         keys.append(key)
-    return kept, rejects, counts
+        out.write(sample)
+    rejected += len(rejects)
+    for row in rejects:
+        out.write(row)
+    return {"kept": len(kept), "rejected": rejected, **counts}
 
 
 def run_generate(ws: Workspace, config: Config, progress: bool = True) -> dict[str, Any]:
@@ -258,18 +272,14 @@ def run_generate(ws: Workspace, config: Config, progress: bool = True) -> dict[s
     with ws.lock():
         llm = LLMClient(cfg, ws, config.seed) if cfg.backend == "openai" else None
         started = time.monotonic()
-        all_kept: list[Sample] = []
-        all_rejects: list[Rejected] = []
         per_category: dict[str, dict[str, int]] = {}
-        for category in tqdm(categories, desc=STAGE, unit="category", disable=not progress):
-            kept, rejects, counts = generate_category(category, taxonomy, cfg, config.seed, llm, taxonomy_hash)
-            all_kept += kept
-            all_rejects += rejects
-            per_category[category.id] = {"kept": len(kept), "rejected": len(rejects), **counts,
-                                         "shortfall": cfg.per_category - len(kept)}
-        ws.write_manifest(STAGE, all_kept, all_rejects)
+        with ws.replacing(STAGE) as out:
+            for category in tqdm(categories, desc=STAGE, unit="category", disable=not progress):
+                counts = generate_category(category, taxonomy, cfg, config.seed, llm, taxonomy_hash, out)
+                per_category[category.id] = {**counts, "shortfall": cfg.per_category - counts["kept"]}
         stats = {"stage": STAGE, "backend": cfg.backend, "per_category_target": cfg.per_category,
-                 "kept": len(all_kept), "rejected": len(all_rejects), "per_category": per_category,
+                 "kept": sum(c["kept"] for c in per_category.values()),
+                 "rejected": sum(c["rejected"] for c in per_category.values()), "per_category": per_category,
                  "llm_requests_sent": llm.sent if llm else 0,
                  "seconds_this_run": round(time.monotonic() - started, 2)}
         ws.write_stats(STAGE, stats)

@@ -17,6 +17,7 @@ import contextlib
 import fcntl
 import hashlib
 import io
+import itertools
 import json
 import os
 import tempfile
@@ -149,8 +150,30 @@ class Workspace:
     def write_manifest(self, stage: str, samples: Iterable[Sample],
                        rejected: Iterable[Rejected] = ()) -> None:
         """Replace a stage's manifests whole (for stages that compute everything at once)."""
-        atomic_write_text(self.rejected_path(stage), "".join(r.to_json() + "\n" for r in rejected))
-        atomic_write_text(self.manifest_path(stage), "".join(s.to_json() + "\n" for s in samples))
+        with self.replacing(stage) as out:
+            for row in itertools.chain(rejected, samples):
+                out.write(row)
+
+    @contextlib.contextmanager
+    def replacing(self, stage: str) -> Iterator[ManifestAppender]:
+        """Stream a stage's new manifests into temp files that replace the old ones only when the
+        block ends without an error: readers never see a half-written manifest."""
+        paths = (self.manifest_path(stage), self.rejected_path(stage))
+        paths[0].parent.mkdir(parents=True, exist_ok=True)
+        temps = []
+        for path in paths:
+            fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+            os.close(fd)
+            temps.append(Path(temp))
+        try:
+            with open(temps[0], "w", encoding="utf-8") as kept, open(temps[1], "w", encoding="utf-8") as dropped:
+                yield ManifestAppender(kept, dropped)
+            for temp, path in zip(temps[::-1], paths[::-1]):  # rejected first, as before
+                os.replace(temp, path)
+        finally:
+            for temp in temps:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(temp)
 
     @contextlib.contextmanager
     def appender(self, stage: str) -> Iterator[ManifestAppender]:
