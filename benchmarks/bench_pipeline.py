@@ -56,7 +56,7 @@ def full(samples: int, executor: str, jobs: int | None, config: str | None) -> d
         extra = ["--per-category", str(per_category)] if stage == "generate" else []
         seconds, peak_mib = _run([f"construction.{stage}", *common, *extra])
         stats = json.loads((ws / "stats" / f"{stage}.json").read_text())
-        rows[stage] = {"seconds": round(seconds, 1), "samples_in": stats["processed_this_run"],
+        rows[stage] = {"seconds": round(seconds, 1), "samples_in": stats.get("processed_this_run", stats["kept"]),  # generate: scripts written
                        "kept": stats["kept"], "peak_rss_mib": round(peak_mib)}
     total = sum(r["seconds"] for r in rows.values())
     print(f"\nfull pipeline, {per_category * 6} scripts, executor {executor}: {total:.0f} s "
