@@ -11,8 +11,8 @@ costs as much encoder work as 30 s of audio. The faster-whisper backend therefor
 in a window fitted to it (the clip plus `tail_s` of silence, rounded up to whole seconds; CTranslate2
 takes any window up to 30 s) and decodes with timestamp tokens, which tell the decoder where the
 speech ends. A clip whose fitted text is empty or loops is transcribed again in a 30 s window with
-Whisper's temperature fallback. On the pipeline's mixtures this matched the 30 s windows' WER
-(benchmarks/bench_asr.py) at a third of the time.
+Whisper's temperature fallback. On 120 pipeline mixtures this was 5.3x faster than 30 s windows,
+corpus WER 0.140 against 0.127 (benchmarks/bench_asr.py --workspace).
 """
 
 from __future__ import annotations

@@ -7,9 +7,9 @@ Whisper English normaliser; see construction.asr.score). A sample is kept when t
 WER <= wer.max_wer. The clean speech is transcribed too, for every sample with
 wer.transcribe_speech = always, else (the default, faster) only for failing ones: a rejected sample
 is reported as `wer_tts` when its clean speech already fails (a TTS problem) and `wer_snr` when only
-the mixture fails (a mixing problem). With
-wer.resynthesize_attempts = K, a failing sample is re-synthesised with the next voice of the bank and
-re-mixed with a new seed, up to K times; every attempt is recorded in provenance.
+the mixture fails (a mixing problem). With wer.resynthesize_attempts = K, a failing sample is
+re-synthesised with the next voice of the bank and re-mixed with a new seed, up to K times; every
+attempt is recorded in provenance.
 """
 
 from __future__ import annotations
