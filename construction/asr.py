@@ -207,11 +207,11 @@ class FasterWhisperASR:
                               language=language)
         # A window is the clip and its tail rounded up to whole seconds, so a clip's features never
         # depend on which other clips share its batch.
-        seconds = {i: math.ceil(clips[i].size / SAMPLE_RATE + self.tail_s) for i in indices}
         by_length: dict[int, list[int]] = {}
         for i in indices:
-            if seconds[i] <= 30:
-                by_length.setdefault(seconds[i], []).append(i)
+            length = math.ceil(clips[i].size / SAMPLE_RATE + self.tail_s)
+            if length <= 30:
+                by_length.setdefault(length, []).append(i)
         texts = {}
         for length, group in sorted(by_length.items()):
             n = length * SAMPLE_RATE
