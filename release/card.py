@@ -2,10 +2,13 @@
 
 Every number on the card is computed from the same rows that went into the parquet shards (and the
 agreement report), so the card and the data cannot disagree. No timestamps: a rerun is identical.
+Text from the workspace (third-party attributions, model and voice names, notes) goes through `_md`:
+no HTML, links or table breaks can come in with it.
 """
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections import Counter
 from pathlib import Path
@@ -68,7 +71,18 @@ def attribution(samples: list[Sample], release_licence: str) -> str:
 def _cell(value: Any) -> str:
     from release.export import public
 
-    return str(public(value) if value is not None else "").replace("|", "\\|").replace("\n", " ")
+    return _md(public(value) if value is not None else "")
+
+
+_MD_SPECIAL = re.compile(r"([\\`*\[\]|])")
+
+
+def _md(value: Any) -> str:
+    """Untrusted text as inert Markdown: no HTML tags, links, code spans, emphasis or table breaks, one line.
+
+    '<script>' -> '&lt;script&gt;', '[x](javascript:...)' -> '\\[x\\](javascript:...)', 'a|b' -> 'a\\|b'."""
+    text = " ".join(str(value).split()).replace("<", "&lt;").replace(">", "&gt;")
+    return _MD_SPECIAL.sub(r"\\\1", text)
 
 
 # --- plots -------------------------------------------------------------------------------------
@@ -141,7 +155,7 @@ def write_plots(folder: Path, rows: list[dict[str, Any]], agreement: dict[str, A
 def _alpha(entry: dict[str, Any] | None) -> str:
     if not entry or entry.get("alpha") is None:
         note = (entry or {}).get("note") or "not computable"
-        return f"n/a ({note})"
+        return f"n/a ({_md(note)})"
     ci = entry.get("ci95")
     return f"{entry['alpha']:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
 
@@ -158,8 +172,9 @@ def _stats(values: list[float], unit: str = "") -> str:
 def _counter_text(counter: Counter) -> str:
     """'a (3), b (1)'; a single value is shown without its count."""
     if len(counter) == 1:
-        return str(next(iter(counter)))
-    return ", ".join(f"{k} ({v})" for k, v in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))) or "unknown"
+        return _md(next(iter(counter)))
+    return ", ".join(f"{_md(k)} ({v})" for k, v in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))) \
+        or "unknown"
 
 
 def front_matter(inputs: ReleaseInputs, info: dict[str, Any], features, shard_files: dict[str, list[str]],
@@ -239,20 +254,20 @@ def dataset_card(inputs: ReleaseInputs, info: dict[str, Any], rows: list[dict[st
         "taxonomy; near-duplicates are dropped.",
         f"2. **Speech:** TTS backends {_counter_text(prov('synthesize', 'backend'))}; "
         f"{len({s.voice_id for s in samples})} voice(s); genders {_counter_text(prov('synthesize', 'gender'))}.",
-        f"3. **Mixing:** speech normalised to {mix_cfg.get('speech_lufs', 'n/a')} LUFS, background at a seeded "
-        f"SNR drawn from {mix_cfg.get('snr_db_min', 'n/a')}..{mix_cfg.get('snr_db_max', 'n/a')} dB "
+        f"3. **Mixing:** speech normalised to {_md(mix_cfg.get('speech_lufs', 'n/a'))} LUFS, background at a "
+        f"seeded SNR drawn from {_md(mix_cfg.get('snr_db_min', 'n/a'))}..{_md(mix_cfg.get('snr_db_max', 'n/a'))} dB "
         f"(observed {min(snrs):.1f}..{max(snrs):.1f} dB); placements: {_counter_text(placements)}.",
         f"4. **ASR filter:** {_counter_text(prov('wer', 'backend'))} with model "
         f"{_counter_text(prov('wer', 'model'))}; clips whose mixture transcript had a normalised WER above "
         f"{_counter_text(max_wers)} were dropped.",
         f"5. **Human labels:** {info['num_annotators']} annotators (pseudonymous ids A01...); labels per clip: "
-        f"{_counter_text(n_votes)}; consensus level `{agreement.get('level', 'n/a')}`; decided by "
+        f"{_counter_text(n_votes)}; consensus level `{_md(agreement.get('level', 'n/a'))}`; decided by "
         f"{_counter_text(Counter(str(r['decided_by']) for r in rows))}. Consensus outcomes over all labelled "
-        "clips: " + (", ".join(f"{k}: {v}" for k, v in consensus.items()) or "n/a") + ".", "",
+        "clips: " + (", ".join(f"{_md(k)}: {_md(v)}" for k, v in consensus.items()) or "n/a") + ".", "",
         "## Categories", "", "| category | samples | alpha [95% CI] |", "|---|---:|---|",
     ]
     per_alpha = agreement.get("per_category") or {}
-    out += [f"| {c} | {per_category[c]} | {_alpha(per_alpha.get(c))} |" for c in categories]
+    out += [f"| {_md(c)} | {per_category[c]} | {_alpha(per_alpha.get(c))} |" for c in categories]
     out += [f"| **all** | **{info['num_samples']}** | {_alpha(overall)} |", ""]
     if "category_mix" in plots:
         out += [f"![Samples per category]({plots['category_mix']})", ""]
