@@ -10,6 +10,7 @@ from typing import Any
 
 from construction.config import Config, load_config
 from construction.errors import WorkbenchError
+from construction.redact import RedactingFilter, redact
 
 
 def base_parser(prog: str, description: str) -> argparse.ArgumentParser:
@@ -35,14 +36,20 @@ def config_from_args(args: argparse.Namespace, overrides: dict[str, Any] | None 
 
 
 def run_main(main: Callable[[list[str] | None], int | None], argv: list[str] | None = None) -> None:
-    """Run a command's main; a WorkbenchError becomes 'error: ...' on stderr and exit status 2."""
+    """Run a command's main; a WorkbenchError becomes 'error: ...' on stderr and exit status 2.
+
+    No log line or error message carries a credential: the root handlers redact (construction.redact)."""
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    for chatty in ("faster_whisper", "httpx", "ray", "piper"):  # per-clip INFO lines drown the progress bar
+    for handler in logging.getLogger().handlers:
+        if not any(isinstance(f, RedactingFilter) for f in handler.filters):
+            handler.addFilter(RedactingFilter())
+    # per-clip/per-request INFO lines drown the progress bar (and the HTTP clients' lines name the URL)
+    for chatty in ("faster_whisper", "httpx", "httpx2", "httpcore", "httpcore2", "openai", "ray", "piper"):
         logging.getLogger(chatty).setLevel(logging.WARNING)
     try:
         code = main(argv)
     except WorkbenchError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {redact(exc)}", file=sys.stderr)
         sys.exit(2)
     except KeyboardInterrupt:
         print("interrupted; rerun the same command to resume", file=sys.stderr)

@@ -28,6 +28,7 @@ from construction.cli import base_parser, config_from_args, run_main
 from construction.config import Config, GenerateConfig
 from construction.errors import WorkbenchError
 from construction.record import Sample, make_sample_id, stable_seed
+from construction.redact import redact, url_password
 from construction.taxonomy import Category, ScriptSpec, Taxonomy, load_taxonomy
 from construction.workspace import (
     ManifestAppender,
@@ -124,6 +125,8 @@ class LLMClient:
             raise WorkbenchError(f"the openai backend reads its API key from ${cfg.api_key_env}, which is "
                                  "not set (servers that ignore keys accept any value)")
         self.cfg, self.seed = cfg, seed
+        # server error text can echo the key, and the URL may carry basic-auth credentials: never show either
+        self.secrets = (api_key, url_password(cfg.llm_base_url))
         self.cache = ws.cache_dir("llm")
         self.openai = openai
         # the client retries 429/5xx/timeouts itself, with exponential backoff
@@ -142,13 +145,16 @@ class LLMClient:
         try:
             response = self.client.chat.completions.create(**params)
         except self.openai.AuthenticationError as exc:
-            raise WorkbenchError(f"the LLM endpoint rejected the key in ${self.cfg.api_key_env}: {exc}") from None
+            raise WorkbenchError(f"the LLM endpoint rejected the key in ${self.cfg.api_key_env}: "
+                                 f"{redact(exc, self.secrets)}") from None
         except self.openai.APITimeoutError:
             raise  # a subclass of APIConnectionError, but per request: the caller records it
         except self.openai.APIConnectionError as exc:
-            raise WorkbenchError(f"cannot reach the LLM endpoint {self.cfg.llm_base_url}: {exc}") from None
+            raise WorkbenchError(redact(f"cannot reach the LLM endpoint {self.cfg.llm_base_url}: {exc}",
+                                        self.secrets)) from None
         except self.openai.NotFoundError as exc:
-            raise WorkbenchError(f"the LLM endpoint does not know model '{self.cfg.llm_model}': {exc}") from None
+            raise WorkbenchError(f"the LLM endpoint does not know model '{self.cfg.llm_model}': "
+                                 f"{redact(exc, self.secrets)}") from None
         self.sent += 1
         content = (response.choices[0].message.content or "") if response.choices else ""
         # only cache answers that parse: a malformed answer is retried with a new seed instead

@@ -237,7 +237,10 @@ class Workspace:
         return json.loads(path.read_text()) if path.exists() else None
 
     def snapshot_config(self, config_dict: dict[str, Any]) -> None:
-        atomic_write_text(self.root / "config.yaml", yaml.safe_dump(config_dict, sort_keys=False))
+        """config.yaml, with credentials removed (e.g. user:password@ inside an endpoint URL)."""
+        from construction.redact import redact_data
+
+        atomic_write_text(self.root / "config.yaml", yaml.safe_dump(redact_data(config_dict), sort_keys=False))
 
     # audio -----------------------------------------------------------------------------------
     def store_audio(self, audio: np.ndarray, sample_rate: int) -> AudioRef:

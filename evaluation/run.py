@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from construction.errors import WorkbenchError
+from construction.redact import redact, url_password
 from construction.workspace import atomic_write_text
 
 FORMAT = "aor-bench-evaluation/1"
@@ -184,7 +185,10 @@ class ChatEndpoint:
         if not api_key:
             raise WorkbenchError(f"the {what} key is read from ${api_key_env}, which is not set "
                                  "(servers that ignore keys, like a plain `vllm serve`, accept any value)")
-        self.openai, self.base_url, self.model = openai, base_url, model
+        # the client gets the URL as given (user:password@ in it is basic auth); messages get it without,
+        # and never the key, which servers echo ("Incorrect API key provided: sk-...")
+        self.secrets = (api_key, url_password(base_url))
+        self.openai, self.base_url, self.model = openai, redact(base_url, self.secrets), model
         self.api_key_env, self.what = api_key_env, what
         self.cache_dir = cache_dir  # made by the first answer written
         # the client retries connection errors, 408/409/429 and 5xx itself, with exponential backoff
@@ -205,19 +209,19 @@ class ChatEndpoint:
             response = self.client.chat.completions.create(model=self.model, messages=messages, **params)
         except (oa.AuthenticationError, oa.PermissionDeniedError) as exc:
             raise WorkbenchError(f"{self.base_url} rejected the key in ${self.api_key_env} "
-                                 f"(HTTP {exc.status_code}): {_message(exc)}") from None
+                                 f"(HTTP {exc.status_code}): {self._message(exc)}") from None
         except oa.NotFoundError as exc:
             raise WorkbenchError(f"{self.base_url} has no chat endpoint or does not serve model '{self.model}' "
-                                 f"(HTTP 404): {_message(exc)}") from None
+                                 f"(HTTP 404): {self._message(exc)}") from None
         except oa.APITimeoutError:
             return Reply(None, None, "timeout (after the client's retries)", False, key)
         except oa.APIConnectionError as exc:
-            raise WorkbenchError(f"cannot reach the {self.what} at {self.base_url}: {exc} "
+            raise WorkbenchError(f"cannot reach the {self.what} at {self.base_url}: {self._message(exc)} "
                                  "(is the server running, and is the URL right, e.g. http://host:8000/v1?)") from None
         except oa.APIStatusError as exc:  # 429/5xx after retries, 400 (e.g. audio too long), 413, 422
-            return Reply(None, None, f"http_{exc.status_code}: {_message(exc)}"[:500], False, key)
+            return Reply(None, None, f"http_{exc.status_code}: {self._message(exc)}"[:500], False, key)
         except (ValueError, oa.APIResponseValidationError) as exc:  # a body that is not chat JSON
-            return Reply(None, None, f"malformed_response: {exc}"[:500], False, key)
+            return Reply(None, None, f"malformed_response: {redact(exc, self.secrets)}"[:500], False, key)
         try:
             choice = response.choices[0]
             message = choice.message
@@ -232,6 +236,9 @@ class ChatEndpoint:
         atomic_write_text(path, json.dumps({"model": self.model, "text": text, "finish_reason": finish},
                                            ensure_ascii=False))
         return Reply(text, finish, None, False, key)
+
+    def _message(self, exc: Exception) -> str:
+        return redact(_message(exc), self.secrets)
 
 
 def _message(exc: Exception) -> str:
@@ -335,7 +342,7 @@ def prepare_out(out: Path, settings: dict[str, Any], restart: bool) -> None:
 
 
 def _scrub_url(url: str) -> str:
-    return re.sub(r"(https?://)[^/@\s]+@", r"\1", url)  # credentials inside URLs
+    return redact(url, [url_password(url)])  # credentials inside URLs
 
 
 # --- the run ----------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ answers with JUDGE_OUTPUT for it, in deliberately varied formats.
 Failures are scripted per audio sha256: `script[sha] = ['500', 'empty', ...]`, one action per request:
 '429', '500', '503', '401', 'empty', 'null_content', 'malformed' (200 with a non-JSON body),
 'no_choices', 'slow' (sleeps past the client timeout). `delay_s` slows every request (to kill a run
-midway); `api_key` makes any other bearer token a 401.
+midway); `api_key` makes any other bearer token a 401 that echoes it ("Incorrect API key provided: sk-...").
 
 Standalone, to try the harness without a GPU (each clip's answer picked by its audio hash):
     python -m tests.audio_llm_stub --release DIR [--port 8011]
@@ -120,7 +120,7 @@ class AudioLLMStub:
                 actions = self.judge_script
             action = actions.pop(0) if actions else "ok"
         if self.api_key is not None and auth != f"Bearer {self.api_key}":
-            return 401, _error("Incorrect API key provided", "invalid_api_key")
+            return 401, _error(f"Incorrect API key provided: {auth.removeprefix('Bearer ')}", "invalid_api_key")
         if record.get("problem"):
             return 400, _error(record["problem"])
         if action in ("429", "500", "503", "401"):

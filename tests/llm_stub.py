@@ -1,7 +1,9 @@
 """A local HTTP server speaking the OpenAI chat-completions protocol, for the openai backend tests.
 
 Behaviour is scripted per test: a queue of actions, each 'ok', 'malformed', 'partial', 'bad_items',
-'429', '500', '401', 'slow' (sleeps past the client timeout) or 'empty'. When the queue is empty it answers 'ok'.
+'429', '500', '401', 'slow' (sleeps past the client timeout), 'empty' or 'runaway'. When the queue is empty it answers 'ok'.
+`api_key` makes any other Authorization a 401 that echoes it, as some servers do ("Incorrect API key
+provided: sk-...").
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ WORDS = ["sniper", "tank", "medic", "pilot", "scout", "engineer", "gunner", "cap
 
 
 class LLMStub:
-    def __init__(self) -> None:
+    def __init__(self, api_key: str | None = None) -> None:
+        self.api_key = api_key
         self.actions: list[str] = []
         self.requests: list[dict] = []
         self.counter = 0
@@ -38,6 +41,15 @@ class LLMStub:
                 stub.requests.append({"path": self.path, "body": body,
                                       "auth": self.headers.get("Authorization", "")})
                 action = stub.actions.pop(0) if stub.actions else "ok"
+                auth = self.headers.get("Authorization", "")
+                if stub.api_key is not None and auth != f"Bearer {stub.api_key}":
+                    data = json.dumps({"error": {"message": "Incorrect API key provided: "
+                                                 + auth.removeprefix("Bearer "), "code": "invalid_api_key"}})
+                    self.send_response(401)
+                    self.send_header("Content-Type", "application/json")
+                    self.end_headers()
+                    self.wfile.write(data.encode())
+                    return
                 if action in ("429", "500", "401"):
                     self.send_response(int(action))
                     self.send_header("Content-Type", "application/json")
@@ -76,6 +88,8 @@ class LLMStub:
             return '{"scripts": [{"speech_text": "Take the shot'
         if action == "partial":
             return "Sure! Here are your scripts:"
+        if action == "runaway":  # one script of 10,000 characters, as a looping model writes
+            return json.dumps({"scripts": [{"speech_text": "Finish him! " * 850, **SCRIPT_TEMPLATE}]})
         scripts = []
         for _ in range(5):
             self.counter += 1
