@@ -29,11 +29,15 @@ class RunnerConfig(Section):
 
 class GenerateConfig(Section):
     backend: Literal["catalog", "openai"] = "catalog"
-    per_category: int = Field(10, ge=1)
+    # bounded: 100,000 per category is 20x the largest build planned; a typo of 1e9 must not run for days
+    per_category: int = Field(10, ge=1, le=100_000)
     taxonomy: str | None = None  # path to a taxonomy YAML; default: the one shipped in the package
     categories: list[str] | None = None  # default: every category of the taxonomy
     near_duplicate_ratio: float = Field(95.0, ge=0, le=100, description="rapidfuzz ratio of speech texts")
     max_draws_per_sample: int = Field(20, ge=1, description="attempts per wanted script before giving up")
+    stall_draws: int = Field(2000, ge=1, description="a category stops when this many draws in a row brought "
+                                                      "no new script (the catalog is exhausted)")
+    max_speech_words: int = Field(40, ge=1, description="longer speech is rejected as speech_too_long")
     # openai backend
     llm_base_url: str | None = None
     llm_model: str = "gpt-4o-mini"
@@ -75,6 +79,8 @@ class SynthesizeConfig(Section):
     voices: list[str] | None = None  # voice ids; default: the whole offline bank
     require_genders: list[str] = Field(default_factory=lambda: ["female", "male"])
     style_speed: dict[str, float] = Field(default_factory=lambda: dict(STYLE_SPEED))
+    max_speech_words: int = Field(40, ge=1, description="longer scripts are rejected before synthesis")
+    max_speech_s: float = Field(20.0, gt=0, description="longer speech is rejected as speech_too_long")
     cosyvoice: CosyVoiceConfig | None = None
 
 
@@ -147,11 +153,18 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
     if path is not None:
         source = str(path)
         try:
-            data = yaml.safe_load(Path(path).read_text()) or {}
-        except FileNotFoundError as exc:
-            raise WorkbenchError(f"config file not found: {path}") from exc
+            data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+        except FileNotFoundError:
+            raise WorkbenchError(f"config file not found: {path}") from None
+        except IsADirectoryError:
+            raise WorkbenchError(f"config file {path} is a directory; pass a YAML file") from None
+        except UnicodeDecodeError as exc:
+            raise WorkbenchError(f"config file {path} is not UTF-8 text (byte {exc.start}); "
+                                 "save it as UTF-8 YAML") from None
+        except OSError as exc:
+            raise WorkbenchError(f"cannot read config file {path}: {exc.strerror or exc}") from None
         except yaml.YAMLError as exc:
-            raise WorkbenchError(f"config file {path} is not valid YAML: {exc}") from exc
+            raise WorkbenchError(f"config file {path} is not valid YAML: {exc}") from None
         if not isinstance(data, dict):
             raise WorkbenchError(f"config file {path} must hold a mapping of sections")
     for dotted, value in (overrides or {}).items():

@@ -231,12 +231,13 @@ def generate_category(category: Category, taxonomy: Taxonomy, cfg: GenerateConfi
     kept: list[Sample] = []
     keys: list[str] = []
     rejects: list[Rejected] = []
-    counts = {"draws": 0, "exact_duplicates": 0, "near_duplicates": 0}
+    counts = {"draws": 0, "exact_duplicates": 0, "near_duplicates": 0, "exhausted": 0}
     seen: set[str] = set()
     candidates = (catalog_candidates(category, seed) if llm is None
                   else llm_candidates(category, taxonomy, llm, kept, rejects))
     max_draws = cfg.per_category * cfg.max_draws_per_sample
     rejected = 0
+    since_new = 0  # draws since the last new script: the catalog is exhausted when this grows large
     for spec, provenance in candidates:
         rejected += len(rejects)
         for row in rejects:  # written now, not held: a big build draws many times what it keeps
@@ -244,7 +245,11 @@ def generate_category(category: Category, taxonomy: Taxonomy, cfg: GenerateConfi
         rejects.clear()  # the same list object the LLM candidates append to
         if len(kept) >= cfg.per_category or counts["draws"] >= max_draws:
             break
+        if since_new >= cfg.stall_draws:
+            counts["exhausted"] = 1
+            break
         counts["draws"] += 1
+        since_new += 1
         sample_id = make_sample_id(category.id, spec.speech_text, spec.context, spec.placement,
                                    spec.background_tags, spec.speaker_style)
         if sample_id in seen:
@@ -253,6 +258,11 @@ def generate_category(category: Category, taxonomy: Taxonomy, cfg: GenerateConfi
         seen.add(sample_id)
         sample = Sample(sample_id=sample_id, category=category.id, **spec.model_dump(),
                         provenance={STAGE: {**provenance, "seed": seed, "taxonomy": taxonomy_hash}})
+        words = len(spec.speech_text.split())
+        if words > cfg.max_speech_words:  # a runaway LLM answer would become minutes of audio
+            rejects.append(Rejected(sample, f"speech_too_long: {words} words > generate.max_speech_words "
+                                            f"{cfg.max_speech_words}"))
+            continue
         key = _dedup_key(spec.speech_text)
         match = process.extractOne(key, keys, scorer=fuzz.ratio, score_cutoff=cfg.near_duplicate_ratio)
         if match is not None:
@@ -264,6 +274,7 @@ def generate_category(category: Category, taxonomy: Taxonomy, cfg: GenerateConfi
         kept.append(sample)
         keys.append(key)
         out.write(sample)
+        since_new = 0
     rejected += len(rejects)
     for row in rejects:
         out.write(row)
@@ -307,13 +318,20 @@ def main(argv: list[str] | None = None) -> int:
         "generate.llm_model": args.llm_model,
         "generate.categories": args.categories.split(",") if args.categories else None})
     ws = Workspace(args.workspace)
-    ws.snapshot_config(config.model_dump(mode="json"))
-    stats = run_generate(ws, config, progress=not args.quiet)
+    with ws.lock():  # first, so a run refused by the lock leaves config.yaml as it was
+        ws.snapshot_config(config.model_dump(mode="json"))
+        stats = run_generate(ws, config, progress=not args.quiet)
+    print_generate_summary(stats)
+    return 1 if any(c["shortfall"] > 0 for c in stats["per_category"].values()) else 0
+
+
+def print_generate_summary(stats: dict[str, Any]) -> None:
     print(f"generate ({stats['backend']}): {stats['kept']} scripts, {stats['rejected']} rejected")
     for cat, c in stats["per_category"].items():
         note = f"  SHORT BY {c['shortfall']}" if c["shortfall"] > 0 else ""
+        if c.get("exhausted"):
+            note += f" (exhausted: {c['kept']} distinct scripts are all this category's catalog gives)"
         print(f"  {cat:<24} {c['kept']:>6} kept  {c['near_duplicates']:>5} near-duplicates{note}")
-    return 1 if any(c["shortfall"] > 0 for c in stats["per_category"].values()) else 0
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ import time
 
 from construction.cli import base_parser, config_from_args, run_main
 from construction.config import Config
-from construction.generate import run_generate
+from construction.generate import print_generate_summary, run_generate
 from construction.runner import print_summary, run_configured
 from construction.mix import print_mix_summary
 from construction.wer import print_wer_summary
@@ -37,7 +37,7 @@ def run_pipeline(ws: Workspace, config: Config, *, restart: bool = False, retry_
     stages = automatic_stages(ws, config)
     stats = run_generate(ws, config, progress=progress)
     timings["generate"] = stats["seconds_this_run"]
-    print(f"generate: {stats['kept']} scripts ({stats['backend']}), {stats['rejected']} rejected")
+    print_generate_summary(stats)
     all_stats = {"generate": stats}
     for stage in stages:
         t0 = time.monotonic()
@@ -61,8 +61,10 @@ def main(argv: list[str] | None = None) -> int:
     config = config_from_args(args, {"generate.per_category": args.per_category,
                                      "generate.backend": args.backend, "mix.sounds": args.sounds})
     ws = Workspace(args.workspace)
-    ws.snapshot_config(config.model_dump(mode="json"))
-    run_pipeline(ws, config, restart=args.restart, retry_rejected=args.retry_rejected, progress=not args.quiet)
+    with ws.lock():  # first, so a refused run changes nothing; held across every stage
+        ws.snapshot_config(config.model_dump(mode="json"))
+        run_pipeline(ws, config, restart=args.restart, retry_rejected=args.retry_rejected,
+                     progress=not args.quiet)
     print(f"workspace: {ws.root}")
     return 0
 

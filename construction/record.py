@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Placement = Literal["underlay", "lead_in", "tail"]
 PLACEMENTS: tuple[str, ...] = ("underlay", "lead_in", "tail")
@@ -24,6 +25,20 @@ class AudioRef(BaseModel):
     sha256: str
     duration_s: float
     sample_rate: int
+
+    @model_validator(mode="after")
+    def _in_the_store(self) -> AudioRef:
+        # the store names a file by its hash, so a manifest row can point nowhere else: a path with
+        # '..', an absolute path or any other name was written by hand and could leak a file
+        if not re.fullmatch(r"[0-9a-f]{64}", self.sha256) or self.path != store_path(self.sha256):
+            raise ValueError(f"audio path {self.path!r} is not the store's name for sha256 {self.sha256!r} "
+                             f"(audio/<2 hex>/<sha256>.wav)")
+        return self
+
+
+def store_path(sha256: str) -> str:
+    """Where the workspace stores audio with this sha256 (relative to the workspace)."""
+    return f"audio/{sha256[:2]}/{sha256}.wav"
 
 
 class MixRecipe(BaseModel):

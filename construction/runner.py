@@ -12,6 +12,7 @@ import concurrent.futures as cf
 import json
 import multiprocessing
 import os
+import threading
 import time
 from collections import Counter, defaultdict, deque
 from collections.abc import Iterator
@@ -48,8 +49,17 @@ _worker_stage: Stage | None = None
 _worker_setup_error: Exception | None = None
 
 
-def _worker_init(stage: Stage) -> None:
+def _exit_with_parent(parent_pid: int) -> None:
+    """A worker whose parent was killed (SIGKILL leaves no time to stop the pool) would live on with its
+    model loaded; it is re-parented then, which this notices within a second."""
+    while os.getppid() == parent_pid:
+        time.sleep(1.0)
+    os._exit(1)
+
+
+def _worker_init(stage: Stage, parent_pid: int) -> None:
     global _worker_stage, _worker_setup_error
+    threading.Thread(target=_exit_with_parent, args=(parent_pid,), daemon=True).start()
     _worker_stage = stage
     try:
         stage.setup()
@@ -139,7 +149,8 @@ def _results_in_order(stage: Stage, batches: Iterator[list[Sample]], jobs: int) 
         return
     # spawn: models are loaded in the workers, never forked from a parent holding threads
     context = multiprocessing.get_context("spawn")
-    with cf.ProcessPoolExecutor(jobs, mp_context=context, initializer=_worker_init, initargs=(stage,)) as pool:
+    with cf.ProcessPoolExecutor(jobs, mp_context=context, initializer=_worker_init,
+                            initargs=(stage, os.getpid())) as pool:
         in_flight: deque[cf.Future] = deque()
         for batch in batches:
             in_flight.append(pool.submit(_worker_process, batch))
@@ -164,6 +175,7 @@ def run_stage(ws: Workspace, stage: Stage, *, jobs: int | None = None, batch_siz
     if stage.max_jobs:
         jobs = min(jobs, stage.max_jobs)
     with ws.lock():
+        ws.check_lineage(stage.input_stage)
         if restart:
             ws.clear_stage(stage.name)
         elif retry_rejected:

@@ -96,6 +96,10 @@ class SynthesizeStage:
         voice = voice or self.assignment.get(sample.sample_id)
         if voice is None:
             return Rejected(sample, "no_voice: sample is not in the generate manifest")
+        words = len(sample.speech_text.split())
+        if words > cfg.max_speech_words:  # checked before the TTS spends minutes on it
+            return Rejected(sample, f"speech_too_long: {words} words > synthesize.max_speech_words "
+                                    f"{cfg.max_speech_words}")
         text = normalize_for_tts(sample.speech_text)
         try:
             check_pronounceable(text)
@@ -119,6 +123,10 @@ class SynthesizeStage:
             audio = soxr.resample(audio, sample_rate, self.config.sample_rate).astype(np.float32)
         if audio.size < 0.2 * self.config.sample_rate or float(np.max(np.abs(audio))) < 1e-3:
             return Rejected(sample, f"tts_silent: {voice.voice_id} produced no audible speech")
+        seconds = audio.size / self.config.sample_rate
+        if seconds > cfg.max_speech_s:
+            return Rejected(sample, f"speech_too_long: {voice.voice_id} spoke {seconds:.1f} s > "
+                                    f"synthesize.max_speech_s {cfg.max_speech_s}")
         ref = self.ws.store_audio(audio, self.config.sample_rate)
         provenance = {**sample.provenance,
                       STAGE: {"backend": voice.backend, "voice": voice.voice_id, "gender": voice.gender,

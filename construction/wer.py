@@ -22,6 +22,7 @@ import numpy as np
 
 from construction.cli import base_parser, config_from_args, run_main
 from construction.config import Config
+from construction.errors import WorkbenchError
 from construction.record import Sample
 from construction.runner import print_summary, run_configured
 from construction.workspace import Rejected, Workspace
@@ -49,23 +50,41 @@ class WerStage:
                             **({"window": cfg.window, "cpu_threads": cfg.cpu_threads}
                                if cfg.backend == "faster-whisper" else {}))
 
-    def _transcribe_and_score(self, samples: list[Sample]) -> list[Sample]:
+    def _read(self, samples: list[Sample], what: str) -> tuple[list[Sample], list[np.ndarray], list[Rejected]]:
+        """The samples whose `what` audio (mixture or speech) reads, their audio, and the others as
+        rejected rows: one missing file costs one sample, not the stage."""
+        readable, audio, unreadable = [], [], []
+        for sample in samples:
+            ref = getattr(sample, what)
+            try:
+                if ref is None:
+                    raise WorkbenchError(f"the sample has no {what} audio")
+                audio.append(self.ws.load_audio(ref))
+                readable.append(sample)
+            except WorkbenchError as exc:
+                unreadable.append(Rejected(sample, f"{what}_unreadable: {exc}"))
+        return readable, audio, unreadable
+
+    def _transcribe_and_score(self, batch: list[Sample]) -> list[Sample | Rejected]:
+        """Each sample scored, in batch order; a sample whose audio cannot be read comes back rejected."""
         from construction.asr import score
 
         cfg = self.config.wer
-        heard = self.asr.transcribe([self.ws.load_audio(s.mixture) for s in samples], language=cfg.language)
-        scored = []
-        for sample, text in zip(samples, heard):
+        samples, audio, rejected = self._read(batch, "mixture")
+        done: dict[str, Sample | Rejected] = {r.sample.sample_id: r for r in rejected}
+        for sample, text in zip(samples, self.asr.transcribe(audio, language=cfg.language)):
             wer, cer = score(sample.speech_text, text)
-            scored.append(sample.model_copy(update={"transcript_mixture": text, "wer_mixture": round(wer, 4),
-                                                    "cer_mixture": round(cer, 4)}))
+            done[sample.sample_id] = sample.model_copy(update={
+                "transcript_mixture": text, "wer_mixture": round(wer, 4), "cer_mixture": round(cer, 4)})
         # The clean speech tells a TTS failure from a masking one; with "failures" only failures need it
-        todo = [i for i, s in enumerate(scored) if cfg.transcribe_speech == "always" or s.wer_mixture > cfg.max_wer]
-        heard = self.asr.transcribe([self.ws.load_audio(scored[i].speech) for i in todo], language=cfg.language)
-        for i, text in zip(todo, heard):
-            scored[i] = scored[i].model_copy(update={
-                "transcript_speech": text, "wer_speech": round(score(scored[i].speech_text, text)[0], 4)})
-        return scored
+        todo = [s for s in done.values() if isinstance(s, Sample)
+                and (cfg.transcribe_speech == "always" or s.wer_mixture > cfg.max_wer)]
+        todo, audio, rejected = self._read(todo, "speech")
+        done.update((r.sample.sample_id, r) for r in rejected)
+        for sample, text in zip(todo, self.asr.transcribe(audio, language=cfg.language)):
+            done[sample.sample_id] = sample.model_copy(update={
+                "transcript_speech": text, "wer_speech": round(score(sample.speech_text, text)[0], 4)})
+        return [done[s.sample_id] for s in batch]
 
     def _verdict(self, sample: Sample) -> str | None:
         limit = self.config.wer.max_wer
@@ -97,6 +116,9 @@ class WerStage:
     def process(self, batch: list[Sample]) -> list[Sample | Rejected]:
         results: list[Sample | Rejected] = []
         for sample in self._transcribe_and_score(batch):
+            if isinstance(sample, Rejected):
+                results.append(sample)
+                continue
             history: list[dict[str, Any]] = []
             for attempt in range(1, self.config.wer.resynthesize_attempts + 2):
                 reason = self._verdict(sample)
@@ -108,7 +130,11 @@ class WerStage:
                 if isinstance(retried, Rejected):
                     reason = retried.reason
                     break
-                sample = self._transcribe_and_score([retried])[0]
+                rescored = self._transcribe_and_score([retried])[0]
+                if isinstance(rescored, Rejected):
+                    reason = rescored.reason
+                    break
+                sample = rescored
             provenance = {**sample.provenance, STAGE: {
                 "backend": self.asr.name, "model": self.asr.model_id, "language": self.config.wer.language,
                 "max_wer": self.config.wer.max_wer, "attempts": history}}

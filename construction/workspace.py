@@ -14,6 +14,7 @@ trimmed on the next open, and ids already present are skipped, so a rerun resume
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import io
@@ -31,7 +32,14 @@ import soundfile as sf
 import yaml
 
 from construction.errors import WorkbenchError
-from construction.record import AudioRef, Sample
+from construction.record import AudioRef, Sample, store_path
+
+# Each manifest's samples must all come from the manifest before it (a hand-added row cannot slip in)
+UPSTREAM = {"synthesize": "generate", "mix": "synthesize", "wer": "mix", "annotated": "wer",
+            "validated": "annotated"}
+_WRITE_ERRORS = {errno.ENOSPC: "no space left on device", errno.EDQUOT: "disk quota exceeded",
+                 errno.EFBIG: "file too large", errno.EROFS: "read-only file system",
+                 errno.EACCES: "permission denied", errno.EIO: "input/output error"}
 
 
 @dataclass
@@ -45,18 +53,52 @@ class Rejected:
         return json.dumps(row, ensure_ascii=False, sort_keys=True)
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write via a temp file in the same directory + rename: readers never see half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+def write_error(exc: OSError, path: Path | str) -> WorkbenchError:
+    """A failed write as the user should read it: what went wrong, where, and that a rerun resumes."""
+    what = _WRITE_ERRORS.get(exc.errno or 0, exc.strerror or str(exc))
+    return WorkbenchError(f"{what} while writing {path}; nothing written before it was lost: fix that "
+                          "and rerun the same command to resume")
+
+
+@contextlib.contextmanager
+def reporting_write_errors(path: Path | str) -> Iterator[None]:
+    """Turn a full disk (or a read-only one) into a clear WorkbenchError naming the file."""
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+        yield
+    except OSError as exc:
+        if exc.errno is None and "No space left on device" in str(exc):  # pyarrow's errors carry no errno
+            exc.errno = errno.ENOSPC
+        if exc.errno in _WRITE_ERRORS:
+            raise write_error(exc, path) from None
         raise
+
+
+def fsync_dir(path: Path) -> None:
+    """Make a rename or a new file in `path` survive a power loss."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write via a temp file in the same directory + rename: readers never see half a file, and the
+    file is on disk (fsync of the file and of its directory) before this returns."""
+    with reporting_write_errors(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+            fsync_dir(path.parent)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
 
 
 def sha256_file(path: Path) -> str:
@@ -125,8 +167,15 @@ def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
 
 
 class Workspace:
-    def __init__(self, root: str | Path):
+    def __init__(self, root: str | Path, read_only: bool = False):
+        """`read_only`: only read an existing workspace (export of an archived build); nothing is created."""
         self.root = Path(root).expanduser().resolve()
+        self._lock_file: IO[str] | None = None
+        self._lock_depth = 0
+        if read_only:
+            if not self.root.is_dir():
+                raise WorkbenchError(f"workspace {self.root} does not exist")
+            return
         try:
             for sub in ("manifests", "stats", "audio", "cache"):
                 (self.root / sub).mkdir(parents=True, exist_ok=True)
@@ -156,12 +205,40 @@ class Workspace:
         return self.manifest_path(stage).exists()
 
     def read_samples(self, stage: str) -> Iterator[Sample]:
+        """The stage's samples in order. A row that is not a sample, or a sample listed twice (a
+        hand-edited manifest: it would be processed and counted twice), stops the read with an error."""
         path = self.manifest_path(stage)
-        for row in _read_jsonl(path):
+        first_line: dict[str, int] = {}
+        for line_no, row in enumerate(_read_jsonl(path), 1):
             try:
-                yield Sample.model_validate(row)
+                sample = Sample.model_validate(row)
             except ValueError as exc:
-                raise WorkbenchError(f"{path}: a row does not match the sample record: {exc}") from exc
+                raise WorkbenchError(f"{path}: row {line_no} does not match the sample record: {exc}") from None
+            if sample.sample_id in first_line:
+                raise WorkbenchError(f"{path}: sample {sample.sample_id} is listed twice (rows "
+                                     f"{first_line[sample.sample_id]} and {line_no}); the manifest was edited "
+                                     "by hand: remove one of the rows")
+            first_line[sample.sample_id] = line_no
+            yield sample
+
+    def check_lineage(self, stage: str, require: tuple[str, ...] = ()) -> None:
+        """Every sample of `stage` must be in each upstream manifest (kept there), back to generate: a
+        row added by hand downstream never reaches a later stage or a release. Upstream manifests that
+        do not exist are skipped, except those named in `require`."""
+        ids = {s.sample_id for s in self.read_samples(stage)}
+        upstream = UPSTREAM.get(stage)
+        while upstream is not None:
+            if self.has_manifest(upstream):
+                missing = ids - {row.get("sample_id") for row in _read_jsonl(self.manifest_path(upstream))}
+                if missing:
+                    shown = ", ".join(sorted(missing)[:5]) + (" ..." if len(missing) > 5 else "")
+                    raise WorkbenchError(f"{self.manifest_path(stage)}: {len(missing)} sample(s) are not in the "
+                                         f"'{upstream}' manifest ({shown}); they were not built by this workspace's "
+                                         "stages (a hand-edited manifest?)")
+            elif upstream in require:
+                raise WorkbenchError(f"{self.manifest_path(upstream)} does not exist: the samples of "
+                                     f"'{stage}' cannot be traced back to the build")
+            upstream = UPSTREAM.get(upstream)
 
     def read_rejected(self, stage: str) -> Iterator[Rejected]:
         for row in _read_jsonl(self.rejected_path(stage)):
@@ -185,17 +262,21 @@ class Workspace:
         """Stream a stage's new manifests into temp files that replace the old ones only when the
         block ends without an error: readers never see a half-written manifest."""
         paths = (self.manifest_path(stage), self.rejected_path(stage))
-        paths[0].parent.mkdir(parents=True, exist_ok=True)
         temps = []
-        for path in paths:
-            fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-            os.close(fd)
-            temps.append(Path(temp))
         try:
-            with open(temps[0], "w", encoding="utf-8") as kept, open(temps[1], "w", encoding="utf-8") as dropped:
-                yield ManifestAppender(kept, dropped)
+            with reporting_write_errors(paths[0].parent):
+                paths[0].parent.mkdir(parents=True, exist_ok=True)
+                for path in paths:
+                    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+                    os.close(fd)
+                    temps.append(Path(temp))
+            with _closing_quietly(open(temp, "w", encoding="utf-8") for temp in temps) as (kept, dropped):
+                appender = ManifestAppender(kept, dropped, paths)
+                yield appender
+                appender.flush()
             for temp, path in zip(temps[::-1], paths[::-1]):  # rejected first, as before
                 os.replace(temp, path)
+            fsync_dir(paths[0].parent)
         finally:
             for temp in temps:
                 with contextlib.suppress(FileNotFoundError):
@@ -203,11 +284,16 @@ class Workspace:
 
     @contextlib.contextmanager
     def appender(self, stage: str) -> Iterator[ManifestAppender]:
-        for path in (self.manifest_path(stage), self.rejected_path(stage)):
-            _trim_partial_line(path)
-        with open(self.manifest_path(stage), "a", encoding="utf-8") as kept, \
-                open(self.rejected_path(stage), "a", encoding="utf-8") as dropped:
-            yield ManifestAppender(kept, dropped)
+        paths = (self.manifest_path(stage), self.rejected_path(stage))
+        with reporting_write_errors(paths[0]):
+            for path in paths:
+                _trim_partial_line(path)
+            files = _closing_quietly(open(path, "a", encoding="utf-8") for path in paths)
+        with files as (kept, dropped):
+            appender = ManifestAppender(kept, dropped, paths)
+            yield appender
+            appender.flush()
+        fsync_dir(paths[0].parent)  # a manifest created by this run
 
     def forget_rejected(self, stage: str) -> None:
         """Drop a stage's rejected rows so the next run processes those samples again."""
@@ -220,13 +306,33 @@ class Workspace:
 
     @contextlib.contextmanager
     def lock(self) -> Iterator[None]:
-        """One writer per workspace: a second run would interleave manifest lines."""
-        with open(self.root / ".lock", "w") as f:
+        """One writer per workspace: a second run would interleave manifest lines. Re-entrant, so a
+        command holds one lock across its stages. Taking it clears temp files a killed run left."""
+        if self._lock_depth == 0:
+            f = open(self.root / ".lock", "w")
             try:
                 fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError as exc:
+                f.close()
                 raise WorkbenchError(f"workspace {self.root} is in use by another run") from exc
+            self._lock_file = f
+            self._remove_stale_temps()
+        self._lock_depth += 1
+        try:
             yield
+        finally:
+            self._lock_depth -= 1
+            if self._lock_depth == 0 and self._lock_file is not None:
+                self._lock_file.close()  # closing releases the flock
+                self._lock_file = None
+
+    def _remove_stale_temps(self) -> None:
+        """Temp files (.NAME.*.tmp) of writes a kill cut short. Only the lock holder and its workers
+        write in the workspace, so under the lock every such file is stale."""
+        for pattern in ("manifests/.*.tmp", "stats/.*.tmp", "audio/*/.*.tmp", "cache/*/.*.tmp", ".*.tmp"):
+            for temp in self.root.glob(pattern):
+                with contextlib.suppress(FileNotFoundError):
+                    temp.unlink()
 
     # stats and config ------------------------------------------------------------------------
     def write_stats(self, stage: str, stats: dict[str, Any]) -> None:
@@ -252,14 +358,20 @@ class Workspace:
         sf.write(buf, audio, sample_rate, format="WAV", subtype="PCM_16")
         data = buf.getvalue()
         digest = hashlib.sha256(data).hexdigest()
-        rel = Path("audio") / digest[:2] / f"{digest}.wav"
+        rel = store_path(digest)
         if not (self.root / rel).exists():
             atomic_write_bytes(self.root / rel, data)
-        return AudioRef(path=rel.as_posix(), sha256=digest, duration_s=round(audio.size / sample_rate, 4),
+        return AudioRef(path=rel, sha256=digest, duration_s=round(audio.size / sample_rate, 4),
                         sample_rate=sample_rate)
 
     def audio_path(self, ref: AudioRef) -> Path:
-        return self.root / ref.path
+        """The stored file of `ref`, which must be a regular file inside W/audio/: never a symlink, and
+        never anything outside the store (a manifest row cannot make a stage read /etc/shadow)."""
+        path = self.root / store_path(ref.sha256)
+        store = (self.root / "audio").resolve()
+        if path.is_symlink() or not path.resolve().is_relative_to(store):
+            raise WorkbenchError(f"{path} is a link or lies outside the audio store {store}; refusing to read it")
+        return path
 
     def load_audio(self, ref: AudioRef) -> np.ndarray:
         path = self.audio_path(ref)
@@ -272,14 +384,35 @@ class Workspace:
         return audio
 
 
+@contextlib.contextmanager
+def _closing_quietly(opened: Iterable[IO[str]]) -> Iterator[list[IO[str]]]:
+    """Open files, closed at the end without raising: the block flushes (and reports a full disk)
+    itself; after an error, what close() could not write is a cut line the next run trims."""
+    files: list[IO[str]] = []
+    try:
+        for f in opened:
+            files.append(f)
+        yield files
+    finally:
+        for f in files:
+            with contextlib.suppress(OSError):
+                f.close()
+
+
 @dataclass
 class ManifestAppender:
     kept: IO[str]
     dropped: IO[str]
+    paths: tuple[Path, Path]  # what the user is told when a write fails
 
     def write(self, result: Sample | Rejected) -> None:
-        (self.dropped if isinstance(result, Rejected) else self.kept).write(result.to_json() + "\n")
+        rejected = isinstance(result, Rejected)
+        with reporting_write_errors(self.paths[rejected]):
+            (self.dropped if rejected else self.kept).write(result.to_json() + "\n")
 
     def flush(self) -> None:
-        self.kept.flush()
-        self.dropped.flush()
+        """Called once per batch: what was reported written is on disk (fsync) after a power loss too."""
+        for f, path in zip((self.kept, self.dropped), self.paths):
+            with reporting_write_errors(path):
+                f.flush()
+                os.fsync(f.fileno())

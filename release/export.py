@@ -25,7 +25,11 @@ from scripted demo annotators (annotation source "demo") says so on its card and
 from __future__ import annotations
 
 import argparse
+import contextlib
+import glob
+import fcntl
 import hashlib
+import io
 import json
 import logging
 import os
@@ -34,17 +38,18 @@ import shutil
 import subprocess
 import tempfile
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import soundfile as sf
 import yaml
 
 from construction.errors import WorkbenchError
-from construction.record import PLACEMENTS, Annotation, Sample
+from construction.record import PLACEMENTS, Annotation, AudioRef, Sample
 from construction.sounds import compatible, normalise_licence
-from construction.workspace import Workspace
+from construction.workspace import Workspace, fsync_dir, reporting_write_errors
 
 FORMAT = "aor-bench-release/1"  # marks a folder as ours, so a rerun may replace it
 MANIFEST = "validated"
@@ -82,12 +87,11 @@ class ReleaseInputs:
 
 def read_inputs(workspace: str | Path) -> ReleaseInputs:
     """The validated manifest, the agreement report and the config snapshot of a workspace."""
-    root = Path(workspace).expanduser()
-    if not root.is_dir():
-        raise WorkbenchError(f"workspace {root} does not exist")
-    ws = Workspace(root)
+    ws = Workspace(workspace, read_only=True)  # export only reads: an archived, read-only build exports
     if not ws.has_manifest(MANIFEST):
         raise WorkbenchError(f"{ws.manifest_path(MANIFEST)} does not exist: run the validation stage first")
+    # every released sample went through the automatic filter and the human labels of this workspace
+    ws.check_lineage(MANIFEST, require=("annotated", "wer"))
     samples = list(ws.read_samples(MANIFEST))
     if not samples:
         raise WorkbenchError(f"{ws.manifest_path(MANIFEST)} holds no samples: nothing to release")
@@ -146,12 +150,30 @@ def check_samples(inputs: ReleaseInputs, verify_checksums: bool = True) -> list[
         if s.mixture is None:
             problems.append(f"{sid}: no mixture audio")
             continue
-        path = inputs.workspace.audio_path(s.mixture)
+        try:
+            path = inputs.workspace.audio_path(s.mixture)
+        except WorkbenchError as exc:
+            problems.append(f"{sid}: {exc}")
+            continue
         if not path.is_file():
             problems.append(f"{sid}: audio file missing: {s.mixture.path}")
         elif verify_checksums and _sha256_file(path) != s.mixture.sha256:
             problems.append(f"{sid}: checksum mismatch for {s.mixture.path} (file changed since mixing)")
     return problems
+
+
+def wav_problem(audio: bytes, ref: AudioRef) -> str | None:
+    """Why these bytes are not the WAV the record describes (None: they are). Only audio goes out."""
+    try:
+        info = sf.info(io.BytesIO(audio))
+    except (sf.LibsndfileError, RuntimeError, ValueError) as exc:
+        return f"{ref.path} is not a readable WAV file ({exc})"
+    if info.format != "WAV" or info.channels != 1 or info.samplerate != ref.sample_rate:
+        return (f"{ref.path} is {info.format} {info.channels} ch {info.samplerate} Hz, the record says "
+                f"mono WAV at {ref.sample_rate} Hz")
+    if abs(info.frames / info.samplerate - ref.duration_s) > 0.001:
+        return f"{ref.path} lasts {info.frames / info.samplerate:.4f} s, the record says {ref.duration_s} s"
+    return None
 
 
 def _sha256_file(path: Path) -> str:
@@ -383,23 +405,55 @@ def export_release(inputs: ReleaseInputs, out: str | Path, version: str = "0.1.0
         raise WorkbenchError(f"version '{version}' is not X.Y.Z")
     fractions = parse_splits(splits)
     out = Path(out).expanduser().resolve()
-    _check_target(out)
-    problems = check_samples(inputs, verify_checksums=False)  # checksums are verified while writing
-    if problems:
-        problems += [p for p in check_samples(inputs) if "checksum" in p]
-        raise _refusal(problems)
-
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.building-"))
-    try:
-        tmp.chmod(0o755)  # mkdtemp makes it private; a release folder is meant to be shared
-        split_counts = _write_release(inputs, tmp, version, fractions, max_shard_bytes)
-        files = {p.relative_to(tmp).as_posix(): p.stat().st_size for p in sorted(tmp.rglob("*")) if p.is_file()}
-        _replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    with reporting_write_errors(out.parent):
+        out.parent.mkdir(parents=True, exist_ok=True)
+    with _exclusive(out.parent):
+        _recover(out)
+        _check_target(out)
+        problems = check_samples(inputs, verify_checksums=False)  # checksums are verified while writing
+        if problems:
+            problems += [p for p in check_samples(inputs) if "checksum" in p]
+            raise _refusal(problems)
+        with reporting_write_errors(out.parent):
+            tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.building-"))
+        try:
+            with reporting_write_errors(tmp):
+                tmp.chmod(0o755)  # mkdtemp makes it private; a release folder is meant to be shared
+                split_counts = _write_release(inputs, tmp, version, fractions, max_shard_bytes)
+                files = {p.relative_to(tmp).as_posix(): p.stat().st_size
+                         for p in sorted(tmp.rglob("*")) if p.is_file()}
+                _replace(tmp, out)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
     return ReleaseSummary(out, version, inputs.demo, split_counts, files)
+
+
+@contextlib.contextmanager
+def _exclusive(folder: Path) -> Iterator[None]:
+    """One export at a time into a folder: the leftovers _recover removes are then never live."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise WorkbenchError(f"another export is writing into {folder}; wait for it to finish") from None
+        yield
+    finally:
+        os.close(fd)
+
+
+def _recover(out: Path) -> None:
+    """Clear what a killed export left beside `out`: an unfinished `.OUT.building-*` folder, and the
+    previous release hidden in `.OUT.old-*`, which is put back if the kill came mid-swap."""
+    pattern = glob.escape(f".{out.name}")
+    for unfinished in out.parent.glob(pattern + ".building-*"):
+        shutil.rmtree(unfinished, ignore_errors=True)
+    for hidden in sorted(out.parent.glob(pattern + ".old-*")):
+        if not out.exists() and is_release_dir(hidden / "release"):
+            os.replace(hidden / "release", out)
+        shutil.rmtree(hidden, ignore_errors=True)
+    fsync_dir(out.parent)
 
 
 def _refusal(problems: list[str]) -> WorkbenchError:
@@ -424,6 +478,12 @@ def is_release_dir(path: Path) -> bool:
 
 def _replace(tmp: Path, out: Path) -> None:
     """Swap the finished folder in; the old release is only removed once the new one is in place."""
+    for folder in [*(p for p in tmp.rglob("*") if p.is_dir()), tmp]:  # on disk before it is visible
+        for path in folder.iterdir():
+            if path.is_file():
+                with open(path, "rb") as f:
+                    os.fsync(f.fileno())
+        fsync_dir(folder)
     old = None
     if out.exists():
         old = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.old-"))
@@ -434,6 +494,7 @@ def _replace(tmp: Path, out: Path) -> None:
         if old is not None:
             os.replace(old / "release", out)  # put the previous release back
         raise
+    fsync_dir(out.parent)
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
 
@@ -468,6 +529,8 @@ def _write_release(inputs: ReleaseInputs, root: Path, version: str, fractions: d
                 if hashlib.sha256(audio).hexdigest() != s.mixture.sha256:
                     mismatched.append(f"{s.sample_id}: checksum mismatch for {s.mixture.path} "
                                       "(file changed since mixing)")
+                elif problem := wav_problem(audio, s.mixture):
+                    mismatched.append(f"{s.sample_id}: {problem}")
                 row = row_for(s, audio, categories, names)
                 rows.append(row)
                 meta = {k2: v for k2, v in row.items() if k2 != "audio"}

@@ -69,6 +69,11 @@ def make_workspace(root: Path, n: int = 6, licence: str = "CC-BY-4.0", demo: boo
             wer_speech=0.0, wer_mixture=0.05 * (i % 4), cer_mixture=0.01 * i,
             annotations=annotations, consensus_label="benign",
             agreement=sum(v == "benign" for v in votes) / 3, decided_by="majority"))
+    # the chain a release is traced back to: the WER filter's output, then the human labels
+    ws.write_manifest("wer", [s.model_copy(update={"annotations": [], "consensus_label": None, "agreement": None,
+                                                   "decided_by": None}) for s in samples])
+    ws.write_manifest("annotated", [s.model_copy(update={"consensus_label": None, "agreement": None,
+                                                         "decided_by": None}) for s in samples])
     ws.write_manifest("validated", samples[::-1])  # reverse: the release must sort by id itself
     per_category = {"video_games": {"alpha": 0.71, "ci95": [0.5, 0.85], "n_units": 3, "n_annotators": 3,
                                     "note": ""},

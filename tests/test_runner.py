@@ -82,5 +82,10 @@ def _lines(ws: Workspace) -> int:
 def test_second_writer_is_refused(tmp_path, scripts):
     ws = _workspace_with(scripts, tmp_path / "ws")
     with ws.lock():
+        other = Workspace(ws.root)  # another run on the same folder
         with pytest.raises(WorkbenchError, match="in use by another run"):
-            run_stage(ws, ToneStage(str(ws.root)), jobs=1, progress=False)
+            run_stage(other, ToneStage(str(ws.root)), jobs=1, progress=False)
+        with ws.lock():  # the holder itself may nest (one lock across a pipeline's stages)
+            pass
+        with pytest.raises(WorkbenchError, match="in use by another run"):
+            other.lock().__enter__()

@@ -7,6 +7,7 @@ import time
 
 import numpy as np
 
+from construction.cli import run_main
 from construction.record import Sample, stable_seed
 from construction.runner import run_stage
 from construction.workspace import Rejected, Workspace
@@ -36,6 +37,10 @@ class ToneStage:
         return out
 
 
-if __name__ == "__main__":
-    workspace, delay_s, jobs = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
+def main(argv: list[str]) -> None:
+    workspace, delay_s, jobs = argv[0], float(argv[1]), int(argv[2])
     run_stage(Workspace(workspace), ToneStage(workspace, delay_s), jobs=jobs, batch_size=3, progress=False)
+
+
+if __name__ == "__main__":
+    run_main(main, sys.argv[1:])  # errors as the real commands report them: 'error: ...', exit 2

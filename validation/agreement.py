@@ -663,6 +663,7 @@ def run_workspace(ws: Workspace, rule: ConsensusRule = ConsensusRule(), level: s
     if not ws.has_manifest(INPUT_STAGE):
         raise WorkbenchError(f"no '{INPUT_STAGE}' manifest at {ws.manifest_path(INPUT_STAGE)}; "
                              "pull the annotations first (python -m annotation.pull)")
+    ws.check_lineage(INPUT_STAGE)  # no hand-added row gets a consensus
     samples = list(ws.read_samples(INPUT_STAGE))
     if not samples:
         raise WorkbenchError(f"{ws.manifest_path(INPUT_STAGE)} holds no samples; nothing to validate")
