@@ -11,6 +11,7 @@ from typing import Any
 from construction.config import Config, load_config
 from construction.errors import WorkbenchError
 from construction.redact import RedactingFilter, redact
+from construction.workspace import is_write_error, write_error
 
 
 def base_parser(prog: str, description: str) -> argparse.ArgumentParser:
@@ -50,6 +51,11 @@ def run_main(main: Callable[[list[str] | None], int | None], argv: list[str] | N
         code = main(argv)
     except WorkbenchError as exc:
         print(f"error: {redact(exc)}", file=sys.stderr)
+        sys.exit(2)
+    except OSError as exc:  # a full disk where no write site named the file (a library's own write)
+        if not is_write_error(exc):
+            raise
+        print(f"error: {redact(write_error(exc, exc.filename or 'a file'))}", file=sys.stderr)
         sys.exit(2)
     except KeyboardInterrupt:
         print("interrupted; rerun the same command to resume", file=sys.stderr)

@@ -60,15 +60,20 @@ def write_error(exc: OSError, path: Path | str) -> WorkbenchError:
                           "and rerun the same command to resume")
 
 
+def is_write_error(exc: OSError) -> bool:
+    """A full disk, a quota, a read-only file system ...: the user's to fix, not a bug."""
+    if exc.errno is None and "No space left on device" in str(exc):  # pyarrow's errors carry no errno
+        exc.errno = errno.ENOSPC
+    return exc.errno in _WRITE_ERRORS
+
+
 @contextlib.contextmanager
 def reporting_write_errors(path: Path | str) -> Iterator[None]:
     """Turn a full disk (or a read-only one) into a clear WorkbenchError naming the file."""
     try:
         yield
     except OSError as exc:
-        if exc.errno is None and "No space left on device" in str(exc):  # pyarrow's errors carry no errno
-            exc.errno = errno.ENOSPC
-        if exc.errno in _WRITE_ERRORS:
+        if is_write_error(exc):
             raise write_error(exc, path) from None
         raise
 
