@@ -29,7 +29,7 @@ from xml.sax.saxutils import quoteattr
 
 import httpx
 
-from annotation.server import api_token, default_data_dir, read_server_info
+from annotation.server import STATE_FILE, api_token, default_data_dir, read_server_info
 from construction.errors import WorkbenchError
 from construction.record import Annotation, Sample
 from construction.workspace import Workspace, atomic_write_text
@@ -41,7 +41,6 @@ CHECKS: dict[str, str] = {"background sound recognisable": "background_recognisa
                           "speech intelligible": "speech_intelligible"}
 INPUT_STAGE = "wer"  # the samples that passed the WER filter are what humans label
 OUTPUT_STAGE = "annotated"
-STATE_FILE = "annotation.json"
 DEMO_EMAIL_DOMAIN = "demo.aor-bench.invalid"  # scripted demo accounts; .invalid can never be a real mailbox
 SOURCE_LABEL_STUDIO = "label-studio"
 SOURCE_DEMO = "demo"
@@ -194,7 +193,8 @@ def add_server_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--url", default=os.environ.get("LABEL_STUDIO_URL"),
                         help="Label Studio URL instead of the data dir's server (env LABEL_STUDIO_URL)")
     parser.add_argument("--document-root", type=Path, default=None,
-                        help="the server's LOCAL_FILES_DOCUMENT_ROOT (default: recorded at start, else /)")
+                        help="the server's LOCAL_FILES_DOCUMENT_ROOT (default: recorded at start; "
+                             "with --url, taken to be /, which push refuses)")
 
 
 def connect_from_args(args: argparse.Namespace) -> Server:
@@ -316,18 +316,29 @@ def ensure_project(server: Server, title: str, overlap: int | None, labels: Sequ
     return project, False
 
 
-def ensure_local_storage(server: Server, project_id: int, audio_dir: Path) -> None:
-    """A local-files storage for audio_dir: what grants /data/local-files/ access to the files."""
+def ensure_local_storage(server: Server, project_id: int, audio_dir: Path, files: Sequence[Path] | None = None) -> None:
+    """Local-files storages for audio_dir: what grants /data/local-files/ access to the files.
+
+    Label Studio refuses a storage at its document root itself, so when audio_dir is the document
+    root (the default) each <sha[:2]> subdirectory gets a storage of its own: those holding files
+    when given (paths checked by audio_problems), else all of them (~60 ms each, once)."""
     audio_dir = audio_dir.resolve()
     if not audio_dir.is_relative_to(server.document_root):
         raise WorkbenchError(f"audio dir {audio_dir} is outside the server's document root {server.document_root}; "
-                             "start the server with --document-root above the workspace")
+                             "start the server with --workspace set to this workspace")
+    if audio_dir != server.document_root:
+        wanted = [audio_dir]
+    elif files is not None:
+        wanted = sorted({f.resolve().parent for f in files})
+    else:
+        wanted = sorted(p for p in audio_dir.iterdir() if p.is_dir() and not p.is_symlink())
     with server.errors(f"setting up local-file storage for {audio_dir}"):
-        for storage in server.client.import_storage.local.list(project=project_id):
-            if storage.path and Path(storage.path).resolve() == audio_dir:
-                return
-        server.client.import_storage.local.create(project=project_id, path=str(audio_dir),
-                                                  title="aor-bench audio", use_blob_urls=False)
+        have = {Path(st.path).resolve() for st in server.client.import_storage.local.list(project=project_id)
+                if st.path}
+        for path in wanted:
+            if path not in have:
+                server.client.import_storage.local.create(project=project_id, path=str(path),
+                                                          title=f"aor-bench audio {path.name}", use_blob_urls=False)
 
 
 def local_file_url(path: Path, document_root: Path) -> str:
@@ -335,16 +346,36 @@ def local_file_url(path: Path, document_root: Path) -> str:
     return "/data/local-files/?d=" + urllib.parse.quote(rel, safe="/")
 
 
+def salt_problem(ws: Workspace, document_root: Path) -> str:
+    """Why the server must not get tasks of this workspace: its document root holds the workspace's
+    annotation.json, so any annotator could read the pseudonym salt. "" when it does not."""
+    state_file = ws.root / STATE_FILE
+    if not state_file.resolve().is_relative_to(document_root):
+        return ""
+    return (f"the server's document root {document_root} holds {state_file}, and every annotator could read "
+            f"its pseudonym salt through /data/local-files/. Restart the server to serve only this workspace's "
+            f"audio: python -m annotation.server stop, then python -m annotation.server start --workspace {ws.root} "
+            "(with --url: pass the server's --document-root)")
+
+
 def audio_problems(ws: Workspace, samples: Sequence[Sample], document_root: Path) -> list[str]:
-    """Why samples cannot be served to annotators (no mixture, file gone, outside the document root)."""
+    """Why samples cannot be served to annotators (no mixture, file gone, outside the workspace's audio
+    dir or the document root)."""
+    store = (ws.root / "audio").resolve()
     problems = []
     for s in samples:
         if s.mixture is None:
             problems.append(f"{s.sample_id}: no mixed audio recorded (mixture is empty)")
             continue
-        path = ws.audio_path(s.mixture)
+        try:
+            path = ws.audio_path(s.mixture)
+        except WorkbenchError as e:
+            problems.append(f"{s.sample_id}: {e}")
+            continue
         if not path.is_file():
             problems.append(f"{s.sample_id}: audio file {path} is missing")
+        elif not path.resolve().is_relative_to(store):
+            problems.append(f"{s.sample_id}: {path} resolves to {path.resolve()}, outside the workspace's audio dir")
         elif not path.resolve().is_relative_to(document_root):
             problems.append(f"{s.sample_id}: {path} is outside the server's document root {document_root}")
     return problems

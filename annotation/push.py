@@ -32,6 +32,7 @@ from annotation.labelstudio import (
     open_workspace,
     pseudonym_salt,
     read_state,
+    salt_problem,
     task_data,
     task_sample_ids,
     write_state,
@@ -53,7 +54,10 @@ class PushResult:
 
 
 def check_pushable(ws: Workspace, samples: list[Sample], server: Server) -> None:
-    """Refuse before importing anything when a sample cannot be served."""
+    """Refuse before importing anything when the server would serve the salt or a sample cannot be served."""
+    problem = salt_problem(ws, server.document_root)
+    if problem:
+        raise WorkbenchError(f"refusing to push: {problem}")
     problems = audio_problems(ws, samples, server.document_root)
     if problems:
         raise WorkbenchError(f"{len(problems)} of {len(samples)} sample(s) cannot be pushed; nothing was imported:\n"
@@ -68,7 +72,8 @@ def push_samples(ws: Workspace, server: Server, samples: list[Sample], title: st
     started = time.monotonic()
     check_pushable(ws, samples, server)
     project, created = ensure_project(server, title, overlap, labels, with_votes, show_predictions=with_predictions)
-    ensure_local_storage(server, project.id, ws.root / "audio")
+    ensure_local_storage(server, project.id, ws.root / "audio",
+                         [ws.audio_path(s.mixture) for s in samples if s.mixture is not None])
     existing = {} if created else task_sample_ids(server, project.id)
     todo = [s for s in samples if s.sample_id not in existing]
     tasks = []

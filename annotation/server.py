@@ -1,6 +1,6 @@
 """Run a local Label Studio in the background: its own venv, SQLite, bound to 127.0.0.1 only.
 
-    python -m annotation.server start  [--data-dir D] [--port N] [--template D] [--document-root D]
+    python -m annotation.server start  [--workspace W] [--data-dir D] [--port N] [--template D] [--document-root D]
     python -m annotation.server status [--data-dir D]
     python -m annotation.server stop   [--data-dir D]
 
@@ -15,6 +15,11 @@ Environment (secrets only from here; the workbench never writes them to its file
   AOR_LABEL_STUDIO_VENV        the venv (default /opt/aor-bench/label-studio-venv)
   AOR_LABEL_STUDIO_DATA_DIR    default data dir (default ~/.local/share/aor-bench/label-studio)
 The defaults are for a local demo only: anyone on this machine could use them.
+
+Label Studio serves files under its document root to every logged-in user, and in the community
+edition any annotator may add a local-files storage for any directory below it. So the document root
+is the workspace's audio store, <W>/audio, and never a directory that holds a workspace's
+annotation.json (its pseudonym salt) or a Label Studio data dir (tokens, emails, secret key).
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ INFO_FILE = "server.json"  # pid, port, url of the running server
 LOG_FILE = "label-studio.log"
 DB_FILE = "label_studio.sqlite3"
 TEMPLATE_MARKER = "template.json"
+STATE_FILE = "annotation.json"  # a workspace's annotation state, with the pseudonym salt (annotation.labelstudio)
 
 # Only these variables reach Label Studio: it reads every setting X as LABEL_STUDIO_X, then bare X,
 # so a stray USERNAME, PORT or HOST in the caller's environment would change its behaviour.
@@ -64,7 +70,7 @@ class ServerInfo:
     port: int
     pid: int
     data_dir: Path
-    document_root: Path = Path("/")  # local-file URLs (/data/local-files/?d=...) are relative to it
+    document_root: Path  # what it serves as local files; /data/local-files/?d=... is relative to it
 
 
 @dataclass(frozen=True)
@@ -272,6 +278,7 @@ def read_server_info(data_dir: Path | str | None = None) -> ServerInfo | None:
         return None
     try:
         raw = json.loads(path.read_text())
+        # A server.json without a document root was written when "/" was the default.
         return ServerInfo(url=raw["url"], port=int(raw["port"]), pid=int(raw["pid"]), data_dir=data_dir,
                           document_root=Path(raw.get("document_root", "/")))
     except (ValueError, KeyError, TypeError) as e:
@@ -325,29 +332,66 @@ def _terminate(pid: int, timeout_s: float) -> None:
     raise WorkbenchError(f"Label Studio (pid {pid}) did not exit after SIGKILL")
 
 
+def check_document_root(document_root: Path, data_dir: Path, workspace: Path) -> None:
+    """Refuse a document root that would let annotators read more than audio: "/", or one that holds
+    the workspace, any annotation.json (a pseudonym salt) or a Label Studio data dir."""
+    why = ""
+    if document_root == Path(document_root.anchor):
+        why = "it is the whole disk"
+    elif data_dir.is_relative_to(document_root):
+        why = f"it holds the Label Studio data dir {data_dir} (its database has every token and email)"
+    elif workspace.is_relative_to(document_root):
+        why = f"it holds the workspace {workspace}, whose {STATE_FILE} has the pseudonym salt"
+    else:
+        for parent, dirs, files in os.walk(document_root):
+            found = {STATE_FILE, DB_FILE} & set(files)
+            if found:
+                why = f"it holds {Path(parent) / sorted(found)[0]}"
+                break
+    if why:
+        raise WorkbenchError(
+            f"refusing document root {document_root}: {why}, and every annotator could read what is under it. "
+            "Leave out --document-root to serve only the workspace's audio (<workspace>/audio), "
+            "or pass a directory that holds nothing but audio"
+        )
+
+
 def start_server(
     data_dir: Path | str | None = None,
     port: int | None = None,
     template: Path | str | None = None,
-    document_root: Path | str = "/",
+    document_root: Path | str | None = None,
     venv: Path | str | None = None,
     timeout_s: float = 300.0,
+    workspace: Path | str = "workspace",
 ) -> ServerInfo:
     """Start Label Studio for data_dir and wait until it answers; return where it listens.
 
-    An empty data_dir is seeded from template (a dir made by make_template) when given, which
-    skips the ~30 s database migration. Returns the existing server if one already runs there.
+    It serves local files from document_root, by default <workspace>/audio (made when missing); see
+    check_document_root for what is refused. An empty data_dir is seeded from template (a dir made by
+    make_template) when given, which skips the ~30 s database migration. Returns the existing server
+    if one already runs there with the same document root.
     """
     venv = Path(venv or default_venv())
     installed_version(venv)
     data_dir = Path(data_dir or default_data_dir()).expanduser().resolve()
-    document_root = Path(document_root).expanduser().resolve()
-    if not document_root.is_dir():
-        raise WorkbenchError(f"document root {document_root} is not a directory")
+    workspace = Path(workspace).expanduser().resolve()
+    if document_root is None:
+        document_root = workspace / "audio"
+    else:
+        document_root = Path(document_root).expanduser().resolve()
+        if not document_root.is_dir():
+            raise WorkbenchError(f"document root {document_root} is not a directory")
+    check_document_root(document_root, data_dir, workspace)
     creds = admin_credentials()
 
     running = read_server_info(data_dir)
     if running is not None and _pid_alive(running.pid):
+        if running.document_root != document_root:
+            raise WorkbenchError(
+                f"Label Studio already runs for {data_dir} (pid {running.pid}) with document root "
+                f"{running.document_root}, not {document_root}; stop it first"
+            )
         if port is not None and port != running.port:
             raise WorkbenchError(
                 f"Label Studio already runs for {data_dir} on port {running.port} (pid {running.pid}); "
@@ -366,12 +410,12 @@ def start_server(
         # Label Studio would silently move to the next port; refuse instead.
         raise WorkbenchError(f"port {port} on {HOST} is in use; choose another --port or leave it out")
 
+    if template is not None and not (Path(template) / TEMPLATE_MARKER).exists():
+        raise WorkbenchError(f"{template} is not a Label Studio template (no {TEMPLATE_MARKER}); see make_template")
+    document_root.mkdir(parents=True, exist_ok=True)
     data_dir.mkdir(parents=True, exist_ok=True)
     if template is not None and not (data_dir / DB_FILE).exists():
-        template_db = Path(template) / DB_FILE
-        if not (Path(template) / TEMPLATE_MARKER).exists():
-            raise WorkbenchError(f"{template} is not a Label Studio template (no {TEMPLATE_MARKER}); see make_template")
-        shutil.copyfile(template_db, data_dir / DB_FILE)
+        shutil.copyfile(Path(template) / DB_FILE, data_dir / DB_FILE)
 
     url = f"http://{HOST}:{port}"
     proc = _launch(
@@ -502,7 +546,7 @@ def make_template(
         build = Path(tempfile.mkdtemp(dir=template_dir.parent, prefix=f".{template_dir.name}.build-"))
         try:
             # `label-studio version` applies all migrations and exits: no port, no users.
-            proc = _launch(venv, build, 0, Path("/"), None, ["version"])
+            proc = _launch(venv, build, 0, build, None, ["version"])
             try:
                 rc = proc.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
@@ -531,16 +575,21 @@ def _main(argv: list[str] | None = None) -> int:
         p = sub.add_parser(name)
         p.add_argument("--data-dir", type=Path, default=None, help="Label Studio data dir (database, media, log)")
         if name == "start":
+            p.add_argument("--workspace", type=Path, default=Path("workspace"),
+                           help="workspace whose audio the server serves (default: ./workspace)")
             p.add_argument("--port", type=int, default=None, help="port on 127.0.0.1 (default: a free one)")
             p.add_argument("--template", type=Path, default=None, help="seed an empty data dir from this template")
-            p.add_argument("--document-root", type=Path, default=Path("/"), help="root for local-file serving")
+            p.add_argument("--document-root", type=Path, default=None,
+                           help="serve local files from here instead of <workspace>/audio (a dir of audio only)")
             p.add_argument("--venv", type=Path, default=None, help="Label Studio's virtual environment")
             p.add_argument("--timeout-s", type=float, default=300.0)
     args = parser.parse_args(argv)
     try:
         if args.command == "start":
-            info = start_server(args.data_dir, args.port, args.template, args.document_root, args.venv, args.timeout_s)
-            print(f"Label Studio running at {info.url} (pid {info.pid}, data dir {info.data_dir})")
+            info = start_server(args.data_dir, args.port, args.template, args.document_root, args.venv, args.timeout_s,
+                                args.workspace)
+            print(f"Label Studio running at {info.url} (pid {info.pid}, data dir {info.data_dir}, "
+                  f"serving {info.document_root})")
         elif args.command == "stop":
             data_dir = args.data_dir or default_data_dir()
             if stop_server(data_dir):

@@ -11,7 +11,7 @@ LS_DATA="$WS/label-studio"
 
 "$PY" -m construction.pipeline --workspace "$WS" --per-category "$N"
 
-"$PY" -m annotation.server start --data-dir "$LS_DATA"
+"$PY" -m annotation.server start --workspace "$WS" --data-dir "$LS_DATA"
 trap '"$PY" -m annotation.server stop --data-dir "$LS_DATA" >/dev/null 2>&1 || true' EXIT
 "$PY" -m annotation.push --workspace "$WS" --data-dir "$LS_DATA"
 "$PY" -m annotation.demo_annotators --workspace "$WS" --data-dir "$LS_DATA" --annotators 3

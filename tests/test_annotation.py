@@ -9,7 +9,11 @@ and forwards everything else to the real server.
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
+import tempfile
 import threading
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -52,15 +56,21 @@ SKIPPER = "skipper@example.com"
 # fixtures and helpers
 # ----------------------------------------------------------------------------------------------
 
+ADMIN_ENV = {"LABEL_STUDIO_ADMIN_EMAIL": "admin@annotation.test", "LABEL_STUDIO_ADMIN_PASSWORD": "admin-password-123",
+             "LABEL_STUDIO_API_KEY": TOKEN}
+
+
 @pytest.fixture(scope="module")
 def ls(tmp_path_factory):
+    """One server for all the workspaces of this module: its document root holds only their audio dirs
+    (make_workspace links each workspace's audio dir there), never a workspace."""
     data_dir = tmp_path_factory.mktemp("ls-annotation")
+    served = tmp_path_factory.mktemp("ls-served-audio")
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("LABEL_STUDIO_ADMIN_EMAIL", "admin@annotation.test")
-        mp.setenv("LABEL_STUDIO_ADMIN_PASSWORD", "admin-password-123")
-        mp.setenv("LABEL_STUDIO_API_KEY", TOKEN)
+        for name, value in ADMIN_ENV.items():
+            mp.setenv(name, value)
         mp.delenv("LABEL_STUDIO_URL", raising=False)
-        info = start_server(data_dir, template=make_template())
+        info = start_server(data_dir, template=make_template(), document_root=served)
         try:
             yield info
         finally:
@@ -85,8 +95,12 @@ def accounts(ls, tokens) -> dict[str, object]:
     return {email: make_client(ls.url, token) for email, token in tokens.items()}
 
 
-def make_workspace(root: Path, n: int, first: int = 0) -> Workspace:
-    """n samples with distinct short tones as their mixtures, in a 'wer' manifest."""
+def make_workspace(root: Path, n: int, first: int = 0, served: Path | None = None) -> Workspace:
+    """n samples with distinct short tones as their mixtures, in a 'wer' manifest. With served (a
+    server's document root), the workspace's audio dir is a link to a new dir under it."""
+    if served is not None and not (root / "audio").exists():
+        root.mkdir(parents=True, exist_ok=True)
+        (root / "audio").symlink_to(tempfile.mkdtemp(dir=served, prefix=f"{root.parent.name}-"))
     ws = Workspace(root)
     samples = []
     for i in range(first, first + n):
@@ -191,7 +205,7 @@ class FailingProxy:
 # ----------------------------------------------------------------------------------------------
 
 def test_push_annotate_pull_round_trip(ls, admin, accounts, tokens, tmp_path, capsys):
-    ws = make_workspace(tmp_path / "ws", 18)
+    ws = make_workspace(tmp_path / "ws", 18, served=ls.document_root)
     server = ["--data-dir", str(ls.data_dir)]
     code, out, err = cli(push.main, "--workspace", str(ws.root), "--project", "Round trip", *server, capsys=capsys)
     assert code == 0, err
@@ -203,7 +217,7 @@ def test_push_annotate_pull_round_trip(ls, admin, accounts, tokens, tmp_path, ca
     # Idempotent: again nothing new; two more samples in the manifest -> only those two are imported.
     code, out, _ = cli(push.main, "--workspace", str(ws.root), "--project", "Round trip", *server, capsys=capsys)
     assert code == 0 and "imported 0 new task(s), 18 already there" in out
-    make_workspace(tmp_path / "ws", 20)
+    make_workspace(tmp_path / "ws", 20, served=ls.document_root)
     code, out, _ = cli(push.main, "--workspace", str(ws.root), "--project", "Round trip", *server, capsys=capsys)
     assert code == 0 and "imported 2 new task(s), 18 already there, 20 in total" in out
 
@@ -278,7 +292,7 @@ def test_push_annotate_pull_round_trip(ls, admin, accounts, tokens, tmp_path, ca
 
 
 def test_predictions_only_when_asked(ls, admin, tmp_path, capsys):
-    ws = make_workspace(tmp_path / "ws", 3)
+    ws = make_workspace(tmp_path / "ws", 3, served=ls.document_root)
     code, _, err = cli(push.main, "--workspace", str(ws.root), "--project", "With predictions", "--with-predictions",
                        "--data-dir", str(ls.data_dir), capsys=capsys)
     assert code == 0, err
@@ -302,7 +316,7 @@ def test_predictions_only_when_asked(ls, admin, tmp_path, capsys):
 
 def test_a_project_with_another_config_is_refused(ls, admin, tmp_path, capsys):
     admin.client.projects.create(title="Somebody else's", label_config='<View><Text name="t" value="$text"/></View>')
-    ws = make_workspace(tmp_path / "ws", 2)
+    ws = make_workspace(tmp_path / "ws", 2, served=ls.document_root)
     before = snapshot(ws.root)
     code, _, err = cli(push.main, "--workspace", str(ws.root), "--project", "Somebody else's",
                        "--data-dir", str(ls.data_dir), capsys=capsys)
@@ -323,7 +337,7 @@ def test_invite_prints_a_working_link(ls, capsys):
 # ----------------------------------------------------------------------------------------------
 
 def test_vanished_audio_is_refused_before_importing_anything(ls, admin, tmp_path, capsys):
-    ws = make_workspace(tmp_path / "ws", 5)
+    ws = make_workspace(tmp_path / "ws", 5, served=ls.document_root)
     samples = list(ws.read_samples("wer"))
     for s in samples[1:3]:
         ws.audio_path(s.mixture).unlink()
@@ -342,6 +356,43 @@ def test_vanished_audio_is_refused_before_importing_anything(ls, admin, tmp_path
     assert done.returncode == 2 and "cannot be pushed" in done.stderr and samples[1].sample_id in done.stderr
 
 
+def test_push_refuses_a_server_that_would_serve_the_salt(ls, admin, tmp_path, capsys):
+    # A workspace inside the server's document root: its annotation.json would be readable.
+    ws = make_workspace(ls.document_root / "careless-ws", 2)
+    before = snapshot(ws.root)
+    code, _, err = cli(push.main, "--workspace", str(ws.root), "--project", "Careless",
+                       "--data-dir", str(ls.data_dir), capsys=capsys)
+    assert code == 2
+    assert (f"refusing to push: the server's document root {ls.document_root} holds {ws.root / 'annotation.json'}"
+            in err and "pseudonym salt" in err and f"annotation.server start --workspace {ws.root}" in err)
+    assert find_project(admin, "Careless") is None
+    assert snapshot(ws.root) == before and not (ws.root / "annotation.json").exists()
+
+    # With --url the document root is unknown unless given: taken to be "/", which holds every workspace.
+    ws = make_workspace(tmp_path / "ws", 2, served=ls.document_root)
+    before = snapshot(ws.root)
+    code, _, err = cli(push.main, "--workspace", str(ws.root), "--project", "Careless", "--url", ls.url,
+                       capsys=capsys)
+    assert code == 2 and "refusing to push: the server's document root / holds" in err
+    assert find_project(admin, "Careless") is None and snapshot(ws.root) == before
+
+
+def test_audio_that_resolves_outside_the_workspace_audio_dir_is_refused(ls, admin, tmp_path, capsys):
+    ws = make_workspace(tmp_path / "ws", 3, served=ls.document_root)
+    samples = list(ws.read_samples("wer"))
+    stored = ws.root / samples[1].mixture.path
+    outside = ls.document_root / "not-this-workspace.wav"  # servable, but not this workspace's audio
+    outside.write_bytes(stored.read_bytes())
+    stored.unlink()
+    stored.symlink_to(outside)
+    before = snapshot(ws.root)
+    code, _, err = cli(push.main, "--workspace", str(ws.root), "--project", "Linked out",
+                       "--data-dir", str(ls.data_dir), capsys=capsys)
+    assert code == 2 and "1 of 3 sample(s) cannot be pushed; nothing was imported" in err
+    assert re.search(re.escape(samples[1].sample_id) + r": .*outside the (workspace's audio dir|audio store)", err)
+    assert find_project(admin, "Linked out") is None and snapshot(ws.root) == before
+
+
 def test_server_down(tmp_path, capsys):
     ws = make_workspace(tmp_path / "ws", 2)
     before = snapshot(ws.root)
@@ -356,7 +407,7 @@ def test_server_down(tmp_path, capsys):
 
 
 def test_wrong_token(ls, tmp_path, capsys, monkeypatch):
-    ws = make_workspace(tmp_path / "ws", 2)
+    ws = make_workspace(tmp_path / "ws", 2, served=ls.document_root)
     before = snapshot(ws.root)
     monkeypatch.setenv("LABEL_STUDIO_API_KEY", "wrong-token-987654")
     for main in (push.main, pull.main, invite.main):
@@ -369,7 +420,7 @@ def test_wrong_token(ls, tmp_path, capsys, monkeypatch):
 
 
 def test_deleted_project(ls, admin, tmp_path, capsys):
-    ws = make_workspace(tmp_path / "ws", 3)
+    ws = make_workspace(tmp_path / "ws", 3, served=ls.document_root)
     server = ["--data-dir", str(ls.data_dir)]
     assert cli(push.main, "--workspace", str(ws.root), "--project", "Soon deleted", *server, capsys=capsys)[0] == 0
     assert cli(pull.main, "--workspace", str(ws.root), *server, capsys=capsys)[0] == 0
@@ -385,16 +436,17 @@ def test_deleted_project(ls, admin, tmp_path, capsys):
 
 
 def test_server_errors_5xx(ls, admin, tmp_path, capsys):
-    ws = make_workspace(tmp_path / "ws", 3)
+    ws = make_workspace(tmp_path / "ws", 3, served=ls.document_root)
     assert cli(push.main, "--workspace", str(ws.root), "--project", "Flaky server",
                "--data-dir", str(ls.data_dir), capsys=capsys)[0] == 0
     assert cli(pull.main, "--workspace", str(ws.root), "--data-dir", str(ls.data_dir), capsys=capsys)[0] == 0
-    make_workspace(tmp_path / "ws", 5)  # two new samples to import
+    make_workspace(tmp_path / "ws", 5, served=ls.document_root)  # two new samples to import
     before = snapshot(ws.root)
 
     proxy = FailingProxy(ls.url, r"^/api/projects/\d+/import")
     try:
-        code, _, err = cli(push.main, "--workspace", str(ws.root), "--url", proxy.url, capsys=capsys)
+        code, _, err = cli(push.main, "--workspace", str(ws.root), "--url", proxy.url,
+                           "--document-root", str(ls.document_root), capsys=capsys)
         assert code == 2 and "failed with HTTP 500 while importing tasks 1-2 of 2 into project" in err
         assert len(proxy.failed) == 1  # no retry: a retried import could duplicate tasks
     finally:
@@ -418,11 +470,97 @@ def test_server_errors_5xx(ls, admin, tmp_path, capsys):
 
 
 # ----------------------------------------------------------------------------------------------
+# what an annotator can read
+# ----------------------------------------------------------------------------------------------
+
+def _run_in(cwd: Path, module: str, *args: str) -> subprocess.CompletedProcess:
+    """`python -m module args` run from cwd, as a user in that directory would."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), **ADMIN_ENV}
+    return subprocess.run([sys.executable, "-m", module, *args], cwd=cwd, env=env, text=True,
+                          capture_output=True, timeout=300)
+
+
+def _browser_session(url: str, email: str, password: str) -> httpx.Client:
+    """Logged in through the login form with a session cookie, sending the CSRF header as the web app does."""
+    web = httpx.Client(base_url=url, trust_env=False, timeout=60)
+    page = web.get("/user/login/")
+    csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text).group(1)
+    assert web.post("/user/login/", data={"email": email, "password": password,
+                                          "csrfmiddlewaretoken": csrf}).status_code == 302
+    web.headers["X-CSRFToken"] = web.cookies["csrftoken"]
+    return web
+
+
+def test_an_annotator_cannot_read_the_salt_or_the_database(tmp_path, monkeypatch):
+    """A server started with the defaults, in a directory holding ./workspace (as the README does):
+    an invited annotator, by API token and by browser session, adds local-files storages where they
+    like and asks /data/local-files/ for the workspace's annotation.json and the server's database by
+    every path that could reach them. The task audio plays; neither the salt nor a token comes back."""
+    for name, value in ADMIN_ENV.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("LABEL_STUDIO_URL", raising=False)
+    ws = make_workspace(tmp_path / "workspace", 3)
+    data_dir = tmp_path / "label-studio"
+    done = _run_in(tmp_path, "annotation.server", "start", "--data-dir", "label-studio",
+                   "--template", str(make_template()))
+    assert done.returncode == 0, done.stderr
+    try:
+        done = _run_in(tmp_path, "annotation.push", "--data-dir", "label-studio", "--project", "Salt check")
+        assert done.returncode == 0, done.stderr
+        salt = read_state(ws)["pseudonym_salt"]
+        admin = connect(data_dir=data_dir)
+        email = "curious@example.com"
+        token = signup_via_invite(admin.url, invite_link(admin), email, PASSWORD)
+        by_token = httpx.Client(base_url=admin.url, trust_env=False, timeout=60,
+                                headers={"Authorization": f"Token {token}"})
+        by_session = _browser_session(admin.url, email, PASSWORD)
+
+        # The annotator hears the task audio (the served tree is not simply empty) ...
+        project = find_project(admin, "Salt check")
+        (task, *_) = export_tasks(admin, project.id)
+        sample = next(s for s in ws.read_samples("wer") if s.sample_id == task["data"]["sample_id"])
+        for web in (by_token, by_session):
+            got = web.get(task["data"]["audio"])
+            assert got.status_code == 200 and got.content == (ws.root / sample.mixture.path).read_bytes()
+
+        # ... but nothing else.
+        targets = [ws.root / "annotation.json", data_dir / "label_studio.sqlite3"]
+        secrets = {"salt": salt.encode(), "admin token": TOKEN.encode(), "annotator token": token.encode()}
+        prefix = Path(sample.mixture.path).parent.name
+        asked = set()
+        for target in targets:
+            asked.add(str(target))
+            asked.update("/".join(target.parts[i:]) for i in range(1, len(target.parts)))  # from any root
+            for start in (ws.root / "audio", ws.root / "audio" / prefix):
+                rel = os.path.relpath(target, start)
+                asked.update((rel, f"{prefix}/{rel}", rel.replace("/", "%2F"), "./" + rel))
+        stolen, storages = [], {}
+        for who, web in (("token", by_token), ("session", by_session)):
+            made = web.post("/api/projects", json={"title": f"Curious by {who}"})
+            assert made.status_code == 201, made.text  # community edition: any member may
+            pid = made.json()["id"]
+            for path in ("/", tmp_path, ws.root, data_dir, ws.root / "audio", ws.root / "audio" / prefix):
+                answer = web.post("/api/storages/localfiles", json={"project": pid, "path": str(path),
+                                                                     "use_blob_urls": False})
+                storages[(who, str(path))] = answer.status_code
+            for d in sorted(asked):
+                got = web.get("/data/local-files/", params={"d": d})
+                stolen += [(who, d, name) for name, secret in secrets.items() if secret in got.content]
+        assert stolen == []
+        # Label Studio itself refuses storages outside the document root (<workspace>/audio) and at it.
+        for who in ("token", "session"):
+            for path in ("/", tmp_path, ws.root, data_dir, ws.root / "audio"):
+                assert storages[(who, str(path))] == 400, (who, path)
+    finally:
+        _run_in(tmp_path, "annotation.server", "stop", "--data-dir", "label-studio")
+
+
+# ----------------------------------------------------------------------------------------------
 # demo annotators and adjudication
 # ----------------------------------------------------------------------------------------------
 
 def test_demo_annotators_end_to_end(ls, admin, tmp_path, capsys):
-    ws = make_workspace(tmp_path / "ws", 8)
+    ws = make_workspace(tmp_path / "ws", 8, served=ls.document_root)
     server = ["--data-dir", str(ls.data_dir)]
     assert cli(push.main, "--workspace", str(ws.root), "--project", "Demo run", *server, capsys=capsys)[0] == 0
     code, out, err = cli(demo_annotators.main, "--workspace", str(ws.root), "--annotators", "3", "--seed", "11",
@@ -447,7 +585,7 @@ def test_demo_annotators_end_to_end(ls, admin, tmp_path, capsys):
 
 
 def test_adjudication_round_trip(ls, admin, accounts, tmp_path, capsys):
-    ws = make_workspace(tmp_path / "ws", 4)
+    ws = make_workspace(tmp_path / "ws", 4, served=ls.document_root)
     server = ["--data-dir", str(ls.data_dir)]
     wsarg = ["--workspace", str(ws.root)]
     assert cli(push.main, *wsarg, "--project", "Needs a judge", *server, capsys=capsys)[0] == 0

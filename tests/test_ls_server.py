@@ -65,6 +65,7 @@ def template() -> Path:
 def ls(template, tmp_path_factory):
     """One server for the module, started with stray variables Label Studio would otherwise read."""
     data_dir = tmp_path_factory.mktemp("ls-data")
+    workspace = tmp_path_factory.mktemp("ls-workspace")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("LABEL_STUDIO_ADMIN_EMAIL", ADMIN)
         mp.setenv("LABEL_STUDIO_ADMIN_PASSWORD", "test-password-123")
@@ -78,7 +79,7 @@ def ls(template, tmp_path_factory):
         mp.setenv("LABEL_STUDIO_DATABASE_NAME", str(data_dir / "leaked.sqlite3"))
         mp.setenv("DJANGO_DB", "postgresql")
         started = time.monotonic()
-        info = start_server(data_dir, template=template)
+        info = start_server(data_dir, template=template, workspace=workspace)
         print(f"start from template: {time.monotonic() - started:.1f} s")
         try:
             yield info
@@ -92,6 +93,7 @@ def test_start_from_template_answers_health_and_records_itself(ls):
     assert ls.url == f"http://127.0.0.1:{ls.port}"
     assert read_server_info(ls.data_dir) == ls
     assert (ls.data_dir / "label_studio.sqlite3").exists()
+    assert ls.document_root.name == "audio" and ls.document_root.is_dir()  # <workspace>/audio by default
 
 
 def test_listens_on_loopback_only(ls):
@@ -148,10 +150,13 @@ def test_signup_needs_the_invite_link(ls):
     assert signup(invite.invite_url, "invited@example.com") == 302  # account made, redirected in
 
 
-def test_start_again_returns_the_running_server(ls):
-    assert start_server(ls.data_dir) == ls
+def test_start_again_returns_the_running_server(ls, tmp_path):
+    assert start_server(ls.data_dir, workspace=ls.document_root.parent) == ls
+    assert start_server(ls.data_dir, document_root=ls.document_root) == ls
     with pytest.raises(WorkbenchError, match="already runs"):
-        start_server(ls.data_dir, port=server.free_port())
+        start_server(ls.data_dir, port=server.free_port(), workspace=ls.document_root.parent)
+    with pytest.raises(WorkbenchError, match=f"already runs .* with document root {ls.document_root}, not"):
+        start_server(ls.data_dir, workspace=tmp_path / "other")
 
 
 def test_busy_port_is_refused(tmp_path, template):
@@ -160,8 +165,9 @@ def test_busy_port_is_refused(tmp_path, template):
         busy.listen()
         port = busy.getsockname()[1]
         with pytest.raises(WorkbenchError, match=f"port {port} on 127.0.0.1 is in use"):
-            start_server(tmp_path / "data", port=port, template=template)
-        done = _cli("start", "--data-dir", str(tmp_path / "data"), "--port", str(port))
+            start_server(tmp_path / "data", port=port, template=template, workspace=tmp_path / "ws")
+        done = _cli("start", "--data-dir", str(tmp_path / "data"), "--port", str(port),
+                    "--workspace", str(tmp_path / "ws"))
     assert done.returncode == 2
     assert f"port {port} on 127.0.0.1 is in use" in done.stderr
     assert read_server_info(tmp_path / "data") is None
@@ -170,7 +176,7 @@ def test_busy_port_is_refused(tmp_path, template):
 def test_stop_ends_the_server_and_status_then_fails(tmp_path, template):
     data_dir = tmp_path / "data"
     started = time.monotonic()
-    info = start_server(data_dir, template=template)
+    info = start_server(data_dir, template=template, workspace=tmp_path / "ws")
     print(f"second start from template: {time.monotonic() - started:.1f} s")
     assert _get(info.url + "/health")[0] == 200
 
@@ -199,7 +205,8 @@ def test_missing_venv_is_a_clear_error(tmp_path):
 
 def test_a_dir_that_is_no_template_is_refused(tmp_path):
     with pytest.raises(WorkbenchError, match="not a Label Studio template"):
-        start_server(tmp_path / "data", template=tmp_path)
+        start_server(tmp_path / "data", template=tmp_path, workspace=tmp_path / "ws")
+    assert list(tmp_path.iterdir()) == []  # neither the data dir nor the workspace's audio dir made
 
 
 def _fake_venv(root: Path, script: str) -> Path:
@@ -215,7 +222,7 @@ def _fake_venv(root: Path, script: str) -> Path:
 def test_server_that_dies_during_start_reports_its_log(tmp_path):
     venv = _fake_venv(tmp_path / "venv", "echo 'Error: database is corrupt' >&2\nexit 3\n")
     with pytest.raises(WorkbenchError, match="(?s)exited during start.*database is corrupt"):
-        start_server(tmp_path / "data", venv=venv)
+        start_server(tmp_path / "data", venv=venv, workspace=tmp_path / "ws")
     assert read_server_info(tmp_path / "data") is None
 
 
@@ -223,9 +230,42 @@ def test_server_that_never_answers_times_out_and_is_killed(tmp_path):
     venv = _fake_venv(tmp_path / "venv", "echo 'still migrating'\nexec sleep 60\n")
     before = set(server._children)
     with pytest.raises(WorkbenchError, match="(?s)did not answer .* within 1 s.*still migrating"):
-        start_server(tmp_path / "data", venv=venv, timeout_s=1)
+        start_server(tmp_path / "data", venv=venv, timeout_s=1, workspace=tmp_path / "ws")
     assert set(server._children) == before  # terminated and reaped
     assert read_server_info(tmp_path / "data") is None
+
+
+def _tree(root: Path) -> list[str]:
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*"))
+
+
+def test_a_document_root_annotators_could_read_secrets_from_is_refused(tmp_path):
+    """Every annotator can read what lies under the document root (see test_annotation's
+    test_an_annotator_cannot_read_the_salt_or_the_database): "/", a workspace, an annotation.json
+    (the pseudonym salt) or a Label Studio data dir (tokens, emails) must never be under it."""
+    # A label-studio that dies at once: were the refusal missing, the test would fail, not start a server.
+    venv = _fake_venv(tmp_path / "venv", "exit 3\n")
+    shared = tmp_path / "shared"
+    (shared / "old-ws").mkdir(parents=True)
+    (shared / "old-ws" / "annotation.json").write_text('{"pseudonym_salt": "0123"}')
+    (tmp_path / "ws").mkdir()
+    cases = [  # (workspace, document root, data dir, why)
+        ("ws", "/", "data", "it is the whole disk"),
+        ("ws", "shared", "data", f"it holds {shared / 'old-ws' / 'annotation.json'}"),
+        ("ws", "ws", "data", f"it holds the workspace {tmp_path / 'ws'}"),
+        ("ws", ".", "data", "it holds the Label Studio data dir"),
+    ]
+    before = _tree(tmp_path)
+    for workspace, root, data, why in cases:
+        refusal = f"refusing document root {(tmp_path / root).resolve()}: {why}"
+        with pytest.raises(WorkbenchError, match=re.escape(refusal)):
+            start_server(tmp_path / data, document_root=tmp_path / root, workspace=tmp_path / workspace, venv=venv)
+        done = _cli("start", "--data-dir", str(tmp_path / data), "--document-root", str(tmp_path / root),
+                    "--workspace", str(tmp_path / workspace), "--venv", str(venv))
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.startswith(f"error: {refusal}")
+        assert "Leave out --document-root" in done.stderr
+        assert _tree(tmp_path) == before  # nothing made: no data dir, no server.json, no audio dir
 
 
 def test_wrong_label_studio_series_is_refused(tmp_path):
