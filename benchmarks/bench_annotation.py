@@ -85,7 +85,7 @@ def main() -> None:
         ws = build_workspace(tmp_path / "ws", n)
         rows.append(("build workspace (audio + manifest)", f"{n} samples", time.perf_counter() - started))
         started = time.perf_counter()
-        info = start_server(tmp_path / "ls", template=make_template())
+        info = start_server(tmp_path / "ls", template=make_template(), workspace=ws.root)
         rows.append(("start Label Studio from template", "", time.perf_counter() - started))
         try:
             server_args = ["--data-dir", str(info.data_dir)]
