@@ -112,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     ws = open_workspace(args.workspace)
     if not ws.has_manifest(INPUT_STAGE):
         raise WorkbenchError(f"no '{INPUT_STAGE}' manifest at {ws.manifest_path(INPUT_STAGE)}; nothing to pull onto")
+    ws.check_lineage(INPUT_STAGE)  # a row added by hand to the wer manifest is never labelled
     samples = list(ws.read_samples(INPUT_STAGE))
     state = read_state(ws)
     had_salt = bool(state.get("pseudonym_salt"))

@@ -107,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     if not ws.has_manifest(INPUT_STAGE):
         raise WorkbenchError(f"no '{INPUT_STAGE}' manifest at {ws.manifest_path(INPUT_STAGE)}; "
                              "run the WER stage first (python -m construction.wer)")
+    ws.check_lineage(INPUT_STAGE)  # a row added by hand to the wer manifest is never labelled
     samples = list(ws.read_samples(INPUT_STAGE))
     if not samples:
         raise WorkbenchError(f"{ws.manifest_path(INPUT_STAGE)} holds no samples; nothing to push")
