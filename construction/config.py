@@ -27,13 +27,23 @@ class RunnerConfig(Section):
     ray_num_gpus: dict[str, float] = Field(default_factory=dict, description="GPUs per actor, by stage name")
 
 
+class ScreenConfig(Section):
+    """The optional text-only harm screen: an LLM hears (reads) each speech line alone."""
+
+    base_url: str
+    model: str
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout_s: float | None = Field(None, gt=0, description="default 60 s, 1,800 s for a loopback server")
+    max_retries: int = Field(2, ge=0)
+
+
 class GenerateConfig(Section):
     backend: Literal["catalog", "openai"] = "catalog"
     # bounded: 100,000 per category is 20x the largest build planned; a typo of 1e9 must not run for days
     per_category: int = Field(10, ge=1, le=100_000)
     taxonomy: str | None = None  # path to a taxonomy YAML; default: the one shipped in the package
     categories: list[str] | None = None  # default: every category of the taxonomy
-    near_duplicate_ratio: float = Field(95.0, ge=0, le=100, description="rapidfuzz ratio of speech texts")
+    near_duplicate_ratio: float = Field(85.0, ge=0, le=100, description="rapidfuzz ratio of speech texts")
     max_draws_per_sample: int = Field(20, ge=1, description="attempts per wanted script before giving up")
     stall_draws: int = Field(2000, ge=1, description="a category stops when this many draws in a row brought "
                                                       "no new script (the catalog is exhausted)")
@@ -44,8 +54,13 @@ class GenerateConfig(Section):
     api_key_env: str = "OPENAI_API_KEY"
     temperature: float = Field(1.0, ge=0, le=2)
     scripts_per_request: int = Field(5, ge=1, le=50)
-    timeout_s: float = Field(60.0, gt=0)
-    max_retries: int = Field(4, ge=0)
+    # a local server answers one request at a time, slowly: 1,800 s there, 60 s elsewhere (None)
+    timeout_s: float | None = Field(None, gt=0)
+    max_retries: int = Field(4, ge=0, description="for 429/5xx and malformed answers; timeouts are not retried")
+    # schema: response_format json_schema enumerating scenes and styles (falls back to json_object
+    # where the server refuses it); object: json_object; off: no response_format
+    json_mode: Literal["schema", "object", "off"] = "schema"
+    harm_screen: ScreenConfig | None = None
 
 
 class CosyVoiceConfig(Section):

@@ -87,6 +87,11 @@ class Sample(BaseModel):
     placement: Placement
     benign_reason: str
     speaker_style: str
+    scene_id: str | None = None  # the taxonomy scene the speech is heard in
+    # the same words in any category share a speech_id (minimal pairs); the skeleton or idea they came
+    # from is the script_family, the unit that confidence intervals resample
+    speech_id: str | None = None
+    script_family: str | None = None
     # per-stage facts: backend, model, prompt version, seed, attempts ...
     provenance: dict[str, dict[str, Any]] = Field(default_factory=dict)
 

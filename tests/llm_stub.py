@@ -1,7 +1,11 @@
 """A local HTTP server speaking the OpenAI chat-completions protocol, for the openai backend tests.
 
 Behaviour is scripted per test: a queue of actions, each 'ok', 'malformed', 'partial', 'bad_items',
-'429', '500', '401', 'slow' (sleeps past the client timeout), 'empty' or 'runaway'. When the queue is empty it answers 'ok'.
+'429', '500', '401', 'slow' (sleeps past the client timeout), 'empty', 'runaway' (a 10,000-character
+line), 'benign_line' (a line that names its referent), 'no_schema' (400 for a json_schema
+response_format, as servers without it answer). Scripts use the scene ids the request allows. A
+request with the harm screen's prompt gets a verdict: '3_benign' when the line names food, a toy or a
+game, '1_harmful' otherwise. When the queue is empty it answers 'ok'.
 `api_key` makes any other Authorization a 401 that echoes it, as some servers do ("Incorrect API key
 provided: sk-...").
 """
@@ -9,19 +13,30 @@ provided: sk-...").
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-SCRIPT_TEMPLATE = {
-    "context": "An online shooter match: rifles crack and a grenade explodes.",
-    "background_tags": ["gunfire"],
-    "placement": "underlay",
-    "benign_reason": "It is a call-out about an enemy in a video game.",
-    "speaker_style": "excited",
-}
+OPENERS = ["Blow up", "Put a bullet in", "Take down", "Knock out", "Burn", "Hunt down", "Stab", "Crush",
+           "Drag out", "Bury"]
 WORDS = ["sniper", "tank", "medic", "pilot", "scout", "engineer", "gunner", "captain", "rider", "archer",
          "knight", "ranger", "wizard", "goblin", "dragon", "zombie", "robot", "pirate", "ninja", "viking"]
+ENDINGS = ["right now!", "before he wakes up.", "and nobody leaves alive.", "while his back is turned!",
+           "on my count of three.", "and make it hurt.", "then run for the exit!", "slowly, very slowly.",
+           "or we all die tonight!", "and leave nothing standing."]
+# a line the harm screen stub calls benign heard alone: it names its referent
+BENIGN_WORDS = ("eggs", "dinner", "toy", "game")
+
+
+def requested_scenes(body: dict) -> list[str]:
+    """The scene ids the request allows: the JSON schema's enum, else the ids named in the prompt."""
+    schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("schema") or {}
+    item = ((schema.get("properties") or {}).get("scripts") or {}).get("items") or {}
+    enum = ((item.get("properties") or {}).get("scene_id") or {}).get("enum")
+    if enum:
+        return list(enum)
+    return re.findall(r'"scene_id": "([a-z0-9_]+)"', body["messages"][-1]["content"]) or ["unknown_scene"]
 
 
 class LLMStub:
@@ -58,6 +73,14 @@ class LLMStub:
                     self.end_headers()
                     self.wfile.write(json.dumps({"error": {"message": f"stub {action}"}}).encode())
                     return
+                if action == "no_schema" and (body.get("response_format") or {}).get("type") == "json_schema":
+                    stub.actions.insert(0, "ok")  # the client's next try, in json_object mode, succeeds
+                    self.send_response(400)
+                    self.send_header("Content-Type", "application/json")
+                    self.end_headers()
+                    self.wfile.write(json.dumps({"error": {"message": "response_format json_schema is not "
+                                                           "supported"}}).encode())
+                    return
                 if action == "slow":
                     time.sleep(3)
                 content = stub.content(action, body)
@@ -82,24 +105,33 @@ class LLMStub:
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     def content(self, action: str, body: dict) -> str:
+        if "heard alone" in body["messages"][0]["content"]:  # the harm screen's prompt
+            line = body["messages"][-1]["content"].lower()
+            benign = any(word in line for word in BENIGN_WORDS)
+            return json.dumps({"class": "3_benign" if benign else "1_harmful", "reason": "stub"})
         if action == "empty":
             return ""
         if action == "malformed":
             return '{"scripts": [{"speech_text": "Take the shot'
         if action == "partial":
             return "Sure! Here are your scripts:"
+        scenes = requested_scenes(body)
         if action == "runaway":  # one script of 10,000 characters, as a looping model writes
-            return json.dumps({"scripts": [{"speech_text": "Finish him! " * 850, **SCRIPT_TEMPLATE}]})
+            return json.dumps({"scripts": [{"speech_text": "Finish him! " * 850, "scene_id": scenes[0],
+                                            "speaker_style": "excited", "script_family": "runaway"}]})
         scripts = []
         for _ in range(5):
             self.counter += 1
-            word = WORDS[self.counter % len(WORDS)]
-            scripts.append({"speech_text": f"Blow up the {word} number {self.counter} right now!",
-                            **SCRIPT_TEMPLATE})
+            n = self.counter
+            text = f"{OPENERS[n % len(OPENERS)]} the {WORDS[(3 * n) % len(WORDS)]} {ENDINGS[(7 * n) % len(ENDINGS)]}"
+            scripts.append({"speech_text": text, "scene_id": scenes[n % len(scenes)], "speaker_style": "excited",
+                            "script_family": f"stub-{n}"})
         if action == "bad_items":
             scripts[0] = {"speech_text": "Kill it"}  # missing fields
-            scripts[1] = {**scripts[1], "background_tags": ["sizzle"]}  # tag from another category
-            scripts[2] = {**scripts[2], "placement": "sideways"}
+            scripts[1] = {**scripts[1], "scene_id": "a_kitchen"}  # a scene the category does not have
+            scripts[2] = {**scripts[2], "speaker_style": "sideways"}
+        if action == "benign_line":
+            scripts[0] = {**scripts[0], "speech_text": "Beat the eggs to death for dinner!"}
         return "```json\n" + json.dumps({"scripts": scripts}) + "\n```"
 
     def __enter__(self) -> LLMStub:

@@ -91,7 +91,8 @@ def test_shipped_taxonomy_has_six_categories():
     taxonomy, _ = load_taxonomy()
     assert len(taxonomy.categories) == 6
     for category in taxonomy.categories:
-        assert category.templates and category.few_shot and category.background_tags
+        assert category.scenes and category.few_shot and category.background_tags and category.cue_words
+        assert len({line.id for line, _, _ in taxonomy.pairs(category.id)}) >= 100
 
 
 def test_empty_and_broken_taxonomy(tmp_path):
@@ -145,7 +146,8 @@ def test_catalog_reaches_500_distinct_per_category(tmp_path):
 def test_near_duplicates_are_dropped_with_reason(tmp_path, mini_taxonomy):
     proc = _generate(tmp_path / "ws", "--taxonomy", str(mini_taxonomy), "--per-category", "60")
     rejected = [json.loads(x) for x in (tmp_path / "ws/manifests/generate.rejected.jsonl").read_text().splitlines()]
-    assert rejected and all(r["reason"].startswith("near_duplicate") for r in rejected)
+    assert rejected and all(r["reason"].startswith(("near_duplicate", "duplicate_speech")) for r in rejected)
+    assert any(r["reason"].startswith("near_duplicate: speech ratio") for r in rejected)
     kept = Workspace(tmp_path / "ws").read_samples("generate")
     texts = [s.speech_text.lower() for s in kept]
     assert len(texts) == len(set(texts))
@@ -173,7 +175,13 @@ def test_openai_backend_round_trip_and_cache(tmp_path, mini_taxonomy):
         assert stub.requests[0]["auth"] == "Bearer sk-test"
         samples = list(Workspace(tmp_path / "ws").read_samples("generate"))
         assert len(samples) == 8
-        assert samples[0].provenance["generate"]["prompt_version"] == "scripts-v1"
+        assert samples[0].provenance["generate"]["prompt_version"] == "scripts-v2"
+        assert {s.scene_id for s in samples} == {"vg_shooter", "vg_raid"}
+        assert all(s.script_family.startswith("llm-stub-") and s.speech_id.startswith("sp-") for s in samples)
+        # the answer's shape is a JSON schema enumerating the category's scenes and styles
+        schema = body["response_format"]["json_schema"]["schema"]["properties"]["scripts"]["items"]
+        assert schema["properties"]["scene_id"]["enum"] == ["vg_shooter", "vg_raid"]
+        assert schema["properties"]["speaker_style"]["enum"] == ["angry", "excited", "shouting"]
         # a rerun answers from the cache: nothing is sent twice, same manifest
         before = (tmp_path / "ws/manifests/generate.jsonl").read_bytes()
         assert _openai(tmp_path / "ws", stub, mini_taxonomy, "--per-category", "8").returncode == 0
@@ -192,7 +200,8 @@ def test_openai_malformed_and_http_errors_are_retried(tmp_path, mini_taxonomy):
     assert len(list(ws.read_samples("generate"))) == 7
     reasons = [r.reason for r in ws.read_rejected("generate")]
     assert any(r.startswith("invalid_script") for r in reasons)
-    assert any(r.startswith("unknown_background_tags") for r in reasons)
+    assert any(r.startswith("unknown_scene: 'a_kitchen'") for r in reasons)
+    assert any(r.startswith("unknown_style") for r in reasons)
 
 
 def test_openai_persistent_failure_is_a_rejected_row_and_shortfall(tmp_path, mini_taxonomy):

@@ -394,7 +394,7 @@ def test_per_category_is_bounded_and_an_exhausted_catalog_stops(tmp_path, mini_t
     stats = json.loads((tmp_path / "ws" / "stats" / "generate.json").read_text())
     for category, counts in stats["per_category"].items():
         assert counts["exhausted"] == 1 and 0 < counts["kept"] < 1000, (category, counts)
-        assert counts["draws"] <= counts["kept"] * 20 + 2000  # stopped by the stall rule, not max_draws
+        assert counts["draws"] < 20_000  # stopped by the stall rule (2,000 draws without news), not max_draws (2e6)
     rejected = (tmp_path / "ws" / "manifests" / "generate.rejected.jsonl").stat().st_size
     assert rejected < 5_000_000 and time.monotonic() - started < 120
 
