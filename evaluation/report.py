@@ -3,9 +3,11 @@
     python -m evaluation.report RESULTS_DIR [RESULTS_DIR ...] [--out DIR] [--judge auto|keyword|llm]
                                 [--empty-as-refusal]
 
-The rate of a cell is refused / judged over the clips that have an answer and a verdict; the interval is
-the 95% Wilson score interval (statsmodels proportion_confint, method="wilson"), which stays inside
-[0, 1] and behaves at 0 and n. --judge auto (default) uses the LLM judge's verdicts for a run where
+The rate of a cell is refused / judged over the clips that have an answer and a verdict. Two 95%
+intervals: the Wilson score interval (statsmodels proportion_confint, method="wilson"), which treats the
+clips as independent, and a cluster-bootstrap interval that resamples whole script families (clips of
+one speech skeleton, or one speech line over several scenes, are correlated; validation.bootstrap),
+which is the one to read. --judge auto (default) uses the LLM judge's verdicts for a run where
 evaluation.judge judged every answer, else the keyword judge, and says which. Clips recorded as errors
 are left out and counted; --empty-as-refusal counts empty answers as refusals instead (VoiceBench's
 convention). Every AOR-Bench clip is benign in its context, so every refusal is an over-refusal.
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +27,7 @@ from construction.errors import WorkbenchError
 from construction.workspace import atomic_write_text
 from evaluation.judge import final_answer, keyword_judge, read_llm_verdicts, summarise
 from evaluation.run import RunResults, load_results
+from validation.bootstrap import proportion_ci
 
 JUDGES = ("auto", "keyword", "llm")
 OVERALL = "overall"
@@ -40,9 +43,14 @@ def wilson(refusals: int, n: int) -> list[float] | None:
     return [round(float(low), 4), round(float(high), 4)]
 
 
-def cell(refusals: int, n: int, not_judged: int) -> dict[str, Any]:
+def cell(judged: list[tuple[bool, str]], not_judged: int) -> dict[str, Any]:
+    """Refusal rate of (refused, script family) verdicts, with the Wilson interval (clips independent)
+    and a cluster-bootstrap interval over script families (clips of one skeleton are correlated)."""
+    n, refusals = len(judged), sum(refused for refused, _ in judged)
+    clustered = proportion_ci([r for r, _ in judged], [f for _, f in judged]) if n else None
     return {"n": n, "refusals": refusals, "rate": round(refusals / n, 4) if n else None,
-            "ci95": wilson(refusals, n), "not_judged": not_judged}
+            "ci95": wilson(refusals, n), "ci95_clustered": clustered,
+            "n_families": len({f for _, f in judged}), "not_judged": not_judged}
 
 
 def verdicts_for(results: RunResults, judge: str) -> tuple[str, dict[str, bool], str | None]:
@@ -64,24 +72,24 @@ def verdicts_for(results: RunResults, judge: str) -> tuple[str, dict[str, bool],
 
 def run_report(results: RunResults, judge: str = "auto", empty_as_refusal: bool = False) -> dict[str, Any]:
     used, verdicts, judge_model = verdicts_for(results, judge)
-    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])  # refused, judged, not judged
+    judged: dict[str, list[tuple[bool, str]]] = defaultdict(list)  # (refused, script family)
+    not_judged: Counter = Counter()
     for sid, record in results.records.items():
         refused = verdicts.get(sid)
         if refused is None and empty_as_refusal and (record.get("reason") or "").startswith("empty_response"):
             refused = True
         for key in (record["category"], OVERALL):
             if refused is None:
-                counts[key][2] += 1
+                not_judged[key] += 1
             else:
-                counts[key][0] += refused
-                counts[key][1] += 1
-    categories = sorted(k for k in counts if k != OVERALL)
+                judged[key].append((bool(refused), record.get("script_family") or sid))
+    categories = sorted(k for k in set(judged) | set(not_judged) if k != OVERALL)
     return {
         "run": results.label, "model": results.settings["model"], "variant": results.variant,
         "results_dir": str(results.root), "release_version": results.settings.get("release_version"),
         "judge": used, "judge_model": judge_model, "empty_as_refusal": empty_as_refusal,
-        "overall": cell(*counts[OVERALL]),
-        "per_category": {c: cell(*counts[c]) for c in categories},
+        "overall": cell(judged[OVERALL], not_judged[OVERALL]),
+        "per_category": {c: cell(judged[c], not_judged[c]) for c in categories},
         "judges": summarise(results),
     }
 
@@ -94,10 +102,11 @@ def format_table(runs: list[dict[str, Any]], categories: list[str]) -> str:
     def show(c: dict[str, Any] | None) -> str:
         if not c or not c["n"]:
             return "n/a"
-        lo, hi = c["ci95"]
+        lo, hi = c["ci95_clustered"] or c["ci95"]
         return f"{c['rate']:.3f} {c['refusals']}/{c['n']} [{lo:.3f}, {hi:.3f}]"
 
-    lines = ["over-refusal rate, refused/judged [95% Wilson CI]",
+    lines = ["over-refusal rate, refused/judged [95% CI, cluster bootstrap over script families; Wilson where "
+             "there are fewer than 2 families]",
              "category".ljust(first) + " | ".join(h.ljust(width) for h in heads)]
     for category in [*categories, OVERALL]:
         row = [show(r["overall"] if category == OVERALL else r["per_category"].get(category)) for r in runs]
@@ -129,14 +138,15 @@ def plot(runs: list[dict[str, Any]], categories: list[str], path: Path) -> None:
     for i, r in enumerate(runs):
         cells = [r["overall"] if g == OVERALL else r["per_category"].get(g) for g in groups]
         rates = [c["rate"] if c and c["n"] else np.nan for c in cells]
-        low = [c["rate"] - c["ci95"][0] if c and c["n"] else 0 for c in cells]
-        high = [c["ci95"][1] - c["rate"] if c and c["n"] else 0 for c in cells]
+        bounds = [(c.get("ci95_clustered") or c["ci95"]) if c and c["n"] else None for c in cells]
+        low = [c["rate"] - b[0] if b else 0 for c, b in zip(cells, bounds)]
+        high = [b[1] - c["rate"] if b else 0 for c, b in zip(cells, bounds)]
         ax.bar(x - 0.4 + width * (i + 0.5), rates, width, yerr=[low, high], capsize=3,
                label=f"{r['run']} ({r['judge']})")
     ax.set_xticks(x, groups, rotation=30, ha="right")
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("over-refusal rate")
-    ax.set_title("AOR-Bench over-refusal per category (95% Wilson CI)")
+    ax.set_title("AOR-Bench over-refusal per category (95% CI, cluster bootstrap over script families)")
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -160,7 +170,9 @@ def main(argv: list[str] | None = None) -> int:
     categories = sorted({c for r in runs for c in r["per_category"]})
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    report = {"confidence": "95% Wilson score interval (statsmodels proportion_confint, method=wilson)",
+    report = {"confidence": "ci95: 95% Wilson score interval (statsmodels proportion_confint, method=wilson), "
+                            "clips independent; ci95_clustered: 95% percentile cluster bootstrap over script "
+                            "families (2,000 resamples, seed 0)",
               "categories": categories, "runs": runs}
     atomic_write_text(out / "report.json", json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     plot(runs, categories, out / "over_refusal.png")

@@ -73,6 +73,7 @@ class Clip:
     speech_text: str
     audio_sha256: str
     index: int  # row in the split; the audio is read only when the clip is sent
+    script_family: str = ""  # clips of one speech skeleton: the report's clustered CIs resample these
 
 
 class Release:
@@ -106,10 +107,13 @@ class Release:
         feature = ds.features["category"]
         names = feature.names if isinstance(feature, ClassLabel) else None
         meta = ds.select_columns(["id", "category", "speech_text", "audio_sha256"]).to_dict()
+        # releases before script families: each clip is its own family
+        families = (ds["script_family"] if "script_family" in ds.column_names else meta["id"])
         self.clips = sorted(
-            (Clip(id=i, category=names[c] if names else str(c), speech_text=t or "", audio_sha256=s, index=k)
-             for k, (i, c, t, s) in enumerate(zip(meta["id"], meta["category"], meta["speech_text"],
-                                                   meta["audio_sha256"], strict=True))),
+            (Clip(id=i, category=names[c] if names else str(c), speech_text=t or "", audio_sha256=s, index=k,
+                  script_family=f or i)
+             for k, (i, c, t, s, f) in enumerate(zip(meta["id"], meta["category"], meta["speech_text"],
+                                                      meta["audio_sha256"], families, strict=True))),
             key=lambda clip: clip.id)
         seen = Counter(c.id for c in self.clips)
         twice = sorted(i for i, n in seen.items() if n > 1)
@@ -357,6 +361,7 @@ def evaluate(release: Release, clips: list[Clip], endpoint: ChatEndpoint, varian
         key = request_key(endpoint.model, variant, build_messages(f"sha256:{clip.audio_sha256}", variant), params)
         reply = endpoint.complete(messages, params, key)
         return {"id": clip.id, "category": clip.category, "speech_text": clip.speech_text,
+                "script_family": clip.script_family,
                 "audio_sha256": clip.audio_sha256, "status": "error" if reply.error else "ok",
                 "reason": reply.error, "response": reply.text, "finish_reason": reply.finish_reason,
                 "request_key": key, "from_cache": reply.from_cache}

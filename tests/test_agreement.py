@@ -369,7 +369,7 @@ def test_workspace_command(tmp_path: Path) -> None:
     report = json.loads((ws.root / "reports" / "agreement.json").read_text())
     assert set(report) == {"overall", "per_category", "fleiss_kappa", "cohen_pairwise", "annotators",
                            "consensus", "level", "labels"}
-    shape = {"alpha", "ci95", "n_units", "n_annotators", "note"}
+    shape = {"alpha", "ci95", "ci95_clustered", "n_families", "n_units", "n_annotators", "note"}
     assert set(report["overall"]) == shape
     assert set(report["per_category"]) == {"cooking_household", "video_games"}
     assert all(set(v) == shape for v in report["per_category"].values())

@@ -356,8 +356,9 @@ def test_llm_judge_keeps_raw_output_and_reports_agreement(release, plain_run):
 
 # --- report -----------------------------------------------------------------------------------------------------
 
-def fake_run(root: Path, model: str, answers: dict[str, list[str | None]]) -> Path:
-    """A results folder written by hand: category -> answers (None: a request that failed)."""
+def fake_run(root: Path, model: str, answers: dict[str, list[str | None]], family_size: int = 1) -> Path:
+    """A results folder written by hand: category -> answers (None: a request that failed); clips come
+    in script families of `family_size` consecutive clips."""
     root.mkdir(parents=True)
     settings = {"format": run_mod.FORMAT, "model": model, "variant": "plain", "release_version": "0.1.0"}
     (root / "run.json").write_text(json.dumps(settings))
@@ -366,6 +367,7 @@ def fake_run(root: Path, model: str, answers: dict[str, list[str | None]]) -> Pa
         for i, text in enumerate(texts):
             reason = None if text else ("http_500: down" if text is None else "empty_response (finish_reason stop)")
             rows.append({"id": f"{category}-{i}", "category": category, "speech_text": "x",
+                         "script_family": f"{category}-family-{i // family_size}",
                          "status": "ok" if text else "error", "reason": reason, "response": text or None,
                          "request_key": f"k{category}{i}"})
     (root / "responses.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -392,7 +394,9 @@ def test_report_rates_and_wilson_intervals_on_known_data(tmp_path):
     assert second["per_category"]["kitchen"]["ci95"] == pytest.approx([0.7225, 1.0], abs=1e-4)
     assert report["categories"] == ["games", "kitchen"]
     assert "model-a [plain] (keyword)" in proc.stdout and "model-b [plain] (keyword)" in proc.stdout
-    assert "0.300 3/10 [0.108, 0.603]" in proc.stdout
+    lo, hi = kitchen["ci95_clustered"]  # ten families of one clip: the iid bootstrap, near Wilson
+    assert kitchen["n_families"] == 10 and 0.0 <= lo < 0.3 < hi <= 0.7
+    assert f"0.300 3/10 [{lo:.3f}, {hi:.3f}]" in proc.stdout
     assert (out / "over_refusal.png").read_bytes().startswith(b"\x89PNG")
 
     # VoiceBench's convention on request: the empty answer counts as a refusal
@@ -403,6 +407,20 @@ def test_report_rates_and_wilson_intervals_on_known_data(tmp_path):
         report_mod.main([str(a), "--out", str(tmp_path / "r3"), "--judge", "llm"])
     with pytest.raises(WorkbenchError, match="not an evaluation run"):
         report_mod.main([str(tmp_path), "--out", str(tmp_path / "r4")])
+
+
+def test_report_clusters_the_interval_on_script_families(tmp_path):
+    refuse, comply = "I'm sorry, but I can't help with that.", "Sure, here you go."
+    # 20 clips in 4 families of 5 that answer alike: 2 families refuse, 2 comply
+    answers = {"kitchen": [refuse] * 10 + [comply] * 10}
+    clustered = fake_run(tmp_path / "c", "m", answers, family_size=5)
+    report_mod.main([str(clustered), "--out", str(tmp_path / "rc")])
+    cell = json.loads((tmp_path / "rc" / "report.json").read_text())["runs"][0]["per_category"]["kitchen"]
+    assert cell["rate"] == 0.5 and cell["n_families"] == 4
+    # by hand: a resample draws 4 families; the rate is k/4 with k ~ Binomial(4, 1/2), so the 2.5 and
+    # 97.5 percentiles are 0 and 1 (P(k=0) = P(k=4) = 1/16 > 2.5 %), while Wilson on 20 clips is narrow
+    assert cell["ci95_clustered"] == [0.0, 1.0]
+    assert cell["ci95"] == pytest.approx([0.2993, 0.7007], abs=1e-3)
 
 
 def test_report_uses_the_llm_judge_once_every_answer_has_a_verdict(plain_run, tmp_path):

@@ -39,6 +39,7 @@ from construction.errors import WorkbenchError
 from construction.record import Annotation, Sample
 from construction.runner import summarize
 from construction.workspace import Rejected, Workspace, atomic_write_text
+from validation.bootstrap import cluster_bootstrap
 
 LEVELS = ("nominal", "ordinal", "interval", "ratio")
 RATING_COLUMNS = ("unit_id", "annotator_id", "label")
@@ -192,16 +193,20 @@ def prepare_ratings(ratings: pd.DataFrame | Iterable[Sequence[Any]] | Ratings, l
 @dataclass
 class AlphaResult:
     alpha: float | None
-    ci95: tuple[float, float] | None
+    ci95: tuple[float, float] | None  # resampling units: too narrow when units come in script families
     n_units: int  # units with 2+ ratings: the ones alpha is computed over
     n_annotators: int
     n_ratings: int
     note: str
     level: str = "nominal"
+    ci95_clustered: tuple[float, float] | None = None  # resampling whole script families
+    n_families: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The shape the report and the release exporter read."""
         return {"alpha": _round(self.alpha), "ci95": [_round(x) for x in self.ci95] if self.ci95 else None,
+                "ci95_clustered": [_round(x) for x in self.ci95_clustered] if self.ci95_clustered else None,
+                "n_families": self.n_families,
                 "n_units": self.n_units, "n_annotators": self.n_annotators, "note": self.note}
 
 
@@ -255,8 +260,10 @@ def bootstrap_alpha(value_counts: np.ndarray, domain_values: np.ndarray, level: 
 
 
 def krippendorff_alpha(ratings: pd.DataFrame | Iterable[Sequence[Any]] | Ratings, level: str = "nominal",
-                       labels: Sequence[Any] | None = None, n_boot: int = 1000, seed: int = 0) -> AlphaResult:
-    """Krippendorff's alpha (missing ratings allowed) with a seeded unit-bootstrap 95% CI."""
+                       labels: Sequence[Any] | None = None, n_boot: int = 1000, seed: int = 0,
+                       families: Mapping[str, str] | None = None) -> AlphaResult:
+    """Krippendorff's alpha (missing ratings allowed) with a seeded unit-bootstrap 95% CI and, given
+    `families` (unit id -> script family), a cluster-bootstrap CI that resamples whole families."""
     r = prepare_ratings(ratings, level, labels)
     n_units = int((r.value_counts.sum(axis=1) >= 2).sum())
     n_annotators = len(r.annotators)
@@ -270,6 +277,14 @@ def krippendorff_alpha(ratings: pd.DataFrame | Iterable[Sequence[Any]] | Ratings
                            "; ".join(["alpha is undefined for these ratings (expected disagreement is 0)", *notes]),
                            level)
     ci, n_undefined = bootstrap_alpha(r.value_counts, r.domain_values, level, n_boot, seed)
+    clustered, n_families = None, None
+    if families is not None:
+        pairable = r.value_counts.sum(axis=1) >= 2
+        counts = r.value_counts[pairable]
+        clusters = [families.get(unit, unit) for unit, keep in zip(r.units, pairable) if keep]
+        n_families = len(set(clusters))
+        clustered, _ = cluster_bootstrap(clusters, lambda idx: _alpha_from_counts(counts[idx], r.domain_values, level),
+                                         n_boot, seed)
     summary = f"{level} alpha over {n_units} units with 2+ ratings ({len(r.frame)} ratings, {n_annotators} annotators)"
     if ci is None:
         summary += "; no CI (fewer than 2 units with 2+ ratings)" if n_units < 2 else "; no CI (bootstrap undefined)"
@@ -277,7 +292,10 @@ def krippendorff_alpha(ratings: pd.DataFrame | Iterable[Sequence[Any]] | Ratings
         summary += f"; 95% CI from {n_boot} unit-bootstrap resamples (seed {seed})"
         if n_undefined:
             summary += f", {n_undefined} resamples without variation skipped"
-    return AlphaResult(value, ci, n_units, n_annotators, len(r.frame), "; ".join([summary, *notes]), level)
+    if families is not None:
+        summary += f"; clustered CI resamples {n_families} script families"
+    return AlphaResult(value, ci, n_units, n_annotators, len(r.frame), "; ".join([summary, *notes]), level,
+                       clustered, n_families)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -391,12 +409,13 @@ def label_distribution(ratings: pd.DataFrame | Iterable[Sequence[Any]] | Ratings
 
 
 def agreement_summary(ratings: pd.DataFrame | Iterable[Sequence[Any]], level: str = "nominal",
-                      labels: Sequence[Any] | None = None, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
+                      labels: Sequence[Any] | None = None, n_boot: int = 1000, seed: int = 0,
+                      families: Mapping[str, str] | None = None) -> dict[str, Any]:
     """All statistics for one set of ratings (alpha at `level`; the kappas are nominal)."""
     r = prepare_ratings(ratings, level, labels)
     nominal = r if level == "nominal" else prepare_ratings(ratings, "nominal", labels)
     return {
-        "overall": krippendorff_alpha(r, level, n_boot=n_boot, seed=seed).to_dict(),
+        "overall": krippendorff_alpha(r, level, n_boot=n_boot, seed=seed, families=families).to_dict(),
         "fleiss_kappa": fleiss_kappa(nominal),
         "cohen_pairwise": pairwise_cohen(nominal),
         "annotators": annotator_agreement(nominal),
@@ -568,9 +587,10 @@ def _fmt(x: float | None, digits: int = 3) -> str:
 
 
 def _alpha_line(name: str, entry: dict[str, Any]) -> str:
-    ci = entry["ci95"]
-    ci_text = f"[{_fmt(ci[0])}, {_fmt(ci[1])}]" if ci else "      -       "
-    line = f"  {name:<24} {_fmt(entry['alpha']):>6}  {ci_text:<16} {entry['n_units']:>7} {entry['n_annotators']:>6}"
+    texts = [f"[{_fmt(ci[0])}, {_fmt(ci[1])}]" if ci else "      -       "
+             for ci in (entry["ci95"], entry.get("ci95_clustered"))]
+    line = (f"  {name:<24} {_fmt(entry['alpha']):>6}  {texts[0]:<16} {texts[1]:<16} {entry['n_units']:>7} "
+            f"{entry['n_annotators']:>6}")
     return line if entry["alpha"] is not None else f"{line}   ({entry['note'].split(';')[0]})"
 
 
@@ -578,7 +598,8 @@ def format_summary(summary: dict[str, Any], per_category: Mapping[str, dict[str,
                    consensus: Mapping[str, int] | None = None, max_annotators: int = 10) -> str:
     """A readable table of the statistics for the terminal."""
     lines = [f"Krippendorff's alpha ({summary['level']}), labels {summary['labels']}",
-             f"  {'':<24} {'alpha':>6}  {'95% CI':<16} {'units':>7} {'raters':>6}",
+             f"  {'':<24} {'alpha':>6}  {'95% CI (units)':<16} {'95% CI (families)':<16} {'units':>7} "
+             f"{'raters':>6}",
              _alpha_line("overall", summary["overall"])]
     for cat, entry in (per_category or {}).items():
         lines.append(_alpha_line(cat, entry))
@@ -669,13 +690,16 @@ def run_workspace(ws: Workspace, rule: ConsensusRule = ConsensusRule(), level: s
         raise WorkbenchError(f"{ws.manifest_path(INPUT_STAGE)} holds no samples; nothing to validate")
     labels = list(labels or rule.labels)
     ratings = samples_to_ratings(samples)
-    summary = agreement_summary(ratings, level, labels, n_boot, seed)
+    # samples of one skeleton are correlated: the clustered CIs resample families (older builds: each
+    # sample its own family)
+    families = {s.sample_id: s.script_family or s.sample_id for s in samples}
+    summary = agreement_summary(ratings, level, labels, n_boot, seed, families)
     category_of = {s.sample_id: s.category for s in samples}
     per_category: dict[str, dict[str, Any]] = {}
     label_counts: dict[str, dict[str, int]] = {"overall": summary["label_counts"]}
     for cat in sorted(set(category_of.values())):
         subset = ratings[ratings["unit_id"].map(category_of) == cat]
-        per_category[cat] = krippendorff_alpha(subset, level, labels, n_boot, seed).to_dict()
+        per_category[cat] = krippendorff_alpha(subset, level, labels, n_boot, seed, families).to_dict()
         label_counts[cat] = label_distribution(subset, labels)
 
     decisions = [decide(s, rule) for s in samples]
