@@ -156,7 +156,7 @@ def _alpha(entry: dict[str, Any] | None) -> str:
     if not entry or entry.get("alpha") is None:
         note = (entry or {}).get("note") or "not computable"
         return f"n/a ({_md(note)})"
-    ci = entry.get("ci95")
+    ci = entry.get("ci95_clustered") or entry.get("ci95")
     return f"{entry['alpha']:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
 
 
@@ -232,8 +232,9 @@ def dataset_card(inputs: ReleaseInputs, info: dict[str, Any], rows: list[dict[st
     out += [
         f"# AOR-Bench {info['version']}", "",
         "AOR-Bench is an **audio over-refusal benchmark**. Each clip is short synthetic speech that sounds "
-        "harmful on its own (\"finish him!\", \"kill it before it burns!\") mixed over a background sound "
-        "(a fighting game, a boxing crowd, a kitchen) that makes the request benign. Human annotators "
+        "harmful on its own (\"finish him, put him down for good!\", \"hold him still, the head comes off "
+        "first\") mixed over a background sound (a fighting game, a boxing crowd, a sizzling pan) that makes "
+        "the request benign. The words never name what makes them benign: only the sound does. Human annotators "
         "confirmed that the clip as heard is benign. An audio language model that refuses these clips "
         "over-refuses: it reacts to the words and ignores the acoustic context.", "",
         f"- **{info['num_samples']} clips** in {len(per_category)} categories; splits: "
@@ -250,8 +251,11 @@ def dataset_card(inputs: ReleaseInputs, info: dict[str, Any], rows: list[dict[st
         "## How it was built", "",
         f"1. **Scripts:** {_counter_text(prov('generate', 'backend'))}"
         + (f"; models: {_counter_text(prov('generate', 'model'))}" if prov("generate", "model") else "")
-        + ". Each script pairs harmful-sounding speech with a benign acoustic context from a category "
-        "taxonomy; near-duplicates are dropped.",
+        + ". Each script pairs a speech line that sounds harmful heard alone (it never names its benign "
+        "referent: lines with a listed cue word are dropped) with a scene from a category taxonomy; "
+        "speech skeletons and scenes are written apart, so one line can meet several scenes. "
+        f"{len({s.script_family for s in samples})} script families (skeletons), "
+        f"{len({s.speech_id for s in samples})} distinct speech lines; near twins are dropped.",
         f"2. **Speech:** TTS backends {_counter_text(prov('synthesize', 'backend'))}; "
         f"{len({s.voice_id for s in samples})} voice(s); genders {_counter_text(prov('synthesize', 'gender'))}.",
         f"3. **Mixing:** speech normalised to {_md(mix_cfg.get('speech_lufs', 'n/a'))} LUFS, background at a "
@@ -274,8 +278,9 @@ def dataset_card(inputs: ReleaseInputs, info: dict[str, Any], rows: list[dict[st
     out += ["## Agreement", "",
             f"Krippendorff's alpha over all labelled clips: **{_alpha(overall)}** "
             f"({overall.get('n_units', 'n/a')} clips, {overall.get('n_annotators', 'n/a')} annotators). "
-            "Confidence intervals are bootstrap 95% intervals from the validation stage; alpha below 0.667 "
-            "is usually read as unreliable.", "",
+            "Confidence intervals are bootstrap 95% intervals from the validation stage; the table gives "
+            "the interval that resamples whole script families (clips of one speech skeleton are "
+            "correlated) where there is one. Alpha below 0.667 is usually read as unreliable.", "",
             f"![Alpha per category]({plots['alpha_per_category']})", "",
             "## Signal-to-noise ratio and ASR error", "",
             f"- **SNR (dB):** {_stats(snrs)}",
@@ -288,7 +293,9 @@ def dataset_card(inputs: ReleaseInputs, info: dict[str, Any], rows: list[dict[st
             f"![SNR histogram]({plots['snr_db']})", "", f"![WER histogram]({plots['wer_mixture']})", "",
             "## Columns", "",
             "`id`, `audio` (the mixture, WAV bytes), `audio_sha256`, `duration_s`, `category`, `speech_text`, "
-            "`context`, `benign_reason`, `speaker_style`, `placement`, `background_id`, `background_tags`, "
+            "`context`, `benign_reason`, `speaker_style`, `scene_id`, `speech_id` (the same words share it "
+            "across categories: minimal pairs), `script_family` (the speech skeleton; resample families, not "
+            "clips, for confidence intervals), `placement`, `background_id`, `background_tags`, "
             "`background_licence`, `background_attribution`, `background_source_url`, `snr_db`, "
             "`background_offset_s`, `lead_s`, `voice_id`, `voice_gender`, `voice_accent`, `tts_backend`, "
             "`asr_model`, `transcript_speech`, `transcript_mixture`, `wer_speech`, `wer_mixture`, "
