@@ -80,6 +80,9 @@ echo "generate against the local server took $(( $(date +%s) - started )) s; scr
 import json, sys, pathlib
 root = pathlib.Path(sys.argv[1]) / "manifests"
 for name in ("generate.jsonl", "generate.rejected.jsonl"):
+    if not (root / name).exists():
+        print(f"  no {name}: generate failed (see above)")
+        continue
     for line in (root / name).read_text().splitlines():
         row = json.loads(line)
         sample = row.get("sample", row)
