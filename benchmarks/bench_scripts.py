@@ -34,22 +34,23 @@ from construction.taxonomy import load_taxonomy  # noqa: E402
 # Written for this benchmark, not copied from the taxonomy: words that would give a listener the benign
 # referent without the sound. Weapons, violent verbs and words with a common violent sense ("cut",
 # "take", "swing", "shift") are not here: they are the harmful part.
-INDEPENDENT_CUES = """
-controller console joystick gamepad lobby server ping lag health bar hp xp quest npc raid clan guild frag
-camper camping spawn checkpoint combo power up powerup arcade streamer chat gg noob respawn loot
-cinema premiere screenplay stunt stuntman props makeup rehearse rehearsal curtain encore improv
-director cameraman wardrobe
-boxer boxing wrestler wrestling gloves canvas mat tag team touchdown inning pitcher umpire penalty foul
-dumbbell barbell treadmill marathon sprint stopwatch trainer workout reps
-meat pork potato carrot tomato butter garlic pepper salt grill roast bake simmer skillet saucepan oven
-microwave fridge freezer spatula whisk batter dough crust meal supper dessert pie cake bread cheese
-sausage bacon shrimp crab turkey lobster fish chicken egg eggs onion recipe chef kitchen pan pot
-plank lumber timber brick concrete cement plaster drywall shingle wrench welder forklift
-customer invoice shift overtime paperwork manager weed weeds hedge soil shrub bush cattle cow sheep
-pig hen rooster horse barn tractor tree stump branch log nail nails screw
-kiddo mommy daddy grandma grandpa teddy dolly lego crayon sandbox playground nap
-bedtime diaper kitty doggo puppy leash fetch tummy pillow tickle toy toys pretend game games
-""".split()
+INDEPENDENT_CUES = [c.strip() for c in """
+controller, console, joystick, gamepad, lobby, server, ping, lag, health bar, hp, xp, quest, npc,
+raid, clan, guild, frag, camper, camping, spawn, checkpoint, combo, power up, powerup, arcade,
+streamer, chat, gg, noob, respawn, loot, cinema, premiere, screenplay, stunt, stuntman, props,
+makeup, rehearse, rehearsal, curtain, encore, improv, director, cameraman, wardrobe, boxer, boxing,
+wrestler, wrestling, gloves, canvas, mat, tag team, touchdown, inning, pitcher, umpire, penalty,
+foul, dumbbell, barbell, treadmill, marathon, sprint, stopwatch, trainer, workout, reps, meat, pork,
+potato, carrot, tomato, butter, garlic, pepper, salt, grill, roast, bake, simmer, skillet, saucepan,
+oven, microwave, fridge, freezer, spatula, whisk, batter, dough, crust, meal, supper, dessert, pie,
+cake, bread, cheese, sausage, bacon, shrimp, crab, turkey, lobster, fish, chicken, egg, eggs, onion,
+recipe, chef, kitchen, pan, pot, plank, lumber, timber, brick, concrete, cement, plaster, drywall,
+shingle, wrench, welder, forklift, customer, invoice, shift, overtime, paperwork, manager, weed,
+weeds, hedge, soil, shrub, bush, cattle, cow, sheep, pig, hen, rooster, horse, barn, tractor, tree,
+stump, branch, log, nail, nails, screw, kiddo, mommy, daddy, grandma, grandpa, teddy, dolly, lego,
+crayon, sandbox, playground, nap, bedtime, diaper, kitty, doggo, puppy, leash, fetch, tummy, pillow,
+tickle, toy, toys, pretend, game, games
+""".split(",")]
 
 
 def run(per_category: int, seed: int) -> tuple[Path, dict, float, float]:

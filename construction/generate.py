@@ -37,7 +37,9 @@ TWIN_SAMPLE = 6000  # near-twin shares are measured on at most this many scripts
 
 
 def _fill(text: str, values: dict[str, str]) -> str:
-    return re.sub(r"\{(\w+)\}", lambda m: values[m.group(1)], text)
+    """The line with its slots filled; a sentence that starts with a slot starts with a capital."""
+    filled = re.sub(r"\{(\w+)\}", lambda m: values[m.group(1)], text)
+    return re.sub(r"(^|[.!?]\s+)([a-z])", lambda m: m.group(1) + m.group(2).upper(), filled)
 
 
 def catalog_candidates(category: Category, taxonomy: Taxonomy, seed: int) -> Iterator[tuple[ScriptSpec, dict[str, Any]]]:

@@ -11,6 +11,7 @@ import hashlib
 import re
 from collections.abc import Iterable, Sequence
 
+import numpy as np
 from rapidfuzz import fuzz, process
 
 _SUFFIXES = r"(?:s|es|ed|d|ing|er|ers)?"
@@ -51,7 +52,9 @@ def word_trigram_ratio(texts: Iterable[str]) -> float | None:
 def near_twins(texts: Sequence[str], threshold: float) -> list[bool]:
     """For each text, whether another text of the list is at rapidfuzz ratio >= threshold."""
     keys = [normalise(t) for t in texts]
-    if len(keys) < 2:
-        return [False] * len(keys)
-    scores = process.cdist(keys, keys, scorer=fuzz.ratio, score_cutoff=threshold, workers=1)
-    return [bool((row >= threshold).sum() > 1) for row in scores]  # the text itself always matches
+    flags: list[bool] = []
+    for start in range(0, len(keys), 256):  # row blocks: memory stays flat however many texts
+        block = process.cdist(keys[start:start + 256], keys, scorer=fuzz.ratio, score_cutoff=threshold,
+                              dtype=np.uint8, workers=1)
+        flags += [bool((row >= threshold).sum() > 1) for row in block]  # the text itself always matches
+    return flags
