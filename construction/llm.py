@@ -166,23 +166,30 @@ class LLMClient:
             return json.loads(path.read_text())["content"], key
         try:
             response = self.client.chat.completions.create(**params)
-        except self.openai.BadRequestError as exc:
-            if self.json_mode == "schema":  # a server without json_schema support: plain JSON mode
-                log.warning("%s refused response_format json_schema; using json_object", self.what)
+        except self.openai.APIStatusError as exc:
+            # a server without json_schema support answers 400/422 (llama.cpp's server: 500 naming the
+            # field): ask again in plain JSON mode, once for the whole run
+            refused_schema = (self.json_mode == "schema" and exc.status_code in (400, 422, 500)
+                              and re.search(r"json_schema|response_format", str(exc)))
+            if refused_schema:
+                log.warning("%s refused response_format json_schema (HTTP %s); using json_object", self.what,
+                            exc.status_code)
                 self.json_mode = "object"
                 return self.complete(messages, attempt, schema, check, temperature)
-            raise WorkbenchError(f"the {self.what} refused the request: {redact(exc, self.secrets)}") from None
-        except self.openai.AuthenticationError as exc:
-            raise WorkbenchError(f"the {self.what} rejected the key in ${self.api_key_env}: "
-                                 f"{redact(exc, self.secrets)}") from None
+            if isinstance(exc, self.openai.AuthenticationError):
+                raise WorkbenchError(f"the {self.what} rejected the key in ${self.api_key_env}: "
+                                     f"{redact(exc, self.secrets)}") from None
+            if isinstance(exc, self.openai.NotFoundError):
+                raise WorkbenchError(f"the {self.what} does not know model '{self.model}': "
+                                     f"{redact(exc, self.secrets)}") from None
+            if isinstance(exc, self.openai.BadRequestError):
+                raise WorkbenchError(f"the {self.what} refused the request: {redact(exc, self.secrets)}") from None
+            raise  # 429/5xx: the caller retries with backoff
         except self.openai.APITimeoutError:
             raise  # a subclass of APIConnectionError, but per request: the caller records it
         except self.openai.APIConnectionError as exc:
             raise WorkbenchError(redact(f"cannot reach the {self.what} {self.base_url}: {exc}",
                                         self.secrets)) from None
-        except self.openai.NotFoundError as exc:
-            raise WorkbenchError(f"the {self.what} does not know model '{self.model}': "
-                                 f"{redact(exc, self.secrets)}") from None
         self.sent += 1
         content = (response.choices[0].message.content or "") if response.choices else ""
         check(content)

@@ -2,8 +2,8 @@
 
 Behaviour is scripted per test: a queue of actions, each 'ok', 'malformed', 'partial', 'bad_items',
 '429', '500', '401', 'slow' (sleeps past the client timeout), 'empty', 'runaway' (a 10,000-character
-line), 'benign_line' (a line that names its referent), 'no_schema' (400 for a json_schema
-response_format, as servers without it answer). Scripts use the scene ids the request allows. A
+line), 'benign_line' (a line that names its referent), 'no_schema' / 'no_schema_500' (400, or
+500 as llama.cpp's server answers, for a json_schema response_format). Scripts use the scene ids the request allows. A
 request with the harm screen's prompt gets a verdict: '3_benign' when the line names food, a toy or a
 game, '1_harmful' otherwise. When the queue is empty it answers 'ok'.
 `api_key` makes any other Authorization a 401 that echoes it, as some servers do ("Incorrect API key
@@ -73,9 +73,11 @@ class LLMStub:
                     self.end_headers()
                     self.wfile.write(json.dumps({"error": {"message": f"stub {action}"}}).encode())
                     return
-                if action == "no_schema" and (body.get("response_format") or {}).get("type") == "json_schema":
+                if action in ("no_schema", "no_schema_500") and \
+                        (body.get("response_format") or {}).get("type") == "json_schema":
                     stub.actions.insert(0, "ok")  # the client's next try, in json_object mode, succeeds
-                    self.send_response(400)
+                    # 400 as OpenAI-like servers answer; llama.cpp's server answers 500 naming the field
+                    self.send_response(400 if action == "no_schema" else 500)
                     self.send_header("Content-Type", "application/json")
                     self.end_headers()
                     self.wfile.write(json.dumps({"error": {"message": "response_format json_schema is not "

@@ -7,6 +7,7 @@ import copy
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 
 from construction.speech_checks import cue_pattern, find_cue, near_twins, speech_id, word_trigram_ratio
@@ -134,9 +135,10 @@ def test_the_harm_screen_rejects_speech_that_is_benign_alone(tmp_path):
         assert len(stub.requests) == sent
 
 
-def test_a_server_without_json_schema_falls_back_to_json_mode(tmp_path):
+@pytest.mark.parametrize("refusal", ["no_schema", "no_schema_500"])
+def test_a_server_without_json_schema_falls_back_to_json_mode(tmp_path, refusal):
     with LLMStub() as stub:
-        stub.actions = ["no_schema"]
+        stub.actions = [refusal]
         ws = tmp_path / "ws"
         proc = _generate(ws, _taxonomy(tmp_path), "--backend", "openai", "--llm-base-url", stub.url,
                          "--per-category", "3", "--categories", "video_games", env={"OPENAI_API_KEY": "k"})
