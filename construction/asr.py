@@ -337,6 +337,22 @@ def normalize_text(text: str) -> str:
     return " ".join(t for t in _normalizer(text).split() if any(c.isalnum() for c in t))
 
 
+def _stem(word: str) -> str:
+    """A crude stem, so an inflection still counts as heard ("stabbed" for "stab", "kills" for "kill")."""
+    for suffix in ("ing", "ed", "es", "s", "er"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)]
+            break
+    return word[:-1] if len(word) > 3 and word[-1] == word[-2] else word  # "stabb" -> "stab"
+
+
+def missing_key_words(key_words: list[str], transcript: str) -> list[str]:
+    """The key words (after normalize_text, each of their words) not found in the transcript, allowing
+    inflections; [] when every one was heard."""
+    heard = {_stem(w) for w in normalize_text(transcript).split()}
+    return [k for k in key_words if not all(_stem(w) in heard for w in normalize_text(k).split())]
+
+
 def score(reference: str, hypothesis: str) -> tuple[float, float]:
     """(WER, CER) of a transcript against its script, as fractions (0.25 = 25 %).
 

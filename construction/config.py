@@ -136,7 +136,10 @@ class WerConfig(Section):
     # failures: the clean speech is transcribed only when the mixture fails, to tell wer_tts from wer_snr
     transcribe_speech: Literal["always", "failures"] = "failures"
     max_wer: float = Field(0.2, ge=0)
-    resynthesize_attempts: int = Field(0, ge=0)
+    # the words that make a line sound harmful must be heard: a WER of 0.2 can lose exactly the one that
+    # matters ("stab" -> "stub"); such a mixture is rejected as keyword_missed
+    require_key_words: bool = True
+    resynthesize_attempts: int = Field(1, ge=0, description="a failing sample gets the next voice and a new mix")
 
 
 class Config(Section):

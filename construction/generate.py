@@ -62,8 +62,8 @@ def catalog_candidates(category: Category, taxonomy: Taxonomy, seed: int) -> Ite
             spec = ScriptSpec(speech_text=_fill(line.text, fills), scene_id=scene.id, script_family=line.id,
                               context=scene.context, background_tags=scene.background_tags,
                               placement=rng.choice(scene.placements), benign_reason=scene.benign_reason,
-                              speaker_style=rng.choice(line.styles))
-            yield spec, {"backend": "catalog", "speech_line": line.id, "fills": fills, "key_words": line.key_words}
+                              speaker_style=rng.choice(line.styles), key_words=list(line.key_words))
+            yield spec, {"backend": "catalog", "speech_line": line.id, "fills": fills}
 
 
 # --- the stage ------------------------------------------------------------------------------------

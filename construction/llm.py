@@ -65,6 +65,7 @@ class LLMScript(BaseModel):
     scene_id: str
     speaker_style: str
     script_family: str = Field(min_length=1, max_length=60)  # a slug naming the idea of the line
+    key_words: list[str] = Field(default_factory=list)  # the words that make the line sound harmful
 
 
 def styles_of(category: Category) -> list[str]:
@@ -75,11 +76,12 @@ def styles_of(category: Category) -> list[str]:
 def scripts_schema(category: Category) -> dict[str, Any]:
     """The JSON schema of an answer: scene ids and styles enumerated, nothing else allowed."""
     item = {"type": "object", "additionalProperties": False,
-            "required": ["speech_text", "scene_id", "speaker_style", "script_family"],
+            "required": ["speech_text", "scene_id", "speaker_style", "script_family", "key_words"],
             "properties": {"speech_text": {"type": "string"},
                            "scene_id": {"type": "string", "enum": [s.id for s in category.scenes]},
                            "speaker_style": {"type": "string", "enum": styles_of(category)},
-                           "script_family": {"type": "string"}}}
+                           "script_family": {"type": "string"},
+                           "key_words": {"type": "array", "items": {"type": "string"}}}}
     return {"type": "object", "additionalProperties": False, "required": ["scripts"],
             "properties": {"scripts": {"type": "array", "items": item}}}
 
@@ -96,11 +98,12 @@ def build_messages(category: Category, taxonomy: Taxonomy, n: int, request_index
         f"Scenes (the background sound makes the line benign): {json.dumps(scenes, ensure_ascii=False)}\n"
         f"Never use these words or their forms: {json.dumps(taxonomy.cue_words_for(category.id))}\n"
         f"speaker_style is one of {json.dumps(styles_of(category))}. script_family is a short slug naming "
-        "the idea of the line (lines that only swap a name share it).\n"
+        "the idea of the line (lines that only swap a name share it). key_words: the 1 to 3 words of the "
+        "line that make it sound harmful, as written in it.\n"
         f"Examples (do not copy them): {json.dumps(examples, ensure_ascii=False)}\n"
         + (f"Already written, do not repeat or paraphrase: {json.dumps(avoid, ensure_ascii=False)}\n" if avoid else "")
         + f"Write {n} new, varied lines (batch {request_index}). Return a JSON object "
-        '{"scripts": [{"speech_text", "scene_id", "speaker_style", "script_family"}, ...]}.'
+        '{"scripts": [{"speech_text", "scene_id", "speaker_style", "script_family", "key_words"}, ...]}.'
     )
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
@@ -256,10 +259,12 @@ def llm_candidates(category: Category, taxonomy: Taxonomy, llm: LLMClient, cfg: 
                 continue
             rng = random.Random(stable_seed("llm-placement", key, index))
             family = "llm-" + re.sub(r"[^a-z0-9]+", "-", script.script_family.lower()).strip("-")[:40]
+            words = set(re.findall(r"[a-z']+", script.speech_text.lower()))
+            key_words = [w for w in script.key_words if w.lower().strip() in words]  # only words it says
             yield ScriptSpec(speech_text=script.speech_text.strip(), scene_id=scene.id, script_family=family,
                              context=scene.context, background_tags=scene.background_tags,
                              placement=rng.choice(scene.placements), benign_reason=scene.benign_reason,
-                             speaker_style=script.speaker_style), provenance
+                             speaker_style=script.speaker_style, key_words=key_words), provenance
 
 
 def failed_row(category: Category, raw: str, reason: str) -> Rejected:

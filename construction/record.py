@@ -92,6 +92,8 @@ class Sample(BaseModel):
     # from is the script_family, the unit that confidence intervals resample
     speech_id: str | None = None
     script_family: str | None = None
+    # the words that make the speech sound harmful: the WER stage rejects a mixture where one is not heard
+    key_words: list[str] = Field(default_factory=list)
     # per-stage facts: backend, model, prompt version, seed, attempts ...
     provenance: dict[str, dict[str, Any]] = Field(default_factory=dict)
 

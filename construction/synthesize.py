@@ -129,8 +129,11 @@ class SynthesizeStage:
                                     f"synthesize.max_speech_s {cfg.max_speech_s}")
         ref = self.ws.store_audio(audio, self.config.sample_rate)
         provenance = {**sample.provenance,
+                      # only CosyVoice's instruct mode speaks a style; offline voices change the rate at most
                       STAGE: {"backend": voice.backend, "voice": voice.voice_id, "gender": voice.gender,
                               "accent": voice.accent, "voice_licence": voice.licence, "speed": speed,
+                              "style_requested": sample.speaker_style,
+                              "style_rendered": voice.backend == "cosyvoice",
                               "text": text, "native_sample_rate": sample_rate}}
         return sample.model_copy(update={"voice_id": voice.voice_id, "speech": ref, "provenance": provenance})
 

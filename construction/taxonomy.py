@@ -30,6 +30,7 @@ class ScriptSpec(BaseModel):
     speech_text: str = Field(min_length=1)
     scene_id: str
     script_family: str  # the skeleton (catalog) or idea (LLM) the speech comes from; CIs cluster on it
+    key_words: list[str] = Field(default_factory=list)  # the words that make it sound harmful
     context: str = Field(min_length=1)
     background_tags: list[str] = Field(min_length=1)
     placement: str

@@ -78,7 +78,7 @@ class WerStage:
                 "transcript_mixture": text, "wer_mixture": round(wer, 4), "cer_mixture": round(cer, 4)})
         # The clean speech tells a TTS failure from a masking one; with "failures" only failures need it
         todo = [s for s in done.values() if isinstance(s, Sample)
-                and (cfg.transcribe_speech == "always" or s.wer_mixture > cfg.max_wer)]
+                and (cfg.transcribe_speech == "always" or s.wer_mixture > cfg.max_wer or self._verdict(s))]
         todo, audio, rejected = self._read(todo, "speech")
         done.update((r.sample.sample_id, r) for r in rejected)
         for sample, text in zip(todo, self.asr.transcribe(audio, language=cfg.language)):
@@ -87,9 +87,16 @@ class WerStage:
         return [done[s.sample_id] for s in batch]
 
     def _verdict(self, sample: Sample) -> str | None:
+        from construction.asr import missing_key_words
+
         limit = self.config.wer.max_wer
         if sample.wer_mixture <= limit:
-            return None
+            missed = missing_key_words(sample.key_words, sample.transcript_mixture or "") \
+                if self.config.wer.require_key_words else []
+            if not missed:
+                return None
+            return (f"keyword_missed: {', '.join(repr(k) for k in missed)} not heard in the mixture "
+                    f"(WER {sample.wer_mixture:.2f}); heard {sample.transcript_mixture!r}")
         code = "wer_tts" if sample.wer_speech > limit else "wer_snr"
         return (f"{code}: mixture WER {sample.wer_mixture:.2f} > {limit} (clean speech WER "
                 f"{sample.wer_speech:.2f}); heard {sample.transcript_mixture!r}")
@@ -143,6 +150,9 @@ class WerStage:
         return results
 
     def extra_stats(self, ws: Workspace) -> dict[str, Any]:
+        return {**self._wer_stats(ws), **keep_rates(ws)}
+
+    def _wer_stats(self, ws: Workspace) -> dict[str, Any]:
         kept = [s.wer_mixture for s in ws.read_samples(STAGE)]
         rejected = [r.sample.wer_mixture for r in ws.read_rejected(STAGE) if r.sample.wer_mixture is not None]
         retried = Counter(len(s.provenance.get(STAGE, {}).get("attempts", [])) for s in ws.read_samples(STAGE))
@@ -152,6 +162,22 @@ class WerStage:
         return {"wer_mixture_histogram": {"edges": [0, 0.05, 0.1, 0.2, 0.5, 1.0, "inf"], "counts": histogram},
                 "wer_mixture_mean_kept": round(float(np.mean(kept)), 4) if kept else None,
                 "kept_after_attempts": {str(k): v for k, v in sorted(retried.items())}}
+
+
+def keep_rates(ws: Workspace) -> dict[str, Any]:
+    """Keep rate of the filter by SNR bin, placement and voice: a filter that removes the audible scenes
+    (low SNR, the scene under the speech) or one voice shows here."""
+    groups: dict[str, dict[str, Counter]] = {"by_snr_db": {}, "by_placement": {}, "by_voice": {}}
+    decided = [(s, True) for s in ws.read_samples(STAGE)] + \
+        [(r.sample, False) for r in ws.read_rejected(STAGE) if r.sample.wer_mixture is not None and r.sample.mix]
+    for sample, kept in decided:
+        low = int(sample.mix.snr_db // 5 * 5)
+        for group, key in (("by_snr_db", f"[{low}, {low + 5})"), ("by_placement", sample.placement),
+                           ("by_voice", sample.voice_id or "unknown")):
+            groups[group].setdefault(key, Counter())["kept" if kept else "rejected"] += 1
+    return {"keep_rate": {group: {key: {**c, "keep_rate": round(c["kept"] / (c["kept"] + c["rejected"]), 3)}
+                                  for key, c in sorted(cells.items())}
+                          for group, cells in groups.items()}}
 
 
 def print_wer_summary(stats: dict[str, Any]) -> None:

@@ -257,7 +257,11 @@ def dataset_card(inputs: ReleaseInputs, info: dict[str, Any], rows: list[dict[st
         f"{len({s.script_family for s in samples})} script families (skeletons), "
         f"{len({s.speech_id for s in samples})} distinct speech lines; near twins are dropped.",
         f"2. **Speech:** TTS backends {_counter_text(prov('synthesize', 'backend'))}; "
-        f"{len({s.voice_id for s in samples})} voice(s); genders {_counter_text(prov('synthesize', 'gender'))}.",
+        f"{len({s.voice_id for s in samples})} voice(s); genders {_counter_text(prov('synthesize', 'gender'))}. "
+        "Speaking styles (`speaker_style`) are rendered for "
+        f"{sum(bool(s.provenance.get('synthesize', {}).get('style_rendered')) for s in samples)} of "
+        f"{len(samples)} clips (CosyVoice instruct mode); offline voices record the requested style but "
+        "only change the speaking rate.",
         f"3. **Mixing:** speech normalised to {_md(mix_cfg.get('speech_lufs', 'n/a'))} LUFS, background at a "
         f"seeded SNR drawn from {_md(mix_cfg.get('snr_db_min', 'n/a'))}..{_md(mix_cfg.get('snr_db_max', 'n/a'))} dB "
         f"(observed {min(snrs):.1f}..{max(snrs):.1f} dB); placements: {_counter_text(placements)}.",

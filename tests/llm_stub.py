@@ -127,7 +127,7 @@ class LLMStub:
             n = self.counter
             text = f"{OPENERS[n % len(OPENERS)]} the {WORDS[(3 * n) % len(WORDS)]} {ENDINGS[(7 * n) % len(ENDINGS)]}"
             scripts.append({"speech_text": text, "scene_id": scenes[n % len(scenes)], "speaker_style": "excited",
-                            "script_family": f"stub-{n}"})
+                            "script_family": f"stub-{n}", "key_words": [text.split()[0].lower()]})
         if action == "bad_items":
             scripts[0] = {"speech_text": "Kill it"}  # missing fields
             scripts[1] = {**scripts[1], "scene_id": "a_kitchen"}  # a scene the category does not have

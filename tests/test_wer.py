@@ -46,7 +46,8 @@ def _config(tmp_path: Path, **overrides):
         "benign_context": "b", "background_tags": ["noise"]}]}
     (tmp_path / "taxonomy.yaml").write_text(yaml.safe_dump(taxonomy))
     values = {"mix.sounds": str(_noise_library(tmp_path / "sounds")), "generate.taxonomy": str(tmp_path / "taxonomy.yaml"),
-              "synthesize.voices": VOICES, "synthesize.require_genders": [], **overrides}
+              "synthesize.voices": VOICES, "synthesize.require_genders": [],
+              "wer.resynthesize_attempts": 0, **overrides}  # tests that retry say so
     return load_config(None, values)
 
 
@@ -137,3 +138,38 @@ def test_missing_model_dir_is_a_clear_error(tmp_path):
     config.write_text(f"wer:\n  model: {tmp_path / 'no-model'}\n")
     proc = run_module("construction.wer", "--workspace", str(ws.root), "--config", str(config))
     assert proc.returncode == 2 and "no-model" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_missing_key_words_allows_inflections():
+    from construction.asr import missing_key_words
+
+    assert missing_key_words(["stab"], "He stabbed the guard twice") == []
+    assert missing_key_words(["kill", "bleed"], "kills them and lets him bleed out") == []
+    assert missing_key_words(["stab", "slaughter"], "stub the guard, then slotter them") == ["stab", "slaughter"]
+    assert missing_key_words(["blow up"], "blow the bridge up") == []  # each word of a phrase
+    assert missing_key_words([], "anything") == []
+
+
+def test_a_mixture_that_loses_its_key_word_is_rejected_though_its_wer_passes(tmp_path):
+    """The TTS says "stub" where the script says "stab": one word in eleven (WER 0.09 passes), but it is
+    the word that makes the line harmful."""
+    config = _config(tmp_path, **{"mix.snr_db_min": 20, "mix.snr_db_max": 20, "synthesize.voices": ["piper:en_US-joe-medium"]})
+    ws = Workspace(tmp_path / "ws")
+    spoken = "Stub the guard by the gate and run away before dawn."
+    _scripts(ws, [spoken, SENTENCES[1]])
+    for stage in (SynthesizeStage(str(ws.root), config), MixStage(str(ws.root), config)):
+        run_stage(ws, stage, jobs=1, progress=False)
+    mixed = list(ws.read_samples("mix"))
+    mixed[0] = mixed[0].model_copy(update={"speech_text": spoken.replace("Stub", "Stab"), "key_words": ["stab"]})
+    # (Whisper base hears Piper's "Burn the whole village" as "Turn the whole village": "burn" would be
+    # missed too, so the control names other words)
+    mixed[1] = mixed[1].model_copy(update={"key_words": ["village", "dragon"]})
+    ws.write_manifest("mix", mixed)
+    run_stage(ws, WerStage(str(ws.root), config), jobs=1, progress=False)
+    rejected = {r.sample.sample_id: r for r in ws.read_rejected("wer")}
+    reason = rejected[mixed[0].sample_id].reason
+    assert reason.startswith("keyword_missed: 'stab' not heard in the mixture (WER 0.09)"), reason
+    assert [s.sample_id for s in ws.read_samples("wer")] == [mixed[1].sample_id]
+    rates = ws.read_stats("wer")["keep_rate"]
+    assert rates["by_snr_db"]["[20, 25)"] == {"kept": 1, "rejected": 1, "keep_rate": 0.5}
+    assert rates["by_voice"]["piper:en_US-joe-medium"]["kept"] == 1
