@@ -11,6 +11,11 @@ Licence rules (speech mixed over a background is a derived work of the backgroun
     non-commercial: CC-BY-NC(-SA) -> only in an explicitly NC release (NC-SA only in CC-BY-NC-SA)
     never: GPL, GFDL, CC Sampling+, anything unknown
 
+Every clip has a `kind`: `bed` (ambience, crowd, music: can play under a whole clip and loop with
+crossfades) or `event` (a one-shot: a shot, a bell, a pop). Clips also carry what was measured on
+them (`lufs`, `peak_dbfs`, `active_fraction`); a catalog written before these fields existed still
+loads, and a clip without a kind gets the measured default (>= 4 s and not mostly silent: bed).
+
 Importers: ESC-50, FSD50K, and a plain folder with a sidecar CSV. Command line:
     python -m construction.sounds import --format esc50|fsd50k|folder --src DIR --out LIBRARY_DIR
     python -m construction.sounds check LIBRARY_DIR [--release-licence CC-BY-4.0]
@@ -27,6 +32,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import soundfile as sf
@@ -48,7 +54,8 @@ PUBLIC_DOMAIN = "LicenseRef-PublicDomain"
 SAMPLING_PLUS = "LicenseRef-CC-Sampling-Plus-1.0"
 TIER_A = frozenset({"CC0-1.0", PUBLIC_DOMAIN, "CC-BY-2.0", "CC-BY-2.5", "CC-BY-3.0", "CC-BY-4.0",
                     "BSD-3-Clause", "MIT"})
-SHARE_ALIKE = frozenset({"CC-BY-SA-3.0", "CC-BY-SA-4.0"})
+# BY-SA 2.0 and 3.0 let adaptations be licensed under a later BY-SA version (BY-SA-4.0 output is fine)
+SHARE_ALIKE = frozenset({"CC-BY-SA-2.0", "CC-BY-SA-3.0", "CC-BY-SA-4.0"})
 NON_COMMERCIAL = frozenset({"CC-BY-NC-3.0", "CC-BY-NC-4.0"})
 NON_COMMERCIAL_SA = frozenset({"CC-BY-NC-SA-3.0", "CC-BY-NC-SA-4.0"})
 # Known so that a clip is reported as incompatible rather than "unknown"; never admitted.
@@ -62,14 +69,18 @@ KNOWN_LICENCES = TIER_A | SHARE_ALIKE | NON_COMMERCIAL | NON_COMMERCIAL_SA | EXC
 RELEASE_RULES: dict[str, frozenset[str]] = {
     "CC-BY-4.0": TIER_A,
     "CC-BY-SA-4.0": TIER_A | SHARE_ALIKE,
-    "CC-BY-SA-3.0": TIER_A | {"CC-BY-SA-3.0"},
+    "CC-BY-SA-3.0": TIER_A | {"CC-BY-SA-2.0", "CC-BY-SA-3.0"},
     "CC-BY-NC-4.0": TIER_A | NON_COMMERCIAL,
     "CC-BY-NC-SA-4.0": TIER_A | NON_COMMERCIAL | NON_COMMERCIAL_SA,
 }
 
 _CC_URL = re.compile(r"creativecommons\.org/(licenses|publicdomain)/([a-z+-]+)/(\d\.\d)", re.I)
+# "CC BY 3.0", "CC-BY-SA 3.0 Unported", "CC BY-NC 4.0 International" (README-style spellings)
+_CC_WORDS = re.compile(r"^cc[- ]by((?:[- ](?:sa|nc|nd))*)[- ]v?(\d\.\d)(?:[- ]?(?:unported|international|generic))?$",
+                       re.I)
 _ALIASES = {  # spellings seen in package docs and sidecars -> SPDX-like id
     "cc0": "CC0-1.0", "cc0 1.0": "CC0-1.0", "public domain": PUBLIC_DOMAIN, "pd": PUBLIC_DOMAIN,
+    "public-domain": PUBLIC_DOMAIN,
     "bsd-3-clause": "BSD-3-Clause", "mit": "MIT", "gpl-2+": "GPL-2.0-or-later",
     "gpl-2": "GPL-2.0-only", "gpl-3+": "GPL-3.0-or-later", "gfdl-1.3": "GFDL-1.3-or-later",
 }
@@ -92,6 +103,11 @@ def normalise_licence(value: str) -> str | None:
     for known in KNOWN_LICENCES:
         if text.lower() == known.lower():
             return known
+    words = _CC_WORDS.match(text)
+    if words:
+        parts = "".join(f"-{p.upper()}" for p in re.split(r"[- ]", words.group(1)) if p)
+        spdx = f"CC-BY{parts}-{words.group(2)}"
+        return spdx if spdx in KNOWN_LICENCES else None
     return _ALIASES.get(text.lower())
 
 
@@ -103,6 +119,112 @@ def compatible(clip_licence: str, release_licence: str) -> bool:
         raise WorkbenchError(f"unsupported release licence '{release_licence}'; "
                              f"choose one of {', '.join(RELEASE_RULES)}") from None
     return clip_licence in admitted
+
+
+# --- measurement ------------------------------------------------------------------------------
+
+Kind = Literal["bed", "event"]
+FRAME_S = 0.05             # activity is judged on 50 ms frames
+ACTIVE_FLOOR_DBFS = -60.0  # a frame is active if its RMS is above this ...
+ACTIVE_RANGE_DB = 40.0     # ... and within this many dB of the clip's loudest frame
+BED_DEFAULT_MIN_S = 4.0    # measured default: a clip this long and not mostly silent is a bed
+MIN_DURATION_S: dict[str, float] = {"bed": 3.0, "event": 0.15}   # shorter: too short for its kind
+MIN_ACTIVE: dict[str, float] = {"bed": 0.5, "event": 0.25}       # less active: mostly silent
+CLIP_NEAR_PEAK_DBFS = -1.0  # clipping is only looked for in clips that reach (nearly) full scale
+CLIP_FLAT_RUN = 8           # a flat top this many samples long is clipping ...
+CLIP_FLAT_SHARE = 0.001     # ... and so are flat tops (runs >= 3) on this share of all samples
+
+
+@dataclass(frozen=True)
+class Measurement:
+    duration_s: float
+    sample_rate: int
+    lufs: float | None          # BS.1770 integrated loudness (None: nothing above the gate)
+    peak_dbfs: float
+    active_fraction: float      # share of 50 ms frames that are active (see ACTIVE_*)
+    flat_samples: int           # samples in flat tops (>= 3 equal samples within 2 % of the peak)
+    longest_flat_run: int
+
+    @property
+    def clipped(self) -> bool:
+        if self.peak_dbfs < CLIP_NEAR_PEAK_DBFS:
+            return False
+        frames = max(1, round(self.duration_s * self.sample_rate))
+        return self.longest_flat_run >= CLIP_FLAT_RUN or self.flat_samples >= CLIP_FLAT_SHARE * frames
+
+
+def frame_db(mono: np.ndarray, sample_rate: int, frame_s: float = FRAME_S) -> np.ndarray:
+    """RMS level (dBFS) of consecutive frames; a last partial frame counts if it is >= half a frame."""
+    hop = max(1, int(round(frame_s * sample_rate)))
+    count = mono.size // hop + (1 if mono.size % hop >= hop / 2 else 0)
+    count = max(count, 1)
+    padded = np.zeros(count * hop, dtype=np.float64)
+    padded[:min(mono.size, padded.size)] = mono[:padded.size]
+    rms = np.sqrt(np.mean(padded.reshape(count, hop) ** 2, axis=1))
+    return 20 * np.log10(np.maximum(rms, 1e-12))
+
+
+def active_threshold_db(levels_db: np.ndarray) -> float:
+    return max(ACTIVE_FLOOR_DBFS, float(levels_db.max()) - ACTIVE_RANGE_DB)
+
+
+def _flat_tops(audio: np.ndarray) -> tuple[int, int]:
+    """(samples in flat runs >= 3, longest flat run) near the clip's own peak, over all channels."""
+    peak = float(np.max(np.abs(audio))) if audio.size else 0.0
+    if peak <= 0:
+        return 0, 0
+    total = longest = 0
+    for channel in audio.T:
+        flat = (np.abs(channel[1:]) >= 0.98 * peak) & (np.abs(np.diff(channel)) <= 1e-4)
+        if not flat.any():
+            continue
+        edges = np.diff(np.concatenate(([0], flat.astype(np.int8), [0])))
+        runs = np.flatnonzero(edges == -1) - np.flatnonzero(edges == 1) + 1  # + the run's first sample
+        total += int(runs[runs >= 3].sum())
+        longest = max(longest, int(runs.max()))
+    return total, longest
+
+
+def measure(audio: np.ndarray, sample_rate: int, *, loudness: bool = True) -> Measurement:
+    """Duration, loudness, peak, activity and clipping of `audio` ([frames] or [frames, channels]);
+    `loudness=False` skips the (slow) BS.1770 measurement and leaves `lufs` None."""
+    import pyloudnorm
+
+    audio = np.asarray(audio, dtype=np.float64)
+    channels = audio if audio.ndim == 2 else audio[:, None]
+    mono = channels.mean(axis=1)
+    peak = float(np.max(np.abs(channels))) if channels.size else 0.0
+    levels = frame_db(mono, sample_rate) if mono.size else np.array([-240.0])
+    active = float(np.mean(levels > active_threshold_db(levels))) if mono.size and peak > 0 else 0.0
+    lufs = float("nan")
+    if loudness:
+        block = int(0.4 * sample_rate) + 1
+        padded = mono if mono.size >= block else np.pad(mono, (0, block - mono.size))
+        lufs = float(pyloudnorm.Meter(sample_rate).integrated_loudness(padded))
+    flat, longest = _flat_tops(channels)
+    return Measurement(duration_s=round(mono.size / sample_rate, 4), sample_rate=sample_rate,
+                       lufs=round(lufs, 2) if np.isfinite(lufs) else None,
+                       peak_dbfs=round(20 * np.log10(max(peak, 1e-12)), 2), active_fraction=round(active, 3),
+                       flat_samples=flat, longest_flat_run=longest)
+
+
+def default_kind(m: Measurement) -> Kind:
+    """The kind a clip gets when nobody said: >= 4 s and not mostly silent is a bed, else an event."""
+    return "bed" if m.duration_s >= BED_DEFAULT_MIN_S and m.active_fraction >= MIN_ACTIVE["bed"] else "event"
+
+
+def quality_problem(m: Measurement, kind: str) -> str | None:
+    """Why a clip of this kind should not be used (clipped, mostly silent, too short), or None."""
+    if m.clipped:
+        return (f"clipped: {m.flat_samples} samples in flat tops near full scale, longest run "
+                f"{m.longest_flat_run} samples (peak {m.peak_dbfs:+.1f} dBFS)")
+    a_kind = f"an {kind}" if kind == "event" else f"a {kind}"
+    if m.active_fraction < MIN_ACTIVE[kind]:
+        return (f"mostly silent: {m.active_fraction:.0%} of 50 ms frames active "
+                f"({a_kind} needs {MIN_ACTIVE[kind]:.0%})")
+    if m.duration_s < MIN_DURATION_S[kind]:
+        return f"too short for {a_kind}: {m.duration_s:.2f} s ({a_kind} needs {MIN_DURATION_S[kind]:g} s)"
+    return None
 
 
 # --- catalog ---------------------------------------------------------------------------------
@@ -122,8 +244,13 @@ class Clip(BaseModel):
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
     title: str = ""  # what the clip is, for reviewers
     source: str = ""  # which corpus or package it came from
+    kind: Kind | None = None  # bed | event; None only in catalogs older than the field (filled on load)
+    labels: list[str] = Field(default_factory=list)  # descriptive words beside the taxonomy tags
+    lufs: float | None = None  # as measured when the clip was cut or imported
+    peak_dbfs: float | None = None
+    active_fraction: float | None = None
 
-    @field_validator("tags")
+    @field_validator("tags", "labels")
     @classmethod
     def _tags(cls, tags: list[str]) -> list[str]:
         for tag in tags:
@@ -178,28 +305,32 @@ def read_mono(path: Path, sample_rate: int | None = None) -> np.ndarray:
     return mono
 
 
-def _check_file(path: Path, clip: Clip, check_audio: bool) -> str | None:
-    """The reason a clip's file is unusable, or None."""
+def _check_file(path: Path, clip: Clip, check_audio: bool) -> tuple[str | None, Clip]:
+    """(the reason a clip's file is unusable or None, the clip with its kind filled in)."""
     if not path.is_file():
-        return f"file missing: {path}"
+        return f"file missing: {path}", clip
     if path.stat().st_size == 0:
-        return f"file empty (0 bytes): {path}"
+        return f"file empty (0 bytes): {path}", clip
     if not check_audio:
-        return None
+        if clip.kind is None:  # an old catalog, no decoding: judge by duration alone
+            clip = clip.model_copy(update={"kind": "bed" if clip.duration_s >= BED_DEFAULT_MIN_S else "event"})
+        return None, clip
     if sha256_file(path) != clip.sha256:
-        return f"sha256 differs from the catalog (file changed or replaced): {path}"
+        return f"sha256 differs from the catalog (file changed or replaced): {path}", clip
     try:
-        audio, _ = sf.read(path, dtype="float32", always_2d=True)
+        audio, rate = sf.read(path, dtype="float32", always_2d=True)
     except (OSError, sf.LibsndfileError, RuntimeError) as exc:
-        return f"file unreadable/corrupt ({exc}): {path}"
+        return f"file unreadable/corrupt ({exc}): {path}", clip
     if audio.size == 0:
-        return f"file holds no audio frames: {path}"
+        return f"file holds no audio frames: {path}", clip
     if not np.all(np.isfinite(audio)):
-        return f"file holds NaN/inf samples: {path}"
+        return f"file holds NaN/inf samples: {path}", clip
     peak = float(np.max(np.abs(audio)))
     if peak < 10 ** (SILENCE_PEAK_DBFS / 20):
-        return f"file is silent (peak {20 * np.log10(max(peak, 1e-12)):.1f} dBFS): {path}"
-    return None
+        return f"file is silent (peak {20 * np.log10(max(peak, 1e-12)):.1f} dBFS): {path}", clip
+    if clip.kind is None:  # a catalog older than `kind`: the measured default
+        clip = clip.model_copy(update={"kind": default_kind(measure(audio, rate))})
+    return None, clip
 
 
 def read_catalog(root: Path) -> tuple[list[Clip], list[Problem]]:
@@ -251,7 +382,7 @@ def load_library(root: str | Path, *, check_audio: bool = True) -> SoundLibrary:
         elif clip.licence not in KNOWN_LICENCES:
             reason = f"unknown licence '{clip.licence}' (known: {', '.join(sorted(KNOWN_LICENCES))})"
         else:
-            reason = _check_file((root / clip.path), clip, check_audio)
+            reason, clip = _check_file((root / clip.path), clip, check_audio)
         if reason:
             problems.append(Problem(clip.clip_id, reason))
         else:
@@ -334,10 +465,15 @@ def _rel(path: Path, out: Path) -> str:
     return Path(os.path.relpath(path.resolve(), out.resolve())).as_posix()
 
 
-def _clip_for_file(path: Path, out: Path, **fields: object) -> Clip:
-    info = sf.info(path)
-    return Clip(path=_rel(path, out), duration_s=round(info.frames / info.samplerate, 4),
-                sample_rate=info.samplerate, sha256=sha256_file(path), **fields)  # type: ignore[arg-type]
+def _clip_for_file(path: Path, out: Path, kind: str | None = None, **fields: object) -> Clip:
+    """A catalog row for an audio file, measured: kind (unless given), loudness, peak, activity."""
+    audio, rate = sf.read(path, dtype="float64", always_2d=True)
+    if audio.shape[0] == 0:
+        raise RuntimeError("no audio frames")
+    m = measure(audio, rate)
+    return Clip(path=_rel(path, out), duration_s=round(audio.shape[0] / rate, 4), sample_rate=rate,
+                sha256=sha256_file(path), kind=kind or default_kind(m), lufs=m.lufs, peak_dbfs=m.peak_dbfs,
+                active_fraction=m.active_fraction, **fields)  # type: ignore[arg-type]
 
 
 @dataclass
@@ -441,8 +577,9 @@ def import_fsd50k(src: Path, out: Path) -> ImportReport:
 
 
 def import_folder(src: Path, out: Path, sidecar: str = "sounds.csv") -> ImportReport:
-    """A folder of audio with a sidecar CSV: path,tags,licence,attribution,source_url
-    (tags separated by ';' or spaces; licence an SPDX id or a creativecommons.org URL)."""
+    """A folder of audio with a sidecar CSV: path,tags,licence,attribution,source_url[,kind]
+    (tags separated by ';' or spaces; licence an SPDX id or a creativecommons.org URL; kind bed or
+    event, measured when the column is absent or empty)."""
     meta = _need(src / sidecar, f"sidecar CSV {sidecar}", "folder")
     rows = _csv_rows(meta, {"path", "tags", "licence", "attribution", "source_url"}, "folder")
     report = ImportReport(clips=[])
@@ -456,10 +593,13 @@ def import_folder(src: Path, out: Path, sidecar: str = "sounds.csv") -> ImportRe
         if bad:
             raise WorkbenchError(f"{meta}:{line_no}: tags must be lower_snake_case, got {bad}")
         licence = normalise_licence(row["licence"]) or row["licence"].strip()
+        kind = (row.get("kind") or "").strip().lower() or None
+        if kind not in (None, "bed", "event"):
+            raise WorkbenchError(f"{meta}:{line_no}: kind must be 'bed' or 'event', got {kind!r}")
         stem = re.sub(r"[^A-Za-z0-9]+", "-", str(Path(rel).with_suffix(""))).strip("-")
         _add_clip(report, src / rel, out, clip_id=f"{prefix}-{stem}", tags=tags, licence=licence,
                   attribution=row["attribution"].strip(), source_url=row["source_url"].strip(),
-                  title=Path(rel).stem, source=prefix)
+                  title=Path(rel).stem, source=prefix, kind=kind)
     return report
 
 
