@@ -35,6 +35,22 @@ fi
 # Label Studio in its own virtual environment (its pins clash with ours).
 bash scripts/install_label_studio.sh
 
-# The offline starter library of background sounds, cut from the Debian/PyPI packages above.
+# Debian game/sound data the starter library is cut from, fetched as .debs (never installed, only the
+# listed files are unpacked by the build): about 1.1 GB, most of it supertuxkart-data (628 MB).
+SOUND_DEBS="openclonk-data supertuxkart-data ufoai-music freedink-data sonic-pi-samples lomiri-sounds lugaru-data lincity-ng-data"
+DEB_CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/aor-bench/debs"
+mkdir -p "$DEB_CACHE"
+fetch=""
+for pkg in $SOUND_DEBS; do
+    ls "$DEB_CACHE/${pkg}"_*.deb >/dev/null 2>&1 || fetch="$fetch $pkg"
+done
+if [ -n "$fetch" ]; then
+    started=$(date +%s)
+    (cd "$DEB_CACHE" && { apt-get download -q $fetch >/dev/null || { apt-get update -qq && apt-get download -q $fetch >/dev/null; }; })
+    echo "sound packages fetched in $(( $(date +%s) - started )) s:$fetch ($(du -sh "$DEB_CACHE" | cut -f1) cached)"
+fi
+
+# The offline starter library of background sounds, cut from the Debian/PyPI packages above. A rerun
+# with unchanged inputs only verifies it.
 "$PY" -m construction.starter_sounds --out "${AORBENCH_SOUNDS:-$HOME/.cache/aor-bench/starter-sounds}"
 echo "setup complete"
