@@ -657,8 +657,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     library = load_library(args.library, check_audio=not args.quick)
     usable = library.select([], args.release_licence)
-    print(f"{len(library.clips)} valid clips, {len(usable)} usable under {args.release_licence}, "
-          f"{len(library.problems)} skipped")
+    beds = sum(c.kind == "bed" for c in usable)
+    print(f"{len(library.clips)} valid clips, {len(usable)} usable under {args.release_licence} "
+          f"({beds} beds, {len(usable) - beds} events), {len(library.problems)} skipped")
     for problem in library.problems:
         print(f"  skipped {problem.clip_id}: {problem.reason}")
     return 0

