@@ -41,7 +41,8 @@ from annotation.labelstudio import (
     write_state,
 )
 from annotation.server import make_template, start_server, stop_server
-from construction.record import MixRecipe, Sample
+from construction.record import Sample
+from tests.conftest import simple_recipe
 from construction.workspace import Workspace
 
 
@@ -51,9 +52,7 @@ def build_workspace(root: Path, n: int) -> Workspace:
     t = np.arange(1600) / 16000
     for i in range(n):
         ref = ws.store_audio(0.1 * np.sin(2 * np.pi * (100 + 0.37 * i) * t), 16000)
-        mix = MixRecipe(background_id=f"bg{i % 50}", background_sha256="0" * 64, background_tags=["crowd"],
-                        licence="CC0-1.0", attribution="bench", placement="underlay", offset_s=0.0,
-                        snr_db=float(i % 10), speech_lufs=-23.0, gain_db=0.0, fade_s=0.05, lead_s=0.0, seed=i)
+        mix = simple_recipe(f"bg{i % 50}", i, snr_db=float(i % 10), attribution="bench", tag="crowd_cheer")
         samples.append(Sample(sample_id=f"aor-{i:016x}", category=f"cat{i % 6}", speech_text=f"Finish him {i}!",
                               context="A boxing match, the crowd roars.", background_tags=["crowd"],
                               placement="underlay", benign_reason="sport", speaker_style="excited", mix=mix,

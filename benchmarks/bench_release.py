@@ -22,7 +22,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from construction.config import Config  # noqa: E402
-from construction.record import Annotation, MixRecipe, Sample  # noqa: E402
+from construction.record import Annotation, Sample  # noqa: E402
+from tests.conftest import simple_recipe  # noqa: E402
 from construction.workspace import Workspace  # noqa: E402
 from release.export import export_release, read_inputs  # noqa: E402
 
@@ -46,9 +47,7 @@ def build_workspace(root: Path, n: int, duration_s: float, sample_rate: int = 16
             provenance={"synthesize": {"backend": "piper", "voice": f"v{i % 8}"},
                         "wer": {"backend": "faster-whisper", "model": "base", "max_wer": 0.2}},
             voice_id=f"v{i % 8}", speech=ref, mixture=ref,
-            mix=MixRecipe(background_id=f"clip-{i % 40}", background_sha256="0" * 64, background_tags=["gunfire"],
-                          licence="CC0-1.0", attribution="bench", placement="underlay", offset_s=0.0,
-                          snr_db=float(i % 21), speech_lufs=-23.0, gain_db=0.0, fade_s=0.1, lead_s=0.0, seed=i),
+            mix=simple_recipe(f"clip-{i % 40}", i, snr_db=float(i % 21), attribution="bench"),
             transcript_speech="finish him", transcript_mixture="finish him", wer_speech=0.0,
             wer_mixture=(i % 5) / 25, cer_mixture=0.0,
             annotations=[Annotation(annotator=f"ann{k}", label=v) for k, v in enumerate(votes)],

@@ -13,6 +13,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from construction.errors import WorkbenchError
+from construction.record import PLACEMENTS
 
 
 class Section(BaseModel):
@@ -100,22 +101,43 @@ class SynthesizeConfig(Section):
 
 
 class MixConfig(Section):
+    """The layout of a mixture: the scene alone first, then the speech with the scene under it, then the
+    scene again. See construction.mix and the README for why these defaults."""
+
     sounds: str = "~/.cache/aor-bench/starter-sounds"  # sound library directory (catalog.jsonl inside)
     speech_lufs: float = Field(-23.0, le=0)
-    snr_db_min: float = 0.0
-    snr_db_max: float = 20.0
-    lead_s_min: float = Field(1.0, ge=0)
-    lead_s_max: float = Field(2.5, ge=0)
-    pad_s: float = Field(0.5, ge=0, description="background-only time around the speech (underlay)")
-    overlap_s: float = Field(0.3, ge=0, description="lead-in/tail background overlapping the speech")
-    fade_s: float = Field(0.1, ge=0)
+    snr_db_min: float = 3.0  # speech over the scene while the speech plays
+    snr_db_max: float = 15.0
+    scene_level_db_min: float = -6.0  # the scene heard alone, relative to the speech's loudness
+    scene_level_db_max: float = 3.0
+    scene_alone_s_min: float = Field(1.5, ge=0, description="the scene alone before the speech")
+    scene_alone_s_max: float = Field(2.5, ge=0)
+    # the scene alone after the speech, per placement: lead_in ends soon after the speech, tail lets
+    # the scene answer it
+    after_s: dict[str, tuple[float, float]] = Field(
+        default_factory=lambda: {"lead_in": (0.3, 0.5), "underlay": (0.75, 1.25), "tail": (1.5, 2.5)})
+    fade_s: float = Field(0.1, ge=0, description="level changes and the clip's ends are ramped")
+    crossfade_s: float = Field(0.25, ge=0, description="a bed shorter than the clip loops with this crossfade")
+    event_gap_s_min: float = Field(0.3, ge=0, description="silence between copies of a one-shot sound")
+    event_gap_s_max: float = Field(1.2, ge=0)
+    event_jitter_db: float = Field(3.0, ge=0, description="each copy of a one-shot +- this much")
+    support_level_db: float = Field(-6.0, le=0, description="support sounds relative to the defining ones")
     peak_dbfs: float = Field(-1.0, le=0)
-    thin_below: int = Field(3, ge=1, description="categories with fewer usable clips are reported thin")
+    max_clip_share: float = Field(0.05, gt=0, le=1, description="reported when a clip exceeds this share "
+                                                                 "of its category (draws are as even as possible)")
+    # a release build refuses a library with fewer clips for a defining sound it needs; demo builds relax it
+    min_clips_per_defining_tag: int = Field(3, ge=1)
 
     @model_validator(mode="after")
     def _ranges(self) -> MixConfig:
-        if self.snr_db_min > self.snr_db_max or self.lead_s_min > self.lead_s_max:
-            raise ValueError("snr_db_min/lead_s_min must not exceed snr_db_max/lead_s_max")
+        pairs = [(self.snr_db_min, self.snr_db_max), (self.scene_level_db_min, self.scene_level_db_max),
+                 (self.scene_alone_s_min, self.scene_alone_s_max), (self.event_gap_s_min, self.event_gap_s_max),
+                 *self.after_s.values()]
+        if any(low > high for low, high in pairs):
+            raise ValueError("a *_min must not exceed its *_max (and after_s ranges are (min, max))")
+        missing = set(PLACEMENTS) - set(self.after_s)
+        if missing:
+            raise ValueError(f"after_s needs a range for {sorted(missing)}")
         return self
 
 

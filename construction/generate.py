@@ -18,7 +18,7 @@ import re
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from typing import Any, NamedTuple
 
 from rapidfuzz import fuzz, process
@@ -42,16 +42,19 @@ def _fill(text: str, values: dict[str, str]) -> str:
     return re.sub(r"(^|[.!?]\s+)([a-z])", lambda m: m.group(1) + m.group(2).upper(), filled)
 
 
-def catalog_candidates(category: Category, taxonomy: Taxonomy, seed: int) -> Iterator[tuple[ScriptSpec, dict[str, Any]]]:
+def catalog_candidates(category: Category, taxonomy: Taxonomy, seed: int,
+                       unrenderable: Collection[str] = ()) -> Iterator[tuple[ScriptSpec, dict[str, Any]]]:
     """Endless deterministic draws (same seed -> same sequence). Every skeleton paired with a scene of
     the category comes once, in a seeded order, before any comes again: a build uses as many distinct
-    skeletons as its size allows. Each draw picks one of the line's scenes here, slot fills, a style."""
+    skeletons as its size allows. Each draw picks one of the line's scenes here, slot fills, a style.
+    Scenes the sound library cannot render are never drawn."""
     by_line: dict[str, list] = defaultdict(list)
-    for line, home, scene in taxonomy.pairs(category.id):
+    for line, home, scene in taxonomy.pairs(category.id, skip=unrenderable):
         by_line[line.id].append((line, home, scene))
     if not by_line:
-        raise WorkbenchError(f"category '{category.id}' has no speech line paired with one of its scenes: "
-                             "the catalog backend has nothing to draw")
+        raise WorkbenchError(f"category '{category.id}' has no speech line paired with a scene the sound "
+                             "library can render: see 'unrenderable_scenes' (python -m construction.sounds "
+                             "check, or add clips for the missing defining sounds)")
     rng = random.Random(stable_seed("catalog", seed, category.id))
     while True:
         order = list(by_line)
@@ -69,7 +72,8 @@ def catalog_candidates(category: Category, taxonomy: Taxonomy, seed: int) -> Ite
 # --- the stage ------------------------------------------------------------------------------------
 
 def generate_category(category: Category, taxonomy: Taxonomy, cfg: GenerateConfig, seed: int,
-                      llm, screen, taxonomy_hash: str, out: ManifestAppender) -> tuple[dict[str, int], list[Kept]]:
+                      llm, screen, taxonomy_hash: str, out: ManifestAppender,
+                      unrenderable: Collection[str] = ()) -> tuple[dict[str, int], list[Kept]]:
     """Writes the category's scripts and rejected rows to `out` as they come; returns its counts and
     what the diversity figures need of the kept scripts."""
     from construction.llm import llm_candidates
@@ -89,8 +93,8 @@ def generate_category(category: Category, taxonomy: Taxonomy, cfg: GenerateConfi
             keys.append(normalise(example.text))
             twins.append(f"a few-shot example ({example.text!r})")
             same_words[normalise(example.text)] = twins[-1]
-    candidates = (catalog_candidates(category, taxonomy, seed) if llm is None
-                  else llm_candidates(category, taxonomy, llm, cfg, kept, rejects))
+    candidates = (catalog_candidates(category, taxonomy, seed, unrenderable) if llm is None
+                  else llm_candidates(category, taxonomy, llm, cfg, kept, rejects, unrenderable))
     max_draws = cfg.per_category * cfg.max_draws_per_sample
     rejected = 0
     since_new = 0  # draws since the last new script: the catalog is exhausted when this grows large
@@ -182,10 +186,15 @@ def diversity(kept: dict[str, list[Kept]], threshold: float, seed: int) -> dict[
 def run_generate(ws: Workspace, config: Config, progress: bool = True) -> dict[str, Any]:
     from construction.llm import HarmScreen, make_llm
 
+    from construction.scenes import open_library, unrenderable_scenes
+
     cfg = config.generate
     taxonomy, taxonomy_hash = load_taxonomy(cfg.taxonomy)
     category_ids = cfg.categories or [c.id for c in taxonomy.categories]
     categories = [taxonomy.category(c) for c in category_ids]
+    # only scenes whose every defining sound has a clip under the release licence are paired: a script
+    # the mix cannot render is never written, synthesised and then dropped
+    unrenderable = unrenderable_scenes(taxonomy, open_library(config.mix.sounds), config.release_licence)
     with ws.lock():
         llm = make_llm(cfg, ws, config.seed) if cfg.backend == "openai" else None
         screen = HarmScreen(cfg.harm_screen, ws, config.seed) if cfg.harm_screen else None
@@ -195,7 +204,7 @@ def run_generate(ws: Workspace, config: Config, progress: bool = True) -> dict[s
         with ws.replacing(STAGE) as out:
             for category in tqdm(categories, desc=STAGE, unit="category", disable=not progress):
                 counts, kept[category.id] = generate_category(category, taxonomy, cfg, config.seed, llm, screen,
-                                                              taxonomy_hash, out)
+                                                              taxonomy_hash, out, unrenderable)
                 per_category[category.id] = {**counts, "shortfall": cfg.per_category - counts["kept"]}
         for category, figures in diversity(kept, cfg.near_duplicate_ratio, config.seed).items():
             per_category[category].update(figures)
@@ -207,6 +216,8 @@ def run_generate(ws: Workspace, config: Config, progress: bool = True) -> dict[s
                  "distinct_speech": len({k.speech_id for k in everything}),
                  "word_trigram_ratio": word_trigram_ratio(k.speech_text for k in everything),
                  "near_twin_ratio": cfg.near_duplicate_ratio,
+                 "unrenderable_scenes": {scene: unrenderable[scene] for c in categories for scene in
+                                         (s.id for s in c.scenes) if scene in unrenderable},
                  "llm_requests_sent": (llm.sent if llm else 0) + (screen.llm.sent if screen else 0),
                  "seconds_this_run": round(time.monotonic() - started, 2)}
         ws.write_stats(STAGE, stats)
@@ -246,6 +257,8 @@ def print_generate_summary(stats: dict[str, Any]) -> None:
               f"revealing{note}")
     print(f"  {stats['distinct_skeletons']} skeletons, {stats['distinct_speech']} distinct speech lines, "
           f"word-3-gram ratio {stats['word_trigram_ratio']}")
+    for scene, missing in stats.get("unrenderable_scenes", {}).items():
+        print(f"  scene {scene} not used: no clip for {', '.join(missing)}")
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ import random
 import re
 import time
 import urllib.parse
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -224,11 +224,16 @@ def make_llm(cfg: GenerateConfig, ws: Workspace, seed: int) -> LLMClient:
 
 
 def llm_candidates(category: Category, taxonomy: Taxonomy, llm: LLMClient, cfg: GenerateConfig,
-                   kept: list[Sample], rejects: list[Rejected]) -> Iterator[tuple[ScriptSpec, dict[str, Any]]]:
-    """Scripts from successive LLM requests; bad answers become rejected rows, not crashes."""
+                   kept: list[Sample], rejects: list[Rejected], unrenderable: Collection[str] = ()
+                   ) -> Iterator[tuple[ScriptSpec, dict[str, Any]]]:
+    """Scripts from successive LLM requests; bad answers become rejected rows, not crashes. The LLM is
+    offered only the scenes the sound library can render."""
+    category = category.model_copy(update={"scenes": [s for s in category.scenes if s.id not in unrenderable],
+                                           "few_shot": [f for f in category.few_shot if f.scene not in unrenderable]})
     scenes = {s.id: s for s in category.scenes}
     if not scenes:
-        raise WorkbenchError(f"category '{category.id}' has no scenes for the LLM to choose from")
+        raise WorkbenchError(f"category '{category.id}' has no scene the sound library can render for the LLM "
+                             "to choose from")
     schema = scripts_schema(category)
     # enough requests for the target with room for duplicates and failures, but never endless
     max_requests = 3 * -(-cfg.per_category // cfg.scripts_per_request) + 2

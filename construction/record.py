@@ -41,24 +41,47 @@ def store_path(sha256: str) -> str:
     return f"audio/{sha256[:2]}/{sha256}.wav"
 
 
-class MixRecipe(BaseModel):
-    """How the mixture is made: data first, audio second (same recipe -> same bytes)."""
+class SceneSound(BaseModel):
+    """One clip of a scene as it was mixed: which scene sound it renders, and where it plays."""
 
     model_config = ConfigDict(extra="forbid")
-    background_id: str
-    background_sha256: str
-    background_tags: list[str]
+    clip_id: str
+    sha256: str
+    tag: str  # the scene's sound this clip renders
+    role: Literal["defining", "support"]  # defining sounds make the speech benign; every one is rendered
+    kind: Literal["bed", "event"]  # a bed plays throughout (looped with crossfades); events are scattered
+    clip_tags: list[str]
     licence: str
     attribution: str
     source_url: str = ""
+    offset_s: float = 0.0  # bed: where in the clip reading starts
+    onsets_s: list[float] = Field(default_factory=list)  # event: where each copy starts in the mixture
+    gain_db: float = 0.0  # the layer's gain, before the scene's level envelope
+
+
+class MixRecipe(BaseModel):
+    """How the mixture is made: data first, audio second (same recipe -> same bytes).
+
+    Timeline: the scene alone for `scene_alone_s` at `scene_level_db` relative to the speech's loudness,
+    then the speech with the scene under it at `snr_db`, then the scene alone again for `scene_after_s`."""
+
+    model_config = ConfigDict(extra="forbid")
+    scene_id: str | None  # None: a sample from before scenes (its background tags were the scene)
+    sounds: list[SceneSound] = Field(min_length=1)
     placement: Placement
-    offset_s: float  # where in the background clip reading starts
-    snr_db: float
+    snr_db: float  # speech over the scene while the speech plays
+    scene_level_db: float  # the scene heard alone, relative to the speech
+    scene_alone_s: float  # the scene alone before the speech starts
+    scene_after_s: float  # the scene alone after the speech ends
     speech_lufs: float
-    gain_db: float  # gain applied to the background to reach snr_db
+    alone_gain_db: float  # the scene's gain where it plays alone ...
+    under_gain_db: float  # ... and under the speech
     fade_s: float
-    lead_s: float  # background-only time before (lead_in) or after (tail) the speech
     seed: int
+
+    @property
+    def background_tags(self) -> list[str]:
+        return list(dict.fromkeys(sound.tag for sound in self.sounds))
 
 
 class Annotation(BaseModel):

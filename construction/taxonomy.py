@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Collection
 from functools import cached_property
 from pathlib import Path
 
@@ -181,15 +182,16 @@ class Taxonomy(BaseModel):
     def scene_home(self) -> dict[str, tuple[Category, Scene]]:
         return {scene.id: (c, scene) for c in self.categories for scene in c.scenes}
 
-    def pairs(self, category_id: str) -> list[tuple[SpeechLine, Category, Scene]]:
-        """(speech line, the line's own category, scene) for every scene of `category_id` a line names;
-        lines of other categories count too (the same words, a boxing crowd or a fighting game)."""
+    def pairs(self, category_id: str, skip: Collection[str] = ()) -> list[tuple[SpeechLine, Category, Scene]]:
+        """(speech line, the line's own category, scene) for every scene of `category_id` a line names,
+        but the scenes in `skip`; lines of other categories count too (the same words, a boxing crowd or
+        a fighting game)."""
         out = []
         for home in self.categories:
             for line in home.speech:
                 for scene_id in line.scenes:
                     owner, scene = self.scene_home[scene_id]
-                    if owner.id == category_id:
+                    if owner.id == category_id and scene_id not in skip:
                         out.append((line, home, scene))
         return out
 

@@ -42,8 +42,9 @@ def size_category(n: int) -> str:
 def attribution(samples: list[Sample], release_licence: str) -> str:
     clips: dict[str, dict[str, Any]] = {}
     for s in samples:
-        clip = clips.setdefault(s.mix.background_id, {"mix": s.mix, "n": 0})
-        clip["n"] += 1
+        for sound in s.mix.sounds:
+            clip = clips.setdefault(sound.clip_id, {"sound": sound, "n": 0})
+            clip["n"] += 1
     voices: dict[str, Counter] = {}
     for s in samples:
         synth = s.provenance.get("synthesize", {})
@@ -56,9 +57,9 @@ def attribution(samples: list[Sample], release_licence: str) -> str:
              f"## Background sounds ({len(clips)} clips)", "",
              "| clip | licence | attribution | source | tags | samples |", "|---|---|---|---|---|---|"]
     for clip_id in sorted(clips):
-        mix = clips[clip_id]["mix"]
-        lines.append(f"| {_cell(clip_id)} | {_cell(mix.licence)} | {_cell(mix.attribution)} | "
-                     f"{_cell(mix.source_url) or '-'} | {_cell(', '.join(mix.background_tags))} | "
+        sound = clips[clip_id]["sound"]
+        lines.append(f"| {_cell(clip_id)} | {_cell(sound.licence)} | {_cell(sound.attribution)} | "
+                     f"{_cell(sound.source_url) or '-'} | {_cell(', '.join(sound.clip_tags))} | "
                      f"{clips[clip_id]['n']} |")
     lines += ["", f"## Voices ({len(voices)})", "", "| voice | TTS backend | voice licence | samples |",
               "|---|---|---|---|"]
@@ -262,9 +263,16 @@ def dataset_card(inputs: ReleaseInputs, info: dict[str, Any], rows: list[dict[st
         f"{sum(bool(s.provenance.get('synthesize', {}).get('style_rendered')) for s in samples)} of "
         f"{len(samples)} clips (CosyVoice instruct mode); offline voices record the requested style but "
         "only change the speaking rate.",
-        f"3. **Mixing:** speech normalised to {_md(mix_cfg.get('speech_lufs', 'n/a'))} LUFS, background at a "
-        f"seeded SNR drawn from {_md(mix_cfg.get('snr_db_min', 'n/a'))}..{_md(mix_cfg.get('snr_db_max', 'n/a'))} dB "
-        f"(observed {min(snrs):.1f}..{max(snrs):.1f} dB); placements: {_counter_text(placements)}.",
+        f"3. **Mixing:** every clip starts with the scene alone ({_stats([r['scene_alone_s'] for r in rows], ' s')}) "
+        "near the speech's level, then the speech with the scene under it, then the scene again. Every "
+        "defining sound of the scene is rendered (one clip each, layered). Speech normalised to "
+        f"{_md(mix_cfg.get('speech_lufs', 'n/a'))} LUFS; the scene under it at a seeded SNR drawn from "
+        f"{_md(mix_cfg.get('snr_db_min', 'n/a'))}..{_md(mix_cfg.get('snr_db_max', 'n/a'))} dB "
+        f"(observed {min(snrs):.1f}..{max(snrs):.1f} dB); placements: {_counter_text(placements)}. "
+        f"{len({c['clip_id'] for r in rows for c in r['scene_sounds']})} distinct background clips."
+        + (f" **Demo library:** some defining sounds came from fewer than 3 clips "
+           f"(mix.min_clips_per_defining_tag = {_md(mix_cfg.get('min_clips_per_defining_tag'))})."
+           if int(mix_cfg.get("min_clips_per_defining_tag") or 3) < 3 else ""),
         f"4. **ASR filter:** {_counter_text(prov('wer', 'backend'))} with model "
         f"{_counter_text(prov('wer', 'model'))}; clips whose mixture transcript had a normalised WER above "
         f"{_counter_text(max_wers)} were dropped.",
@@ -299,9 +307,11 @@ def dataset_card(inputs: ReleaseInputs, info: dict[str, Any], rows: list[dict[st
             "`id`, `audio` (the mixture, WAV bytes), `audio_sha256`, `duration_s`, `category`, `speech_text`, "
             "`context`, `benign_reason`, `speaker_style`, `scene_id`, `speech_id` (the same words share it "
             "across categories: minimal pairs), `script_family` (the speech skeleton; resample families, not "
-            "clips, for confidence intervals), `placement`, `background_id`, `background_tags`, "
-            "`background_licence`, `background_attribution`, `background_source_url`, `snr_db`, "
-            "`background_offset_s`, `lead_s`, `voice_id`, `voice_gender`, `voice_accent`, `tts_backend`, "
+            "clips, for confidence intervals), `placement`, `background_tags` (the scene's sounds as mixed), "
+            "`scene_sounds` (each clip: id, the sound it renders, defining or support, bed or event, licence, "
+            "attribution, source), `snr_db` (speech over the scene under it), `scene_level_db` (the scene "
+            "alone, relative to the speech), `scene_alone_s` and `scene_after_s` (the scene heard alone "
+            "before and after the speech), `voice_id`, `voice_gender`, `voice_accent`, `tts_backend`, "
             "`asr_model`, `transcript_speech`, `transcript_mixture`, `wer_speech`, `wer_mixture`, "
             "`cer_mixture`, `consensus_label`, `agreement` (fraction of annotators agreeing with the "
             "consensus), `decided_by`, `n_annotators`, `annotations` (pseudonymous annotator, label, "

@@ -143,10 +143,10 @@ def check_samples(inputs: ReleaseInputs, verify_checksums: bool = True) -> list[
         if s.mix is None:
             problems.append(f"{sid}: no mix recipe")
         else:
-            clip_licence = normalise_licence(s.mix.licence) or s.mix.licence
-            if not compatible(clip_licence, licence):
-                problems.append(f"{sid}: background {s.mix.background_id} is under {s.mix.licence}, "
-                                f"incompatible with the {licence} release")
+            for sound in s.mix.sounds:
+                if not compatible(normalise_licence(sound.licence) or sound.licence, licence):
+                    problems.append(f"{sid}: background {sound.clip_id} is under {sound.licence}, "
+                                    f"incompatible with the {licence} release")
         if s.mixture is None:
             problems.append(f"{sid}: no mixture audio")
             continue
@@ -293,14 +293,13 @@ def features_for(categories: list[str], sample_rate: int | None):
         "speech_id": text,
         "script_family": text,
         "placement": ClassLabel(names=list(PLACEMENTS)),
-        "background_id": text,
         "background_tags": List(text),
-        "background_licence": text,
-        "background_attribution": text,
-        "background_source_url": text,
+        "scene_sounds": List({"clip_id": text, "tag": text, "role": text, "kind": text, "licence": text,
+                              "attribution": text, "source_url": text}),
         "snr_db": number,
-        "background_offset_s": number,
-        "lead_s": number,
+        "scene_level_db": number,
+        "scene_alone_s": number,
+        "scene_after_s": number,
         "voice_id": text,
         "voice_gender": text,
         "voice_accent": text,
@@ -346,14 +345,15 @@ def row_for(sample: Sample, audio: bytes, categories: list[str], names: dict[str
         "speech_id": sample.speech_id or "",
         "script_family": sample.script_family or sample.sample_id,  # older builds: each its own family
         "placement": PLACEMENTS.index(sample.placement),
-        "background_id": mix.background_id,
         "background_tags": list(mix.background_tags),
-        "background_licence": normalise_licence(mix.licence) or mix.licence,
-        "background_attribution": mix.attribution,
-        "background_source_url": public(mix.source_url),
+        "scene_sounds": [{"clip_id": sound.clip_id, "tag": sound.tag, "role": sound.role, "kind": sound.kind,
+                          "licence": normalise_licence(sound.licence) or sound.licence,
+                          "attribution": sound.attribution, "source_url": public(sound.source_url)}
+                         for sound in mix.sounds],
         "snr_db": mix.snr_db,
-        "background_offset_s": mix.offset_s,
-        "lead_s": mix.lead_s,
+        "scene_level_db": mix.scene_level_db,
+        "scene_alone_s": mix.scene_alone_s,
+        "scene_after_s": mix.scene_after_s,
         "voice_id": sample.voice_id,
         "voice_gender": synth.get("gender"),
         "voice_accent": synth.get("accent"),

@@ -9,7 +9,7 @@ WS="${WORKSPACE:-workspace}"
 N="${PER_CATEGORY:-5}"
 LS_DATA="$WS/label-studio"
 
-"$PY" -m construction.pipeline --workspace "$WS" --per-category "$N"
+"$PY" -m construction.pipeline --workspace "$WS" --per-category "$N" --config configs/demo.yaml
 
 "$PY" -m annotation.server start --workspace "$WS" --data-dir "$LS_DATA"
 trap '"$PY" -m annotation.server stop --data-dir "$LS_DATA" >/dev/null 2>&1 || true' EXIT

@@ -76,6 +76,18 @@ def mini_taxonomy(tmp_path: Path) -> Path:
     return path
 
 
+def simple_recipe(clip_id: str, seed: int, snr_db: float = 10.0, licence: str = "CC0-1.0",
+                  attribution: str = "test", source_url: str = "", tag: str = "gunfire"):
+    """A mix recipe of one bed clip, for tests that need a mixed sample but not the mixer."""
+    from construction.record import MixRecipe, SceneSound
+
+    sound = SceneSound(clip_id=clip_id, sha256="0" * 64, tag=tag, role="defining", kind="bed", clip_tags=[tag],
+                       licence=licence, attribution=attribution, source_url=source_url)
+    return MixRecipe(scene_id=None, sounds=[sound], placement="underlay", snr_db=snr_db, scene_level_db=0.0,
+                     scene_alone_s=1.5, scene_after_s=1.0, speech_lufs=-23.0, alone_gain_db=0.0,
+                     under_gain_db=-10.0, fade_s=0.1, seed=seed)
+
+
 def run_module(module: str, *args: str, env: dict[str, str] | None = None, timeout: float = 600,
                check: bool = False) -> subprocess.CompletedProcess:
     """Run `python -m module args` from the repo root, as a user would."""

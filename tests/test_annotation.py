@@ -41,9 +41,9 @@ from annotation.labelstudio import (
 )
 from annotation.server import free_port, make_template, start_server, stop_server
 from construction.cli import run_main
-from construction.record import Annotation, MixRecipe, Sample
+from construction.record import Annotation, Sample
 from construction.workspace import Workspace
-from tests.conftest import run_module
+from tests.conftest import run_module, simple_recipe
 from validation import adjudicate, agreement
 
 TOKEN = "annotation-test-token-0123"
@@ -107,9 +107,7 @@ def make_workspace(root: Path, n: int, first: int = 0, served: Path | None = Non
         tone = 0.1 * np.sin(2 * np.pi * (200 + 7 * i) * np.arange(3200) / 16000)
         ref = ws.store_audio(tone, 16000)
         category = ("video_games", "cooking_household")[i % 2]
-        mix = MixRecipe(background_id=f"bg{i}", background_sha256="0" * 64, background_tags=["gunfire"],
-                        licence="CC0-1.0", attribution="test", placement="underlay", offset_s=0.0,
-                        snr_db=float(i % 7), speech_lufs=-23.0, gain_db=-3.0, fade_s=0.05, lead_s=0.0, seed=i)
+        mix = simple_recipe(f"bg{i}", i, snr_db=float(i % 7))
         samples.append(Sample(sample_id=f"aor-{i:016d}", category=category, speech_text=f"Finish him, number {i}!",
                               context="A fighting game round ends to a cheering crowd.", background_tags=["gunfire"],
                               placement="underlay", benign_reason="A game.", speaker_style="excited", mix=mix,

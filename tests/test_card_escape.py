@@ -17,7 +17,7 @@ def test_attribution_and_card_escape_markdown_and_html(tmp_path):
     ws = make_workspace(tmp_path / "ws", n=3)
     samples = list(ws.read_samples("validated"))
     for s in samples:
-        s.mix.attribution = HOSTILE
+        s.mix.sounds[0].attribution = HOSTILE
         s.voice_id = "<img src=x onerror=alert(1)>"
         s.provenance["generate"]["model"] = "[m](javascript:alert(2))"
     ws.write_manifest("validated", samples)

@@ -36,7 +36,7 @@ def config(tmp_path_factory) -> Path:
     (root / "taxonomy.yaml").write_text(yaml.safe_dump(MINI_TAXONOMY))
     config = {"generate": {"taxonomy": str(root / "taxonomy.yaml")},
               "synthesize": {"voices": ["piper:en_US-joe-medium", "flite:slt", "flite:rms"]},
-              "mix": {"sounds": str(sounds), "snr_db_min": 10, "snr_db_max": 25},
+              "mix": {"sounds": str(sounds), "snr_db_min": 10, "snr_db_max": 25, "min_clips_per_defining_tag": 1},
               "wer": {"batch_size": 4}}
     path = root / "config.yaml"
     path.write_text(yaml.safe_dump(config))

@@ -19,10 +19,10 @@ import yaml
 
 from construction.config import Config
 from construction.errors import WorkbenchError
-from construction.record import Annotation, MixRecipe, Sample
+from construction.record import Annotation, Sample
 from construction.workspace import Workspace
 from release.export import main as export_main
-from tests.conftest import run_module
+from tests.conftest import run_module, simple_recipe
 from tests.hub_stub import HubStub
 
 FAKE_TOKEN = "hf_fakeTOKENvalue0123456789abcdef"
@@ -51,10 +51,8 @@ def make_workspace(root: Path, n: int = 6, licence: str = "CC-BY-4.0", demo: boo
                                   speech_intelligible=bool(k % 2), rationale="sounds like a game",
                                   created_at="2025-01-01T00:00:00Z", source="demo" if demo else "label-studio")
                        for k, label in enumerate(votes)]
-        mix = MixRecipe(background_id=f"clip-{i % 3}", background_sha256="0" * 64, background_tags=["gunfire"],
-                        licence=licence, attribution=f"Recorder {i % 3} (freesound)",
-                        source_url=f"https://example.org/sounds/{i % 3}", placement="underlay", offset_s=0.0,
-                        snr_db=float(3 * i), speech_lufs=-23.0, gain_db=-6.0, fade_s=0.1, lead_s=0.0, seed=i)
+        mix = simple_recipe(f"clip-{i % 3}", i, snr_db=float(3 * i), licence=licence,
+                            attribution=f"Recorder {i % 3} (freesound)", source_url=f"https://example.org/sounds/{i % 3}")
         samples.append(Sample(
             sample_id=f"aor-{i:016x}", category=category, speech_text=f"Finish him number {i}!",
             context="A fighting game round ends.", background_tags=["gunfire"], placement="underlay",
@@ -182,8 +180,9 @@ def test_rows_carry_the_required_columns_and_only_pseudonyms(loaded, built):
         meta, s = r["meta"], by_id[r["id"]]
         assert names[meta["category"]] == s.category
         assert meta["speech_text"] == s.speech_text and meta["context"] == s.context
-        assert meta["background_tags"] == ["gunfire"] and meta["background_licence"] == "CC-BY-4.0"
-        assert meta["background_attribution"] == s.mix.attribution
+        assert meta["background_tags"] == ["gunfire"] and meta["scene_sounds"][0]["licence"] == "CC-BY-4.0"
+        assert meta["scene_sounds"][0]["attribution"] == s.mix.sounds[0].attribution
+        assert meta["scene_alone_s"] == 1.5 and meta["scene_sounds"][0]["role"] == "defining"
         assert meta["snr_db"] == s.mix.snr_db and meta["voice_id"] == "en_US-test"
         assert meta["tts_backend"] == "piper" and meta["asr_model"] == "<local>/whisper-base"
         assert meta["transcript_mixture"] == s.transcript_mixture and meta["wer_mixture"] == s.wer_mixture
@@ -313,8 +312,9 @@ def _break(ws: Workspace, how: str) -> str:
         path.write_bytes(bytes(data))
         expected = f"{victim.sample_id}: checksum mismatch"
     else:  # a non-commercial background in a CC-BY-4.0 release
-        samples[0] = victim.model_copy(update={"mix": victim.mix.model_copy(update={"licence": "CC-BY-NC-4.0"})})
-        expected = (f"{victim.sample_id}: background {victim.mix.background_id} is under CC-BY-NC-4.0, "
+        sounds = [victim.mix.sounds[0].model_copy(update={"licence": "CC-BY-NC-4.0"})]
+        samples[0] = victim.model_copy(update={"mix": victim.mix.model_copy(update={"sounds": sounds})})
+        expected = (f"{victim.sample_id}: background {victim.mix.sounds[0].clip_id} is under CC-BY-NC-4.0, "
                     "incompatible with the CC-BY-4.0 release")
     ws.write_manifest("validated", samples)
     return expected

@@ -1,0 +1,92 @@
+"""Scenes meet the sound library: which scenes can be rendered, and which clip renders each sound.
+
+A scene names its DEFINING sounds (the ones that make the speech benign: every one is rendered) and
+optional SUPPORT sounds (taxonomy tags). generate pairs speech only with scenes whose defining sounds
+have clips under the release licence; mix draws the clips so that use is as even as the library allows.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from pathlib import Path
+
+from construction.errors import WorkbenchError
+from construction.record import Sample, stable_seed
+from construction.sounds import Clip, SoundLibrary, load_library
+from construction.taxonomy import Taxonomy
+
+
+def open_library(path: str | Path) -> SoundLibrary:
+    """The sound library at `path`, or a clear error saying how to get one."""
+    root = Path(path).expanduser()
+    if not (root / "catalog.jsonl").exists():
+        raise WorkbenchError(f"no sound library at {root} (no catalog.jsonl): build the offline one with "
+                             f"python -m construction.starter_sounds --out {root}, or set mix.sounds")
+    return load_library(root)
+
+
+def scene_sounds(sample: Sample, taxonomy: Taxonomy) -> tuple[list[str], list[str]]:
+    """(defining tags, support tags) of the sample's scene. A sample made before scenes existed (or whose
+    scene left the taxonomy) keeps its background tags, all taken as defining."""
+    home = taxonomy.scene_home.get(sample.scene_id or "")
+    if home is None:
+        return list(sample.background_tags), []
+    scene = home[1]
+    return list(scene.defining), [t for t in scene.support if t not in scene.defining]
+
+
+def clips_by_tag(library: SoundLibrary, tags: Iterable[str], licence: str) -> dict[str, list[Clip]]:
+    """The clips the release licence admits for each tag, sorted by id (reproducible draws)."""
+    return {tag: library.select([tag], licence) for tag in tags}
+
+
+def unrenderable_scenes(taxonomy: Taxonomy, library: SoundLibrary, licence: str) -> dict[str, list[str]]:
+    """scene id -> the defining sounds no admitted clip carries (scenes that can be rendered are absent)."""
+    tags = {t for c in taxonomy.categories for s in c.scenes for t in s.defining}
+    available = clips_by_tag(library, tags, licence)
+    return {scene.id: missing for c in taxonomy.categories for scene in c.scenes
+            if (missing := [t for t in scene.defining if not available[t]])}
+
+
+def thin_tags(samples: Iterable[Sample], taxonomy: Taxonomy, library: SoundLibrary, licence: str,
+              min_clips: int) -> dict[str, tuple[int, list[str]]]:
+    """Defining sounds the samples need that some but fewer than `min_clips` admitted clips carry:
+    tag -> (clips, scenes that need it). (A sound no clip carries is each sample's no_background.)"""
+    needs: dict[str, set[str]] = defaultdict(set)
+    for sample in samples:
+        for tag in scene_sounds(sample, taxonomy)[0]:
+            needs[tag].add(sample.scene_id or ",".join(sample.background_tags))
+    available = clips_by_tag(library, needs, licence)
+    return {tag: (len(available[tag]), sorted(scenes)) for tag, scenes in sorted(needs.items())
+            if 0 < len(available[tag]) < min_clips}
+
+
+def assign_clips(samples: Iterable[Sample], taxonomy: Taxonomy, library: SoundLibrary, licence: str,
+                 seed: int) -> dict[str, dict[str, Clip]]:
+    """sample_id -> {tag: clip} for every defining and support sound that has clips. Per category and
+    tag, clips are dealt in seeded blocks (each block gives every clip once), so use is as even as the
+    library allows and extending a build never changes the clips of samples already mixed."""
+    position: Counter = Counter()
+    blocks: dict[tuple[str, str, int], list[Clip]] = {}
+    cache: dict[str, list[Clip]] = {}
+    out: dict[str, dict[str, Clip]] = {}
+    for sample in samples:
+        defining, support = scene_sounds(sample, taxonomy)
+        chosen = {}
+        for tag in defining + support:
+            clips = cache.setdefault(tag, library.select([tag], licence))
+            if not clips:
+                continue
+            key = (sample.category, tag)
+            i = position[key]
+            position[key] += 1
+            block_key = (*key, i // len(clips))
+            if block_key not in blocks:
+                block = list(clips)
+                random.Random(stable_seed("clips", seed, *block_key)).shuffle(block)
+                blocks[block_key] = block
+            chosen[tag] = blocks[block_key][i % len(clips)]
+        out[sample.sample_id] = chosen
+    return out
