@@ -2,11 +2,14 @@
 
     python benchmarks/bench_mix.py [--clips 200] [--seconds 5]
 
-Three numbers, side by side on the same speech-like clips and background:
-  ours, in memory      loudness-normalise the speech (pyloudnorm) + place + scale to the SNR + peak guard
-  audiomentations      AddBackgroundNoise(p=1, min_snr_db=max_snr_db=SNR) per clip (RMS-based SNR; it
-                       reads and resamples the 44.1 kHz background file on every call)
-  ours, stage          MixStage.mix_one with file I/O: read the speech WAV, write the mixture WAV
+Two numbers, side by side on the same speech-like clips and background:
+  audiomentations      AddBackgroundNoise(p=1, min_snr_db=max_snr_db=SNR) per clip (RMS-based SNR, the
+                       noise under the whole clip; it reads and resamples the 44.1 kHz background file
+                       on every call)
+  ours, stage          MixStage.mix_one with file I/O: read the speech WAV, the scene alone first,
+                       then under the speech, then again (BS.1770 loudness of the speech, the layer, the
+                       scene alone and the scene under the speech), write the mixture WAV
+Ours does more (layout, four loudness measurements): the ratio says what that costs.
 Timings are wall-clock on a shared 2-core CPU: rerun on a quiet machine.
 """
 
@@ -24,7 +27,7 @@ import soundfile as sf
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from construction.config import load_config  # noqa: E402
-from construction.mix import MixStage, loudness_lufs, place, render  # noqa: E402
+from construction.mix import MixStage  # noqa: E402
 from construction.record import Sample, make_sample_id  # noqa: E402
 from construction.sounds import Clip, sha256_file, write_catalog  # noqa: E402
 from construction.workspace import Workspace  # noqa: E402
@@ -52,8 +55,9 @@ def main(argv: list[str] | None = None) -> int:
     sf.write(library / "crowd.wav", background, BG_RATE, subtype="PCM_16")
     write_catalog(library, [Clip(clip_id="crowd", path="crowd.wav", tags=["crowd_cheer"], duration_s=10.0,
                                  sample_rate=BG_RATE, licence="CC0-1.0", attribution="bench",
-                                 sha256=sha256_file(library / "crowd.wav"))])
-    config = load_config(None, {"mix.sounds": str(library), "mix.snr_db_min": 10, "mix.snr_db_max": 10})
+                                 sha256=sha256_file(library / "crowd.wav"), kind="bed")])
+    config = load_config(None, {"mix.sounds": str(library), "mix.snr_db_min": 10, "mix.snr_db_max": 10,
+                                "mix.min_clips_per_defining_tag": 1})
     ws = Workspace(tmp / "ws")
     clips = [speechlike(rng, args.seconds) for _ in range(args.clips)]
     samples = []
@@ -63,18 +67,9 @@ def main(argv: list[str] | None = None) -> int:
                         speech_text=text, context="x", background_tags=["crowd_cheer"], placement="underlay",
                         benign_reason="r", speaker_style="calm")
         samples.append(sample.model_copy(update={"speech": ws.store_audio(clip, SR)}))
+    ws.write_manifest("synthesize", samples)
     stage = MixStage(str(ws.root), config)
     stage.setup()
-    recipes = [stage.recipe(s, args.seconds) for s in samples]
-    bg = stage.library.load_audio(stage.library.get("crowd"), SR)
-
-    t0 = time.perf_counter()
-    for clip, recipe in zip(clips, recipes):
-        speech_track, bg_track, extent = place(clip, bg, recipe, SR, config.mix.pad_s, config.mix.overlap_s)
-        gain_db = recipe.speech_lufs - recipe.snr_db - loudness_lufs(bg_track[extent], SR)
-        render(speech_track, bg_track, gain_db, config.mix.peak_dbfs)
-    ours_s = (time.perf_counter() - t0) / len(clips)
-
     from audiomentations import AddBackgroundNoise
 
     augment = AddBackgroundNoise(sounds_path=library, min_snr_db=10.0, max_snr_db=10.0, p=1.0)
@@ -90,12 +85,10 @@ def main(argv: list[str] | None = None) -> int:
     stage_s = (time.perf_counter() - t0) / len(samples)
 
     print(f"{args.clips} clips of {args.seconds:.1f} s speech at {SR} Hz, a {BG_RATE} Hz background at 10 dB SNR")
-    print(f"{'method':<34}{'ms/clip':>10}{'clips/s':>10}")
-    print(f"{'ours, in memory (BS.1770 SNR)':<34}{ours_s * 1e3:>10.2f}{1 / ours_s:>10.1f}")
-    print(f"{'audiomentations AddBackgroundNoise':<34}{theirs_s * 1e3:>10.2f}{1 / theirs_s:>10.1f}")
-    print(f"{'ours, mix stage with file I/O':<34}{stage_s * 1e3:>10.2f}{1 / stage_s:>10.1f}")
-    print(f"speed-up in memory: {theirs_s / ours_s:.1f}x; stage with I/O vs audiomentations without: "
-          f"{theirs_s / stage_s:.1f}x")
+    print(f"{'method':<40}{'ms/clip':>10}{'clips/s':>10}")
+    print(f"{'audiomentations AddBackgroundNoise':<40}{theirs_s * 1e3:>10.2f}{1 / theirs_s:>10.1f}")
+    print(f"{'ours, mix stage with layout and file I/O':<40}{stage_s * 1e3:>10.2f}{1 / stage_s:>10.1f}")
+    print(f"ours / audiomentations time: {stage_s / theirs_s:.1f}x")
     return 0
 
 
