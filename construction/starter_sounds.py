@@ -723,19 +723,19 @@ class BuildReport:
             lines.append(f"downloaded {package}: {size / 1e6:.1f} MB in {seconds:.1f} s")
         lines.append(f"clips per taxonomy tag (tags from {self.tags_from}):")
         lines.append("  " + "tag".ljust(18) + "".join(h.rjust(14) for h in (*REPORT_LICENCES, "beds", "events")))
-        for tag, counts in self.per_tag.items():
+        for tag, counts in sorted(self.per_tag.items()):
             flag = "  THIN" if counts["CC-BY-4.0"] < THIN_BELOW else ""
             lines.append("  " + tag.ljust(18) + "".join(str(counts[h]).rjust(14)
                                                          for h in (*REPORT_LICENCES, "beds", "events")) + flag)
         lines.append("clips per category:")
-        categories = list(next(iter(self.coverage.values())))
+        categories = sorted(next(iter(self.coverage.values())))
         lines.append("  " + "category".ljust(22) + "".join(lic.rjust(14) for lic in self.coverage))
         for category in categories:
             lines.append("  " + category.ljust(22)
                          + "".join(str(self.coverage[lic][category]).rjust(14) for lic in self.coverage))
         if self.thin:
             lines.append(f"THIN (< {THIN_BELOW} clips usable in a CC-BY-4.0 release): " + ", ".join(self.thin))
-        for category, tags in self.missing_tags.items():
+        for category, tags in sorted(self.missing_tags.items()):
             if tags:
                 lines.append(f"  {category}: no CC-BY-4.0 clip for tags {', '.join(tags)}")
         for tag in self.tags_without_clips("CC-BY-SA-4.0"):
