@@ -56,6 +56,18 @@ def loudness_lufs(audio: np.ndarray, sample_rate: int) -> float:
     return float(pyloudnorm.Meter(sample_rate).integrated_loudness(audio.astype(np.float64)))
 
 
+def gain_to(audio: np.ndarray, target_lufs: float, sample_rate: int) -> float:
+    """The gain (dB) that brings `audio` to `target_lufs`. BS.1770's absolute gate (-70 LUFS) lets quiet
+    blocks in or out as the level changes, so one step can miss by a dB on sparse sounds: refine."""
+    gain = target_lufs - loudness_lufs(audio, sample_rate)
+    for _ in range(3):
+        miss = target_lufs - loudness_lufs(audio * 10 ** (gain / 20), sample_rate)
+        if abs(miss) < 0.01:
+            break
+        gain += miss
+    return gain
+
+
 def bed_track(clip: np.ndarray, length: int, offset: int, crossfade: int) -> np.ndarray:
     """`length` samples of a bed from `offset`; a clip that runs out starts again with an equal-power
     crossfade (no hard cut, no click)."""
@@ -251,12 +263,11 @@ class MixStage:
         # measured where the envelope is flat: the scene alone between the fade-in and the ramp down, and
         # the scene under the speech
         fade = int(cfg.fade_s * sr)
-        levels = [loudness_lufs(scene[part], sr) for part in (slice(fade, max(fade + 1, alone - fade)),
-                                                              slice(alone, alone + speech.size))]
-        if not all(np.isfinite(levels)):
+        alone_part, under_part = scene[fade:max(fade + 1, alone - fade)], scene[alone:alone + speech.size]
+        if not (np.isfinite(loudness_lufs(alone_part, sr)) and np.isfinite(loudness_lufs(under_part, sr))):
             return Rejected(sample, "silent_background: the scene is silent before or under the speech")
-        recipe.alone_gain_db = round(recipe.speech_lufs + recipe.scene_level_db - levels[0], 3)
-        recipe.under_gain_db = round(recipe.speech_lufs - recipe.snr_db - levels[1], 3)
+        recipe.alone_gain_db = round(gain_to(alone_part, recipe.speech_lufs + recipe.scene_level_db, sr), 3)
+        recipe.under_gain_db = round(gain_to(under_part, recipe.speech_lufs - recipe.snr_db, sr), 3)
         gain = envelope(total, alone, speech.size, recipe.alone_gain_db, recipe.under_gain_db, fade)
         mixture, guard_db = render(speech_track, scene, gain, cfg.peak_dbfs)
         ref = self.ws.store_audio(mixture, sr)

@@ -300,3 +300,41 @@ def test_generate_pairs_speech_only_with_scenes_the_library_renders(tmp_path, li
     assert stats["unrenderable_scenes"] == {"vg_music": ["game_music"]}
     scenes = {json.loads(line)["scene_id"] for line in (tmp_path / "ws/manifests/generate.jsonl").read_text().splitlines()}
     assert "vg_music" not in scenes and "vg_arena" in scenes
+
+
+def test_layout_levels_on_real_clips_of_the_starter_library(tmp_path):
+    """The shipped taxonomy's scenes over the real offline library: every defining sound rendered, the
+    scene alone >= 1.5 s at its drawn level, the SNR under the speech as drawn."""
+    from construction.config import Config
+    from construction.taxonomy import load_taxonomy
+
+    library = Path(Config().mix.sounds).expanduser()
+    if not (library / "catalog.jsonl").exists():
+        pytest.skip(f"no starter library at {library}: scripts/setup.sh builds it")
+    taxonomy, _ = load_taxonomy()
+    ws = Workspace(tmp_path / "ws")
+    samples = []
+    for k, category in enumerate(taxonomy.categories):
+        for j, scene in enumerate(category.scenes[:3]):
+            i = 3 * k + j
+            placement = scene.placements[i % len(scene.placements)]
+            sample = Sample(sample_id=make_sample_id(category.id, f"line {i}", scene.id, placement,
+                                                     scene.background_tags, "calm"),
+                            category=category.id, speech_text=f"line {i}", context=scene.context,
+                            background_tags=scene.background_tags, placement=placement, benign_reason="b",
+                            speaker_style="calm", scene_id=scene.id)
+            samples.append(sample.model_copy(update={"speech": ws.store_audio(_speechlike(i, 1.0 + 0.1 * j), SR)}))
+    ws.write_manifest("synthesize", samples)
+    config = load_config(None, {"mix.min_clips_per_defining_tag": 1})
+    stats = run_stage(ws, MixStage(str(ws.root), config), jobs=2, progress=False)
+    assert stats["kept"] == len(samples), [r.reason for r in ws.read_rejected("mix")]
+    fade = int(config.mix.fade_s * SR)
+    for sample in ws.read_samples("mix"):
+        scene = taxonomy.scene_home[sample.scene_id][1]
+        assert [s.tag for s in sample.mix.sounds if s.role == "defining"] == scene.defining
+        speech_part, scene_part, start, n = _parts(ws, sample)
+        speech_lufs = loudness_lufs(speech_part[start:start + n], SR)
+        assert abs(speech_lufs - loudness_lufs(scene_part[start:start + n], SR) - sample.mix.snr_db) <= 0.5
+        level = loudness_lufs(scene_part[fade:start - fade], SR) - speech_lufs
+        assert abs(level - sample.mix.scene_level_db) <= 0.5, (sample.scene_id, level, sample.mix.scene_level_db)
+        assert sample.mix.scene_alone_s >= 1.5
