@@ -80,13 +80,17 @@ def assign_clips(samples: Iterable[Sample], taxonomy: Taxonomy, library: SoundLi
             if not clips:
                 continue
             key = (sample.category, tag)
-            i = position[key]
-            position[key] += 1
-            block_key = (*key, i // len(clips))
-            if block_key not in blocks:
-                block = list(clips)
-                random.Random(stable_seed("clips", seed, *block_key)).shuffle(block)
-                blocks[block_key] = block
-            chosen[tag] = blocks[block_key][i % len(clips)]
+            for _ in range(len(clips)):  # a clip carrying two of the scene's tags is dealt for one only
+                i = position[key]
+                position[key] += 1
+                block_key = (*key, i // len(clips))
+                if block_key not in blocks:
+                    block = list(clips)
+                    random.Random(stable_seed("clips", seed, *block_key)).shuffle(block)
+                    blocks[block_key] = block
+                clip = blocks[block_key][i % len(clips)]
+                if clip not in chosen.values():
+                    break
+            chosen[tag] = clip
         out[sample.sample_id] = chosen
     return out
