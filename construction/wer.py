@@ -8,8 +8,8 @@ WER <= wer.max_wer. The clean speech is transcribed too, for every sample with
 wer.transcribe_speech = always, else (the default, faster) only for failing ones: a rejected sample
 is reported as `wer_tts` when its clean speech already fails (a TTS problem) and `wer_snr` when only
 the mixture fails (a mixing problem). With wer.resynthesize_attempts = K, a failing sample is
-re-synthesised with the next voice of the bank and re-mixed with a new seed, up to K times; every
-attempt is recorded in provenance.
+re-synthesised with another voice of the same gender (another TTS engine first) and re-mixed with a
+new seed, up to K times; every attempt is recorded in provenance.
 """
 
 from __future__ import annotations
@@ -28,6 +28,19 @@ from construction.runner import print_summary, run_configured
 from construction.workspace import Rejected, Workspace
 
 STAGE = "wer"
+
+
+def next_voice(voices: list, current_id: str | None, tried: set[str]):
+    """The voice a failed sample is tried again with: one of the same gender (the bank stays balanced)
+    that it has not had yet, another TTS engine first (an engine's failures repeat across its voices),
+    in bank order; any untried voice when its gender has none left."""
+    current = next((v for v in voices if v.voice_id == current_id), None)
+    untried = [v for v in voices if v.voice_id not in tried | {current_id}] or \
+        [v for v in voices if v.voice_id != current_id] or voices
+    if current is None:
+        return untried[0]
+    same_gender = [v for v in untried if v.gender == current.gender] or untried
+    return sorted(same_gender, key=lambda v: v.backend == current.backend)[0]
 
 
 class WerStage:
@@ -101,7 +114,7 @@ class WerStage:
         return (f"{code}: mixture WER {sample.wer_mixture:.2f} > {limit} (clean speech WER "
                 f"{sample.wer_speech:.2f}); heard {sample.transcript_mixture!r}")
 
-    def _retry(self, sample: Sample, attempt: int) -> Sample | Rejected:
+    def _retry(self, sample: Sample, attempt: int, tried: set[str]) -> Sample | Rejected:
         """Re-synthesise with the next voice and re-mix with a new seed (same script, same id)."""
         from construction.mix import MixStage
         from construction.synthesize import SynthesizeStage
@@ -111,10 +124,7 @@ class WerStage:
             self._synthesize.setup()
             self._mix = MixStage(self.workspace, self.config)
             self._mix.setup()
-        voices = self._synthesize.voices
-        current = next(i for i, v in enumerate(voices) if v.voice_id == sample.voice_id) \
-            if any(v.voice_id == sample.voice_id for v in voices) else -1
-        voice = voices[(current + 1) % len(voices)]
+        voice = next_voice(self._synthesize.voices, sample.voice_id, tried)
         spoken = self._synthesize.synthesize_one(sample, voice=voice)
         if isinstance(spoken, Rejected):
             return spoken
@@ -133,7 +143,7 @@ class WerStage:
                                 "wer_speech": sample.wer_speech, "wer_mixture": sample.wer_mixture})
                 if reason is None or attempt > self.config.wer.resynthesize_attempts:
                     break
-                retried = self._retry(sample, attempt)
+                retried = self._retry(sample, attempt, {h["voice"] for h in history})
                 if isinstance(retried, Rejected):
                     reason = retried.reason
                     break

@@ -175,3 +175,18 @@ def test_a_mixture_that_loses_its_key_word_is_rejected_though_its_wer_passes(tmp
     rates = ws.read_stats("wer")["keep_rate"]
     assert rates["by_snr_db"]["[20, 25)"] == {"kept": 1, "rejected": 1, "keep_rate": 0.5}
     assert rates["by_voice"]["piper:en_US-joe-medium"]["kept"] == 1
+
+
+def test_a_retry_takes_a_voice_of_the_same_gender_from_another_engine():
+    from types import SimpleNamespace as V
+
+    from construction.wer import next_voice
+
+    bank = [V(voice_id="flite:awb", gender="male", backend="flite"), V(voice_id="flite:rms", gender="male", backend="flite"),
+            V(voice_id="flite:slt", gender="female", backend="flite"), V(voice_id="hibari:heart", gender="female", backend="hibari"),
+            V(voice_id="kokoro:bf_emma", gender="female", backend="kokoro"), V(voice_id="piper:joe", gender="male", backend="piper")]
+    assert next_voice(bank, "flite:awb", set()).voice_id == "piper:joe"
+    assert next_voice(bank, "flite:slt", set()).voice_id == "hibari:heart"
+    assert next_voice(bank, "hibari:heart", {"flite:slt"}).voice_id == "kokoro:bf_emma"
+    assert next_voice(bank, "piper:joe", {"flite:awb"}).voice_id == "flite:rms"  # the only male voice left
+    assert next_voice(bank, "unknown", set()).voice_id == "flite:awb"
