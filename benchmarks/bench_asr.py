@@ -181,7 +181,10 @@ def main() -> None:
             wer, _ = corpus_score(texts, hyps)
             same = sum((score(t, h)[0] <= 0.2) == k for t, h, k in zip(texts, hyps, ref_kept))
             stats = getattr(asr, "stats", None)
-            fallbacks = f"{stats.full} of {stats.clips} in 30 s windows" if stats and stats.fitted else ""
+            fallbacks = ""
+            if stats and stats.fitted:
+                why = ", ".join(f"{n} {reason}" for reason, n in sorted(stats.redone.items()))
+                fallbacks = f"{stats.full} of {stats.clips} in 30 s windows" + (f", redone: {why}" if why else "")
             print(f"{label:46s} {wall / audio_s:9.3f} {cpu / audio_s:8.3f} {ref_wall / wall:8.2f}x /"
                   f"{ref_cpu / cpu:6.2f}x {wer:6.3f} {same:>6d} / {len(texts):<4d}  {fallbacks}")
 

