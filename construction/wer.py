@@ -30,6 +30,20 @@ from construction.workspace import Rejected, Workspace
 STAGE = "wer"
 
 
+SPEECH_MARGIN_S = 0.3
+
+
+def speech_extent(mixture: np.ndarray, sample: Sample, sample_rate: int) -> np.ndarray:
+    """The part of the mixture the words are in, with SPEECH_MARGIN_S either side: the scene heard
+    alone before and after holds no words to check (a crowd's chatter there must not count as an
+    error), and Whisper has less to encode."""
+    if sample.mix is None or sample.speech is None:
+        return mixture
+    start = max(0, int((sample.mix.scene_alone_s - SPEECH_MARGIN_S) * sample_rate))
+    end = int((sample.mix.scene_alone_s + sample.speech.duration_s + SPEECH_MARGIN_S) * sample_rate)
+    return mixture[start:end]
+
+
 def next_voice(voices: list, current_id: str | None, tried: set[str]):
     """The voice a failed sample is tried again with: one of the same gender (the bank stays balanced)
     that it has not had yet, another TTS engine first (an engine's failures repeat across its voices),
@@ -72,7 +86,8 @@ class WerStage:
             try:
                 if ref is None:
                     raise WorkbenchError(f"the sample has no {what} audio")
-                audio.append(self.ws.load_audio(ref))
+                clip = self.ws.load_audio(ref)
+                audio.append(speech_extent(clip, sample, ref.sample_rate) if what == "mixture" else clip)
                 readable.append(sample)
             except WorkbenchError as exc:
                 unreadable.append(Rejected(sample, f"{what}_unreadable: {exc}"))

@@ -190,3 +190,16 @@ def test_a_retry_takes_a_voice_of_the_same_gender_from_another_engine():
     assert next_voice(bank, "hibari:heart", {"flite:slt"}).voice_id == "kokoro:bf_emma"
     assert next_voice(bank, "piper:joe", {"flite:awb"}).voice_id == "flite:rms"  # the only male voice left
     assert next_voice(bank, "unknown", set()).voice_id == "flite:awb"
+
+
+def test_only_the_speech_and_a_margin_of_the_mixture_is_transcribed():
+    from construction.wer import SPEECH_MARGIN_S, speech_extent
+    from tests.conftest import simple_recipe
+
+    sample = Sample(sample_id="aor-1", category="c", speech_text="x", context="c", background_tags=["t"],
+                    placement="underlay", benign_reason="b", speaker_style="calm")
+    ws_ref = {"path": "audio/00/" + "0" * 64 + ".wav", "sha256": "0" * 64, "duration_s": 2.0, "sample_rate": 16000}
+    sample = sample.model_copy(update={"speech": ws_ref, "mix": simple_recipe("c", 1)})  # scene alone 1.5 s
+    mixture = np.arange(int((1.5 + 2.0 + 1.0) * 16000), dtype=np.float32)
+    part = speech_extent(mixture, Sample.model_validate(sample.model_dump()), 16000)
+    assert part[0] == int((1.5 - SPEECH_MARGIN_S) * 16000) and part.size == int((2.0 + 2 * SPEECH_MARGIN_S) * 16000)
