@@ -10,7 +10,7 @@ import yaml
 
 from construction.config import load_config
 from construction.mix import MixStage
-from construction.record import Sample, make_sample_id
+from construction.record import AudioRef, Sample, make_sample_id
 from construction.runner import run_stage
 from construction.sounds import Clip, sha256_file, write_catalog
 from construction.synthesize import SynthesizeStage
@@ -198,8 +198,8 @@ def test_only_the_speech_and_a_margin_of_the_mixture_is_transcribed():
 
     sample = Sample(sample_id="aor-1", category="c", speech_text="x", context="c", background_tags=["t"],
                     placement="underlay", benign_reason="b", speaker_style="calm")
-    ws_ref = {"path": "audio/00/" + "0" * 64 + ".wav", "sha256": "0" * 64, "duration_s": 2.0, "sample_rate": 16000}
-    sample = sample.model_copy(update={"speech": ws_ref, "mix": simple_recipe("c", 1)})  # scene alone 1.5 s
+    speech = AudioRef(path="audio/00/" + "0" * 64 + ".wav", sha256="0" * 64, duration_s=2.0, sample_rate=16000)
+    sample = sample.model_copy(update={"speech": speech, "mix": simple_recipe("c", 1)})  # scene alone 1.5 s
     mixture = np.arange(int((1.5 + 2.0 + 1.0) * 16000), dtype=np.float32)
-    part = speech_extent(mixture, Sample.model_validate(sample.model_dump()), 16000)
+    part = speech_extent(mixture, sample, 16000)
     assert part[0] == int((1.5 - SPEECH_MARGIN_S) * 16000) and part.size == int((2.0 + 2 * SPEECH_MARGIN_S) * 16000)
