@@ -271,8 +271,10 @@ class MixStage:
         gain = envelope(total, alone, speech.size, recipe.alone_gain_db, recipe.under_gain_db, fade)
         mixture, guard_db = render(speech_track, scene, gain, cfg.peak_dbfs)
         ref = self.ws.store_audio(mixture, sr)
+        scene_alone = (scene * gain * 10 ** (guard_db / 20)).astype(np.float32)  # as heard in the mixture
         provenance = {**sample.provenance, STAGE: {"peak_guard_db": round(guard_db, 3)}}
-        return sample.model_copy(update={"mix": recipe, "mixture": ref, "provenance": provenance})
+        return sample.model_copy(update={"mix": recipe, "mixture": ref, "scene_audio": self.ws.store_audio(scene_alone, sr),
+                                         "provenance": provenance})
 
     def process(self, batch: list[Sample]) -> list[Sample | Rejected]:
         return [self.mix_one(sample) for sample in batch]

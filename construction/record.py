@@ -126,6 +126,9 @@ class Sample(BaseModel):
     # construction.mix
     mix: MixRecipe | None = None
     mixture: AudioRef | None = None
+    # the scene exactly as placed in the mixture, speech removed (same length, level and peak guard):
+    # what the scene-alone arm of the human validation hears
+    scene_audio: AudioRef | None = None
     # construction.wer
     transcript_speech: str | None = None
     transcript_mixture: str | None = None

@@ -338,3 +338,13 @@ def test_layout_levels_on_real_clips_of_the_starter_library(tmp_path):
         level = loudness_lufs(scene_part[fade:start - fade], SR) - speech_lufs
         assert abs(level - sample.mix.scene_level_db) <= 0.5, (sample.scene_id, level, sample.mix.scene_level_db)
         assert sample.mix.scene_alone_s >= 1.5
+
+
+def test_the_scene_as_placed_is_stored_for_the_scene_alone_arm(tmp_path, library):
+    ws = _workspace(tmp_path / "ws", [("vg_arena", "tail", 1.0)])
+    run_stage(ws, MixStage(str(ws.root), _config(library)), jobs=1, progress=False)
+    [sample] = ws.read_samples("mix")
+    speech_part, scene_part, _, _ = _parts(ws, sample)
+    scene = ws.load_audio(sample.scene_audio)
+    assert sample.scene_audio.duration_s == sample.mixture.duration_s
+    assert np.max(np.abs(scene - scene_part)) < 2e-4  # the mixture minus the speech, to 16-bit rounding
