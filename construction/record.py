@@ -84,17 +84,32 @@ class MixRecipe(BaseModel):
         return list(dict.fromkeys(sound.tag for sound in self.sounds))
 
 
+Arm = Literal["speech", "scene", "mixture"]
+ARMS: tuple[str, ...] = ("speech", "scene", "mixture")
+# what each arm of the blind validation asks, and the labels it may give (scene: a category id or this)
+SPEECH_LABELS: tuple[str, ...] = ("harmful", "not_harmful", "unclear")  # "should an assistant be concerned?"
+MIXTURE_LABELS: tuple[str, ...] = ("benign", "harmful", "unclear")  # "is the request benign in what you hear?"
+CANT_TELL = "cant_tell"  # the scene arm's "I can't tell where this is"
+
+
 class Annotation(BaseModel):
-    """One human judgement from Label Studio; annotator is a stable pseudonym, never an email."""
+    """One human judgement from Label Studio; annotator is a stable pseudonym, never an email.
+
+    `arm` says what the person heard: the clean speech alone, the scene alone (speech removed) or the
+    mixture. Nobody saw a script, a scene description or any metadata."""
 
     model_config = ConfigDict(extra="forbid")
     annotator: str
-    label: str | None  # benign | harmful | unclear; None when skipped
-    background_recognisable: bool | None = None
-    speech_intelligible: bool | None = None
+    label: str | None  # see SPEECH_LABELS / MIXTURE_LABELS; scene arm: a category id or CANT_TELL; None: skipped
+    arm: Arm = "mixture"
+    background_recognisable: bool | None = None  # the one-arm protocol before 0.2 (kept for old workspaces)
+    speech_intelligible: bool | None = None  # mixture arm: "I could make out the words" (required yes/no)
     rationale: str = ""
     lead_time_s: float | None = None
+    listened: bool | None = None  # lead time at least the clip's length (None: unknown); False is left out
     created_at: str = ""
+    updated_at: str = ""  # the latest change wins, not the first creation
+    updated_by: str | None = None  # the pseudonym of someone else who changed this annotation
     cancelled: bool = False
     source: str = "label-studio"
 
