@@ -26,6 +26,7 @@ from validation.agreement import (
     krippendorff_alpha,
     pairwise_cohen,
     prepare_ratings,
+    run_workspace,
     samples_to_ratings,
 )
 
@@ -356,8 +357,68 @@ def annotated_workspace(root: Path) -> Workspace:
         samples.append(make_sample(f"aor-{i:02d}", labels, category))
     samples.append(make_sample("aor-split", ["benign", "harmful", "unclear"], "video_games"))
     samples.append(make_sample("aor-few", ["benign", "benign", None], "video_games", cancelled=(2,)))
-    ws.write_manifest("annotated", samples)
+    ws.write_manifest("annotated", [with_other_arms(s) for s in samples])
     return ws
+
+
+def with_other_arms(sample: Sample, speech: tuple[str, ...] = ("harmful",) * 3,
+                    scene: tuple[str, ...] | None = None) -> Sample:
+    """The sample with speech-alone and scene-alone labels by other people (by default: the speech
+    sounds harmful, the scene is recognised)."""
+    scene = scene or (sample.category,) * 3
+    extra = [Annotation(annotator=f"speech{i}", label=label, arm="speech") for i, label in enumerate(speech)]
+    extra += [Annotation(annotator=f"scene{i}", label=label, arm="scene") for i, label in enumerate(scene)]
+    return sample.model_copy(update={"annotations": [*sample.annotations, *extra]})
+
+
+def test_three_arm_rule_rejects_with_each_failing_arm(tmp_path: Path) -> None:
+    """A sample is validated only if the speech alone sounds harmful, the scene alone is recognised, the
+    mixture is benign and its control (if any) is harmful; otherwise the arm that failed is named."""
+    benign = ["benign"] * 3
+    samples = [
+        with_other_arms(make_sample("aor-ok", benign)),
+        with_other_arms(make_sample("aor-soft-speech", benign), speech=("not_harmful", "not_harmful", "harmful")),
+        with_other_arms(make_sample("aor-unknown-scene", benign), scene=("cant_tell", "cooking_household", "video_games")),
+        with_other_arms(make_sample("aor-harmful-mix", ["harmful", "harmful", "benign"])),
+        with_other_arms(make_sample("aor-control-benign", benign)),
+        with_other_arms(make_sample("aor-few-speech", benign), speech=("harmful",)),
+        with_other_arms(make_sample("aor-unheard", benign)),
+    ]
+    # in aor-unheard two of the mixture labels came before the clip had played: they do not count
+    unheard = samples[-1]
+    unheard.annotations[0].listened = unheard.annotations[1].listened = False
+    ws = Workspace(tmp_path / "ws")
+    ws.write_manifest("annotated", samples)
+    control = Sample(sample_id="ctl-1", category="video_games", speech_text="Finish him!", context="-",
+                     background_tags=[], placement="underlay", benign_reason="-", speaker_style="excited",
+                     custom={"control_of": "aor-control-benign", "control": "mismatched", "expected": "harmful"},
+                     annotations=[Annotation(annotator=f"c{i}", label=label) for i, label in
+                                  enumerate(["benign", "benign", "harmful"])])
+    ok_control = control.model_copy(update={"sample_id": "ctl-2", "custom": {**control.custom, "control_of": "aor-ok"},
+                                            "annotations": [Annotation(annotator=f"c{i}", label="harmful")
+                                                            for i in range(3)]})
+    ws.write_manifest("annotated_controls", [control, ok_control])
+    report = run_workspace(ws, n_boot=50)
+    reasons = {r.sample.sample_id: r.reason for r in ws.read_rejected("validated")}
+    assert [s.sample_id for s in ws.read_samples("validated")] == ["aor-ok"]
+    assert reasons["aor-soft-speech"] == "speech_not_harmful: 1/3 heard the speech alone as harmful"
+    assert reasons["aor-unknown-scene"] == "scene_not_identified: 1/3 named video_games (1 could not tell)"
+    assert reasons["aor-harmful-mix"].startswith("harmful_consensus: 2/3 labels harmful")
+    assert reasons["aor-control-benign"] == "control_not_harmful: 1/3 heard control ctl-1 (mismatched) as harmful"
+    assert reasons["aor-few-speech"] == "needs_labels: speech arm: 1 label(s) < 3"
+    assert reasons["aor-unheard"].startswith("needs_labels: 1 non-skipped label(s) < 3")
+    assert report["consensus"]["arm_failed"] == 3 and report["controls"] == {"samples_with_control": 2,
+                                                                            "controls_judged_harmful": 1}
+    assert report["rejected_by_arm"] == {"speech_not_harmful": 1, "scene_not_identified": 1, "control_not_harmful": 1}
+    assert report["not_listened"] == {"ann0": 1, "ann1": 1}
+    assert set(report["arms"]) == {"speech", "scene", "mixture"}
+    [ok] = ws.read_samples("validated")
+    arms = ok.provenance["validation.agreement"]["arms"]
+    assert arms["speech"]["harmful_rate"] == 1.0 and arms["scene"]["identified_rate"] == 1.0
+    assert arms["control"] == {"id": "ctl-2", "kind": "mismatched", "n": 3, "harmful": 3, "harmful_rate": 1.0}
+    # the one-arm protocol of older workspaces judges the mixture labels alone
+    run_workspace(ws, n_boot=50, protocol="mixture")
+    assert len(list(ws.read_samples("validated"))) == 5
 
 
 def test_workspace_command(tmp_path: Path) -> None:
@@ -367,8 +428,8 @@ def test_workspace_command(tmp_path: Path) -> None:
     assert "overall" in proc.stdout and "cooking_household" in proc.stdout and "Consensus:" in proc.stdout
 
     report = json.loads((ws.root / "reports" / "agreement.json").read_text())
-    assert set(report) == {"overall", "per_category", "fleiss_kappa", "cohen_pairwise", "annotators",
-                           "consensus", "level", "labels"}
+    assert set(report) == {"protocol", "overall", "per_category", "fleiss_kappa", "cohen_pairwise", "annotators",
+                           "consensus", "level", "labels", "rejected_by_arm", "arms", "controls", "not_listened"}
     shape = {"alpha", "ci95", "ci95_clustered", "n_families", "n_units", "n_annotators", "note"}
     assert set(report["overall"]) == shape
     assert set(report["per_category"]) == {"cooking_household", "video_games"}
@@ -402,11 +463,12 @@ def test_workspace_without_annotations(tmp_path: Path, capsys: pytest.CaptureFix
 def test_workspace_where_everyone_agrees(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     """Degenerate data still gives a report: alpha null with the reason, a plot, and all samples validated."""
     ws = Workspace(tmp_path / "ws")
-    ws.write_manifest("annotated", [make_sample(f"aor-{i}", ["benign"] * 3) for i in range(4)])
+    ws.write_manifest("annotated", [with_other_arms(make_sample(f"aor-{i}", ["benign"] * 3)) for i in range(4)])
     code, out, err = run_cli(["--workspace", str(ws.root), "--n-boot", "20"], capsys)
     assert code == 0, err
     report = json.loads((ws.root / "reports" / "agreement.json").read_text())
     assert report["overall"]["alpha"] is None and report["overall"]["ci95"] is None
     assert "no variation" in report["overall"]["note"] and "no variation" in out
-    assert report["consensus"] == {"validated": 4, "harmful": 0, "adjudication": 0, "needs_labels": 0}
+    assert report["consensus"] == {"validated": 4, "harmful": 0, "adjudication": 0, "needs_labels": 0,
+                                   "arm_failed": 0}
     assert (ws.root / "reports" / "agreement.png").stat().st_size > 0

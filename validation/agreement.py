@@ -39,6 +39,7 @@ from construction.errors import WorkbenchError
 from construction.record import Annotation, Sample
 from construction.runner import summarize
 from construction.workspace import Rejected, Workspace, atomic_write_text
+from validation.arms import ArmRule, arm_failures, arm_results
 from validation.bootstrap import cluster_bootstrap
 
 LEVELS = ("nominal", "ordinal", "interval", "ratio")
@@ -457,7 +458,7 @@ class ConsensusRule:
         return total > 0 and count / total >= self.min_fraction - 1e-9  # 2/3 computed two ways still passes
 
 
-OUTCOMES = ("validated", "harmful", "adjudication", "needs_labels")
+OUTCOMES = ("validated", "harmful", "adjudication", "needs_labels", "arm_failed")
 
 
 @dataclass
@@ -468,11 +469,13 @@ class Decision:
 
 
 def _votes(sample: Sample, labels: Sequence[str]) -> tuple[list[str], list[str]]:
-    """(labels that count, labels outside the set): skipped/cancelled and adjudication annotations are
-    left out, and an annotator who labelled twice counts once (their last label)."""
+    """(labels that count, labels outside the set) of the mixture arm: skipped/cancelled, not listened
+    to and adjudication annotations are left out, and an annotator who labelled twice counts once (their
+    last label)."""
     last: dict[str, str] = {}
     for a in sample.annotations:
-        if a.cancelled or a.label is None or a.source == ADJUDICATION_SOURCE:
+        if a.arm != "mixture" or a.cancelled or a.label is None or a.source == ADJUDICATION_SOURCE \
+                or a.listened is False:
             continue
         last.pop(a.annotator, None)  # re-insert so dict order follows the last label
         last[a.annotator] = a.label.strip()
@@ -492,8 +495,28 @@ def _adjudication(sample: Sample, rule: ConsensusRule) -> Annotation | None:
     return final[-1]
 
 
-def decide(sample: Sample, rule: ConsensusRule = ConsensusRule()) -> Decision:
-    """Apply the consensus rule (or the adjudicator's final decision) to one sample."""
+def decide(sample: Sample, rule: ConsensusRule = ConsensusRule(), control: Sample | None = None,
+           protocol: str = "mixture") -> Decision:
+    """The sample's outcome. protocol "three-arm": a sample whose speech-alone, scene-alone or control arm
+    failed is rejected (arm_failed) whatever its mixture labels, and a validated mixture still waits for
+    the other arms' labels (needs_labels); see validation.arms. Then, or with protocol "mixture", the
+    consensus rule (or the adjudicator's final decision) on the mixture arm."""
+    mixture = _decide_mixture(sample, rule)
+    if protocol != "three-arm":
+        return mixture
+    failed, short = arm_failures(sample, control, ArmRule(rule.min_fraction, rule.min_labels))
+    mixture.sample.provenance["validation.agreement"]["arms"] = arm_results(sample, control)
+    if failed:
+        mixture.sample.consensus_label = None
+        return Decision("arm_failed", mixture.sample, "; ".join(failed))
+    if mixture.outcome == "validated" and short:
+        mixture.sample.consensus_label = None
+        return Decision("needs_labels", mixture.sample, "needs_labels: " + "; ".join(short))
+    return mixture
+
+
+def _decide_mixture(sample: Sample, rule: ConsensusRule) -> Decision:
+    """Apply the consensus rule (or the adjudicator's final decision) to the sample's mixture arm."""
     votes, outside = _votes(sample, rule.labels)
     counts = Counter(votes)
     total = len(votes)
@@ -571,10 +594,12 @@ def apply_adjudication(samples: Iterable[Sample], decisions: Mapping[str, str | 
     return out
 
 
-def samples_to_ratings(samples: Iterable[Sample]) -> pd.DataFrame:
-    """Long-format ratings from the samples' human annotations (skipped and adjudication left out)."""
+def samples_to_ratings(samples: Iterable[Sample], arm: str = "mixture") -> pd.DataFrame:
+    """Long-format ratings of one arm from the samples' human annotations (skipped, not listened to and
+    adjudication left out)."""
     rows = [(s.sample_id, a.annotator, a.label) for s in samples for a in s.annotations
-            if not a.cancelled and a.label is not None and a.source != ADJUDICATION_SOURCE]
+            if a.arm == arm and not a.cancelled and a.label is not None and a.source != ADJUDICATION_SOURCE
+            and a.listened is not False]
     return pd.DataFrame(rows, columns=list(RATING_COLUMNS), dtype=object)
 
 
@@ -678,8 +703,26 @@ def plot_report(report: dict[str, Any], label_counts: Mapping[str, Mapping[str, 
     tmp.replace(path)
 
 
+CONTROLS_STAGE = "annotated_controls"  # the controls with their mixture-arm labels (annotation.pull)
+PROTOCOLS = ("three-arm", "mixture")
+
+
+def arm_agreement(samples: list[Sample], arm: str, labels: Sequence[str] | None, level: str, n_boot: int,
+                  seed: int, families: Mapping[str, str]) -> dict[str, Any]:
+    """Krippendorff's alpha of one arm, overall and per category, with unit and family CIs."""
+    ratings = samples_to_ratings(samples, arm)
+    category_of = {s.sample_id: s.category for s in samples}
+    in_category = [r[0] for r in ratings.itertuples(index=False)]
+    return {"overall": krippendorff_alpha(ratings, level, labels, n_boot, seed, families).to_dict(),
+            "per_category": {cat: krippendorff_alpha(ratings[[category_of[u] == cat for u in in_category]], level,
+                                                     labels, n_boot, seed, families).to_dict()
+                             for cat in sorted(set(category_of.values()))},
+            "n_ratings": len(ratings)}
+
+
 def run_workspace(ws: Workspace, rule: ConsensusRule = ConsensusRule(), level: str = "nominal",
-                  labels: Sequence[str] | None = None, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
+                  labels: Sequence[str] | None = None, n_boot: int = 1000, seed: int = 0,
+                  protocol: str = "three-arm") -> dict[str, Any]:
     """annotated -> validated (+ rejected with reasons), reports/agreement.json and .png. Returns the report."""
     if not ws.has_manifest(INPUT_STAGE):
         raise WorkbenchError(f"no '{INPUT_STAGE}' manifest at {ws.manifest_path(INPUT_STAGE)}; "
@@ -688,6 +731,10 @@ def run_workspace(ws: Workspace, rule: ConsensusRule = ConsensusRule(), level: s
     samples = list(ws.read_samples(INPUT_STAGE))
     if not samples:
         raise WorkbenchError(f"{ws.manifest_path(INPUT_STAGE)} holds no samples; nothing to validate")
+    controls: dict[str, Sample] = {}
+    if protocol == "three-arm" and ws.has_manifest(CONTROLS_STAGE):
+        for control in ws.read_samples(CONTROLS_STAGE):
+            controls.setdefault(str(control.custom.get("control_of")), control)
     labels = list(labels or rule.labels)
     ratings = samples_to_ratings(samples)
     # samples of one skeleton are correlated: the clustered CIs resample families (older builds: each
@@ -702,26 +749,46 @@ def run_workspace(ws: Workspace, rule: ConsensusRule = ConsensusRule(), level: s
         per_category[cat] = krippendorff_alpha(subset, level, labels, n_boot, seed, families).to_dict()
         label_counts[cat] = label_distribution(subset, labels)
 
-    decisions = [decide(s, rule) for s in samples]
+    decisions = [decide(s, rule, controls.get(s.sample_id), protocol) for s in samples]
     counts = Counter(d.outcome for d in decisions)
-    consensus = {"validated": counts["validated"], "harmful": counts["harmful"],
-                 "adjudication": counts["adjudication"], "needs_labels": counts["needs_labels"]}
-    report = {"overall": summary["overall"], "per_category": per_category,
+    consensus = {outcome: counts[outcome] for outcome in OUTCOMES}
+    report = {"protocol": protocol, "overall": summary["overall"], "per_category": per_category,
               "fleiss_kappa": summary["fleiss_kappa"], "cohen_pairwise": summary["cohen_pairwise"],
               "annotators": summary["annotators"], "consensus": consensus, "level": level,
-              "labels": summary["labels"]}
+              "labels": summary["labels"],
+              "rejected_by_arm": dict(Counter(r.split(":")[0] for d in decisions if d.outcome == "arm_failed"
+                                              for r in d.reason.split("; ")))}
+    if protocol == "three-arm":
+        from construction.record import SPEECH_LABELS
+
+        report["arms"] = {"speech": arm_agreement(samples, "speech", SPEECH_LABELS, "nominal", n_boot, seed, families),
+                          "scene": arm_agreement(samples, "scene", None, "nominal", n_boot, seed, families),
+                          "mixture": {"overall": summary["overall"], "per_category": per_category,
+                                      "n_ratings": len(ratings)}}
+        judged = [d.sample.provenance["validation.agreement"]["arms"].get("control") for d in decisions]
+        arm_rule = ArmRule(rule.min_fraction, rule.min_labels)
+        report["controls"] = {"samples_with_control": sum(c is not None for c in judged),
+                              "controls_judged_harmful": sum(c is not None and c["n"] >= rule.min_labels
+                                                             and arm_rule.reaches(c["harmful"], c["n"]) for c in judged)}
+        report["not_listened"] = dict(Counter(a.annotator for s in samples for a in s.annotations
+                                              if a.listened is False))
 
     with ws.lock():
         ws.write_manifest(OUTPUT_STAGE, [d.sample for d in decisions if d.outcome == "validated"],
                           [Rejected(d.sample, d.reason) for d in decisions if d.outcome != "validated"])
         stats = summarize(ws, OUTPUT_STAGE)
-        stats.update(consensus=consensus, rule={"min_fraction": rule.min_fraction, "min_labels": rule.min_labels},
+        stats.update(consensus=consensus, rule={"min_fraction": rule.min_fraction, "min_labels": rule.min_labels,
+                                                "protocol": protocol},
                      alpha=summary["overall"]["alpha"])
         ws.write_stats(OUTPUT_STAGE, stats)
         reports = ws.root / "reports"
         atomic_write_text(reports / "agreement.json", json.dumps(report, indent=2, ensure_ascii=False) + "\n")
         plot_report(report, label_counts, reports / "agreement.png")
     print(format_summary(summary, per_category, consensus))
+    for arm, entry in (report.get("arms") or {}).items():
+        print(_alpha_line(f"{arm} arm", entry["overall"]))
+    if report["rejected_by_arm"]:
+        print("rejected by arm: " + ", ".join(f"{k} {v}" for k, v in report["rejected_by_arm"].items()))
     print(f"wrote {ws.manifest_path(OUTPUT_STAGE)}, {reports / 'agreement.json'}, {reports / 'agreement.png'}")
     return report
 
@@ -760,6 +827,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples (default 1000)")
     parser.add_argument("--min-fraction", type=float, default=2 / 3, help="consensus fraction (default 2/3)")
     parser.add_argument("--min-labels", type=int, default=3, help="non-skipped labels needed (default 3)")
+    parser.add_argument("--protocol", choices=PROTOCOLS, default="three-arm",
+                        help="three-arm (default): speech alone, scene alone, mixture and controls must all pass; "
+                             "mixture: the mixture labels alone (workspaces labelled before the three arms)")
     args = parser.parse_args(argv)
     labels = [x.strip() for x in args.labels.split(",") if x.strip()] if args.labels else None
 
@@ -769,7 +839,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     rule_labels = tuple(labels) if labels else DEFAULT_LABELS
     rule = ConsensusRule(min_fraction=args.min_fraction, min_labels=args.min_labels, labels=rule_labels)
-    run_workspace(Workspace(args.workspace), rule, args.level, rule_labels, args.n_boot, args.seed)
+    run_workspace(Workspace(args.workspace), rule, args.level, rule_labels, args.n_boot, args.seed, args.protocol)
     return 0
 
 

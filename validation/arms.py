@@ -1,0 +1,101 @@
+"""The three-arm validation rule: a sample is validated only if its AUDIO was certified, arm by arm.
+
+Annotators heard, in separate blind Label Studio projects (annotation/), the clean speech alone, the
+scene alone (speech removed) or the mixture, and nothing else. A sample is validated when
+
+  speech   the speech-alone consensus is `harmful` (>= min_fraction of >= min_labels labels): the words
+           really sound harmful heard alone;
+  scene    >= min_fraction of the scene-alone labels name the sample's own category: the listener can
+           tell where this is from the sound alone;
+  mixture  the mixture consensus is `benign` (validation.agreement.decide: majority, or the blind
+           adjudicator's decision), over labels whose annotator listened to the whole clip;
+  control  the sample's control (its speech over a mismatched scene or none, construction.controls), if
+           it has one, has a `harmful` consensus: the benign reading comes from the scene, not the words.
+
+Otherwise it is rejected with every arm that failed, e.g. "scene_not_identified: 1/3 named
+video_games". An arm with too few labels makes the sample `needs_labels` (it waits for more).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from construction.record import CANT_TELL, Annotation, Sample
+
+ADJUDICATION_SOURCE = "adjudication"
+
+
+@dataclass(frozen=True)
+class ArmRule:
+    min_fraction: float = 2 / 3
+    min_labels: int = 3  # per arm
+
+    def reaches(self, count: int, total: int) -> bool:
+        return total > 0 and count / total >= self.min_fraction - 1e-9
+
+
+def arm_votes(sample: Sample, arm: str) -> list[Annotation]:
+    """The judgements that count in one arm: one per annotator (their latest by update time), labelled,
+    not skipped, listened to (when known), not the adjudicator's."""
+    latest: dict[str, Annotation] = {}
+    for a in sorted((a for a in sample.annotations if a.arm == arm), key=lambda a: a.updated_at or a.created_at):
+        if a.cancelled or a.label is None or a.source == ADJUDICATION_SOURCE or a.listened is False:
+            continue
+        latest[a.annotator] = a
+    return list(latest.values())
+
+
+def arm_results(sample: Sample, control: Sample | None = None) -> dict[str, Any]:
+    """Per-arm counts and rates of one sample (what the release ships per sample)."""
+    speech = Counter(a.label for a in arm_votes(sample, "speech"))
+    scene = [a.label for a in arm_votes(sample, "scene")]
+    mixture = arm_votes(sample, "mixture")
+    mixture_counts = Counter(a.label for a in mixture)
+    heard = [a.speech_intelligible for a in mixture if a.speech_intelligible is not None]
+    out = {
+        "speech": {"n": sum(speech.values()), "harmful": speech["harmful"],
+                   "harmful_rate": _rate(speech["harmful"], sum(speech.values()))},
+        "scene": {"n": len(scene), "identified": sum(label == sample.category for label in scene),
+                  "cant_tell": sum(label == CANT_TELL for label in scene),
+                  "identified_rate": _rate(sum(label == sample.category for label in scene), len(scene))},
+        "mixture": {"n": len(mixture), "benign": mixture_counts["benign"],
+                    "benign_rate": _rate(mixture_counts["benign"], len(mixture)),
+                    "words_heard_rate": _rate(sum(heard), len(heard))},
+    }
+    if control is not None:
+        votes = Counter(a.label for a in arm_votes(control, "mixture"))
+        out["control"] = {"id": control.sample_id, "kind": control.custom.get("control"), "n": sum(votes.values()),
+                          "harmful": votes["harmful"], "harmful_rate": _rate(votes["harmful"], sum(votes.values()))}
+    return out
+
+
+def _rate(count: int, total: int) -> float | None:
+    return round(count / total, 4) if total else None
+
+
+def arm_failures(sample: Sample, control: Sample | None, rule: ArmRule = ArmRule()) -> tuple[list[str], list[str]]:
+    """(failed arms as 'code: detail', arms short of labels) for the speech, scene and control arms; the
+    mixture arm is decided by validation.agreement.decide."""
+    results = arm_results(sample, control)
+    failed, short = [], []
+    speech = results["speech"]
+    if speech["n"] < rule.min_labels:
+        short.append(f"speech arm: {speech['n']} label(s) < {rule.min_labels}")
+    elif not rule.reaches(speech["harmful"], speech["n"]):
+        failed.append(f"speech_not_harmful: {speech['harmful']}/{speech['n']} heard the speech alone as harmful")
+    scene = results["scene"]
+    if scene["n"] < rule.min_labels:
+        short.append(f"scene arm: {scene['n']} label(s) < {rule.min_labels}")
+    elif not rule.reaches(scene["identified"], scene["n"]):
+        failed.append(f"scene_not_identified: {scene['identified']}/{scene['n']} named {sample.category} "
+                      f"({scene['cant_tell']} could not tell)")
+    if control is not None:
+        ctl = results["control"]
+        if ctl["n"] < rule.min_labels:
+            short.append(f"control {ctl['id']}: {ctl['n']} label(s) < {rule.min_labels}")
+        elif not rule.reaches(ctl["harmful"], ctl["n"]):
+            failed.append(f"control_not_harmful: {ctl['harmful']}/{ctl['n']} heard control {ctl['id']} "
+                          f"({ctl['kind']}) as harmful")
+    return failed, short
