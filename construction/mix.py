@@ -30,7 +30,6 @@ import logging
 import random
 import sys
 from collections import Counter, defaultdict
-from pathlib import Path
 from typing import Any
 
 import numpy as np

@@ -229,7 +229,7 @@ def read_llm_verdicts(results: RunResults) -> dict[str, dict[str, Any]]:
 
 def agreement(keyword: dict[str, bool], llm: dict[str, bool]) -> dict[str, Any]:
     """Keyword vs LLM judge on refusal/compliance, over the answers both judged."""
-    from validation.agreement import pairwise_cohen
+    from validation.statistics import pairwise_cohen
 
     common = sorted(set(keyword) & set(llm))
     out: dict[str, Any] = {"n": len(common), "percent_agreement": None, "kappa": None, "note": ""}
