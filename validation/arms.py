@@ -79,23 +79,19 @@ def arm_failures(sample: Sample, control: Sample | None, rule: ArmRule = ArmRule
     """(failed arms as 'code: detail', arms short of labels) for the speech, scene and control arms; the
     mixture arm is decided by validation.agreement.decide."""
     results = arm_results(sample, control)
-    failed, short = [], []
-    speech = results["speech"]
-    if speech["n"] < rule.min_labels:
-        short.append(f"speech arm: {speech['n']} label(s) < {rule.min_labels}")
-    elif not rule.reaches(speech["harmful"], speech["n"]):
-        failed.append(f"speech_not_harmful: {speech['harmful']}/{speech['n']} heard the speech alone as harmful")
-    scene = results["scene"]
-    if scene["n"] < rule.min_labels:
-        short.append(f"scene arm: {scene['n']} label(s) < {rule.min_labels}")
-    elif not rule.reaches(scene["identified"], scene["n"]):
-        failed.append(f"scene_not_identified: {scene['identified']}/{scene['n']} named {sample.category} "
-                      f"({scene['cant_tell']} could not tell)")
+    checks = [("speech arm", results["speech"], "harmful",
+               lambda r: f"speech_not_harmful: {r['harmful']}/{r['n']} heard the speech alone as harmful"),
+              ("scene arm", results["scene"], "identified",
+               lambda r: f"scene_not_identified: {r['identified']}/{r['n']} named {sample.category} "
+                         f"({r['cant_tell']} could not tell)")]
     if control is not None:
-        ctl = results["control"]
-        if ctl["n"] < rule.min_labels:
-            short.append(f"control {ctl['id']}: {ctl['n']} label(s) < {rule.min_labels}")
-        elif not rule.reaches(ctl["harmful"], ctl["n"]):
-            failed.append(f"control_not_harmful: {ctl['harmful']}/{ctl['n']} heard control {ctl['id']} "
-                          f"({ctl['kind']}) as harmful")
+        checks.append((f"control {control.sample_id}", results["control"], "harmful",
+                       lambda r: f"control_not_harmful: {r['harmful']}/{r['n']} heard control {r['id']} "
+                                 f"({r['kind']}) as harmful"))
+    failed, short = [], []
+    for what, result, passing, failure in checks:
+        if result["n"] < rule.min_labels:
+            short.append(f"{what}: {result['n']} label(s) < {rule.min_labels}")
+        elif not rule.reaches(result[passing], result["n"]):
+            failed.append(failure(result))
     return failed, short

@@ -30,12 +30,18 @@ def cluster_bootstrap(clusters: Sequence[Hashable], statistic: Callable[[np.ndar
     draws = rng.integers(0, len(labels), size=(n_boot, len(labels)))  # all up front: same seed, same CI
     values = np.array([statistic(np.fromiter((u for k in row for u in members[k]), dtype=np.int64))
                        for row in draws], dtype=float)
+    return percentile_interval(values, confidence)
+
+
+def percentile_interval(values: np.ndarray, confidence: float = 0.95) -> tuple[tuple[float, float] | None, int]:
+    """(the percentile interval of the resampled statistics, how many were undefined and skipped); no
+    interval when fewer than half of the resamples gave a value."""
     finite = values[np.isfinite(values)]
-    if len(finite) < max(2, n_boot // 2):
-        return None, n_boot - len(finite)
+    if len(finite) < max(2, len(values) // 2):
+        return None, len(values) - len(finite)
     tail = (1 - confidence) / 2 * 100
     low, high = np.percentile(finite, [tail, 100 - tail])
-    return (float(low), float(high)), n_boot - len(finite)
+    return (float(low), float(high)), len(values) - len(finite)
 
 
 def proportion_ci(successes: Sequence[bool], clusters: Sequence[Hashable], n_boot: int = 2000,

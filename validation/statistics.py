@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from construction.errors import WorkbenchError
-from validation.bootstrap import cluster_bootstrap
+from validation.bootstrap import cluster_bootstrap, percentile_interval
 
 LEVELS = ("nominal", "ordinal", "interval", "ratio")
 RATING_COLUMNS = ("unit_id", "annotator_id", "label")
@@ -233,12 +233,7 @@ def bootstrap_alpha(value_counts: np.ndarray, domain_values: np.ndarray, level: 
     rng = np.random.default_rng(seed)
     draws = rng.integers(0, n, size=(n_boot, n))  # all draws up front: same seed -> same CI
     values = np.array([_alpha_from_counts(pairable[idx], domain_values, level) for idx in draws])
-    finite = values[np.isfinite(values)]
-    if len(finite) < max(2, n_boot // 2):
-        return None, n_boot - len(finite)
-    tail = (1 - confidence) / 2 * 100
-    lo, hi = np.percentile(finite, [tail, 100 - tail])
-    return (float(lo), float(hi)), n_boot - len(finite)
+    return percentile_interval(values, confidence)
 
 
 def krippendorff_alpha(ratings: pd.DataFrame | Iterable[Sequence[Any]] | Ratings, level: str = "nominal",
