@@ -185,7 +185,6 @@ def diversity(kept: dict[str, list[Kept]], threshold: float, seed: int) -> dict[
 
 def run_generate(ws: Workspace, config: Config, progress: bool = True) -> dict[str, Any]:
     from construction.llm import HarmScreen, make_llm
-
     from construction.scenes import open_library, unrenderable_scenes
 
     cfg = config.generate
