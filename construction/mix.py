@@ -186,7 +186,7 @@ class MixStage:
         rng = random.Random(seed)
         defining, support = scene_sounds(sample, self.taxonomy)
         chosen = self.assignment.get(sample.sample_id)
-        if chosen is None:  # not in the synthesize manifest this stage was set up with (a WER retry)
+        if chosen is None:  # not in the synthesize manifest this stage was set up with (a control)
             from construction.scenes import assign_clips
 
             chosen = assign_clips([sample], self.taxonomy, self.library, self.config.release_licence,
