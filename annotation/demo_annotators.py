@@ -1,13 +1,25 @@
-"""DEMO ONLY: scripted annotators that label every task through the real Label Studio API.
+"""DEMO ONLY: scripted annotators that label the three blind arms through the real Label Studio API.
 
-    python -m annotation.demo_annotators --workspace W [--annotators 3] [--seed S] [--project TITLE]
+    python -m annotation.demo_annotators --workspace W [--annotators 3] [--seed S]
+    python -m annotation.demo_annotators --workspace W --adjudication [--seed S]
+    python -m annotation.demo_annotators --workspace W --project TITLE [--annotators N] [--seed S]
 
-The README demo has no humans. This makes N accounts annotator-K@demo.aor-bench.invalid through the
-real invite/signup flow (or logs them in when they exist) and has each submit one label per task of
-the pushed project. Labels are deterministic given the seed: every sample has a scripted "true" label
-(mostly benign) and annotator K errs with its own rate, so agreement is imperfect but most samples reach
-consensus. annotation.pull recognises the demo domain and marks these annotations source="demo"; a
-release built from them says so on its card and is never pushed to the Hub.
+The README demo has no humans. This makes accounts annotator-K@demo.aor-bench.invalid through the real
+invite/signup flow (or logs them in when they exist) and has them submit labels through the API, with a
+lead time, as a browser would. With the arms (the default), --annotators N per arm means 3N accounts
+in three groups; each sample is heard by each group in one arm only (the groups rotate over the arms
+from sample to sample), so nobody judges a sample twice; a control goes to the group that heard only
+its sample's scene, and every account meets every catch item. --adjudication labels the recorded
+adjudication project as adjudicator@demo.aor-bench.invalid; --project labels any one project of the
+workspace with N accounts.
+
+The labels are deterministic given the seed and plausible: the speech arm mostly harmful, the scene arm
+mostly the sample's own category, the mixture mostly benign, controls mostly harmful, catch items
+mostly as asked. Annotator K errs at its own rate (5 %, 12 %, 20 %), and the least careful one
+sometimes submits before the clip could have played through. The demo reads the workspace (the task
+key map, the samples' categories) to script this; a real annotator sees only the audio. annotation.pull
+recognises the demo domain and marks these annotations source="demo"; a release built from them says so
+on its card and is never pushed to the Hub.
 """
 
 from __future__ import annotations
@@ -18,14 +30,14 @@ import random
 import sys
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from annotation.labelstudio import (
     DEMO_EMAIL_DOMAIN,
-    LABELS,
+    INPUT_STAGE,
     Server,
     add_server_args,
-    config_labels,
     connect_from_args,
     export_tasks,
     invite_link,
@@ -37,16 +49,37 @@ from annotation.labelstudio import (
     server_errors,
     signup_via_invite,
 )
+from annotation.protocol import (
+    ADJUDICATION,
+    CANT_TELL,
+    config_labels,
+    read_catch,
+    read_controls,
+    read_task_map,
+)
+from annotation.pull import resolve_arms
 from construction.errors import WorkbenchError
-from construction.record import stable_seed
+from construction.record import ARMS, AudioRef, Sample, stable_seed
+from construction.workspace import Workspace
 
 DEFAULT_PASSWORD = "aor-bench-demo-annotator"  # local demo accounts on a loopback-only server
-TRUE_LABEL_WEIGHTS = {"benign": 0.86, "harmful": 0.07, "unclear": 0.07}
 ERROR_RATES = (0.05, 0.12, 0.2)  # annotator K errs with ERROR_RATES[(K - 1) % 3]
+RUSH_RATE = 0.1  # the least careful annotator submits this share of clips before they could play through
+# the scripted "true" label of an item, by what it is
+TRUTH = {
+    "speech": {"harmful": 0.85, "unclear": 0.08, "not_harmful": 0.07},
+    "sample": {"benign": 0.86, "harmful": 0.07, "unclear": 0.07},  # a sample's mixture
+    "control": {"harmful": 0.85, "unclear": 0.1, "benign": 0.05},
+    ADJUDICATION: {"benign": 0.75, "harmful": 0.25},
+}
+SCENE_RIGHT, SCENE_CANT_TELL = 0.8, 0.12  # the scene arm: the sample's category, can't tell, else another
 
 
 def demo_email(k: int) -> str:
     return f"annotator-{k}@{DEMO_EMAIL_DOMAIN}"
+
+
+ADJUDICATOR_EMAIL = f"adjudicator@{DEMO_EMAIL_DOMAIN}"
 
 
 def demo_password() -> str:
@@ -56,36 +89,80 @@ def demo_password() -> str:
     return password
 
 
-def scripted_label(seed: int, sample_id: str, k: int, labels: Sequence[str]) -> str:
-    """Annotator k's label for a sample: the sample's scripted label, or with k's error rate another one."""
-    weights = [TRUE_LABEL_WEIGHTS.get(label, 0.0) for label in labels]
-    if not any(weights):
-        weights = [1.0] * len(labels)
-    truth = random.Random(stable_seed("demo-truth", seed, sample_id)).choices(list(labels), weights)[0]
-    rng = random.Random(stable_seed("demo-rater", seed, sample_id, k))
+@dataclass(frozen=True)
+class Known:
+    """What the script knows of an item (from the workspace, never from the task)."""
+
+    item_id: str
+    role: str
+    kind: str  # sample | control | catch | unknown
+    category: str | None = None
+    expected: str | None = None
+    audio: AudioRef | None = None
+    control_of: str | None = None
+
+
+def _pick(rng: random.Random, weights: dict[str, float], labels: Sequence[str]) -> str:
+    allowed = [label for label in labels if weights.get(label, 0.0) > 0]
+    if not allowed:
+        return rng.choice(list(labels))
+    return rng.choices(allowed, [weights[label] for label in allowed])[0]
+
+
+def scripted_truth(seed: int, item: Known, labels: Sequence[str]) -> str:
+    """The label the demo pretends an item has: what most annotators will give."""
+    rng = random.Random(stable_seed("demo-truth", seed, item.role, item.item_id))
+    if item.kind == "catch" and item.expected in labels:
+        return item.expected
+    if item.role == "scene":
+        draw = rng.random()
+        others = [label for label in labels if label not in (item.category, CANT_TELL)]
+        if item.category in labels and draw < SCENE_RIGHT:
+            return item.category
+        if CANT_TELL in labels and (draw < SCENE_RIGHT + SCENE_CANT_TELL or not others):
+            return CANT_TELL
+        return rng.choice(others) if others else rng.choice(list(labels))
+    if item.role == "speech":
+        return _pick(rng, TRUTH["speech"], labels)
+    if item.role == ADJUDICATION:
+        return _pick(rng, TRUTH[ADJUDICATION], labels)
+    return _pick(rng, TRUTH["control" if item.kind == "control" else "sample"], labels)
+
+
+def scripted_label(seed: int, item: Known, k: int, labels: Sequence[str]) -> str:
+    """Annotator k's label: the scripted truth, or with k's error rate (halved on a catch item) another."""
+    truth = scripted_truth(seed, item, labels)
+    rng = random.Random(stable_seed("demo-rater", seed, item.role, item.item_id, k))
+    rate = ERROR_RATES[(k - 1) % len(ERROR_RATES)] / (2 if item.kind == "catch" else 1)
     others = [label for label in labels if label != truth]
-    if others and rng.random() < ERROR_RATES[(k - 1) % len(ERROR_RATES)]:
+    if others and rng.random() < rate:
         return rng.choice(others)
     return truth
 
 
-def scripted_result(seed: int, sample_id: str, k: int, labels: Sequence[str]) -> tuple[list[dict[str, Any]], float]:
-    label = scripted_label(seed, sample_id, k, labels)
-    rng = random.Random(stable_seed("demo-extras", seed, sample_id, k))
-    checks = [name for name, p in (("background sound recognisable", 0.85), ("speech intelligible", 0.95))
-              if rng.random() < p]
+def scripted_result(seed: int, item: Known, k: int, labels: Sequence[str]) -> tuple[list[dict[str, Any]], float]:
+    """The annotation annotator k submits for the item, and its lead time in seconds."""
+    label = scripted_label(seed, item, k, labels)
+    rng = random.Random(stable_seed("demo-extras", seed, item.role, item.item_id, k))
     result = [{"from_name": "label", "to_name": "audio", "type": "choices", "value": {"choices": [label]}}]
-    if checks:
-        result.append({"from_name": "checks", "to_name": "audio", "type": "choices", "value": {"choices": checks}})
-    if label != "benign":
+    if item.role == "mixture":
+        words = "yes" if rng.random() < 0.95 or item.kind == "catch" else "no"
+        result.append({"from_name": "words", "to_name": "audio", "type": "choices", "value": {"choices": [words]}})
+    if label != scripted_truth(seed, item, labels) and item.role in ("mixture", ADJUDICATION):
         result.append({"from_name": "rationale", "to_name": "audio", "type": "textarea",
                        "value": {"text": [f"scripted demo annotator: {label}"]}})
-    return result, round(3.0 + 12.0 * rng.random(), 2)
+    duration = item.audio.duration_s if item.audio is not None else 5.0
+    careless = ERROR_RATES[(k - 1) % len(ERROR_RATES)] == max(ERROR_RATES)
+    if careless and rng.random() < RUSH_RATE:
+        lead = duration * rng.uniform(0.3, 0.9)  # answered before the clip could have played through
+    else:
+        lead = duration * rng.uniform(1.05, 1.5) + rng.uniform(0.5, 3.0)
+    return result, round(lead, 2)
 
 
-def demo_account_token(server: Server, k: int, invite: list[str]) -> str:
+def demo_account_token(server: Server, email: str, invite: list[str]) -> str:
     """Log the demo account in, or sign it up through the invite link first."""
-    email, password = demo_email(k), demo_password()
+    password = demo_password()
     token = login(server.url, email, password)
     if token is None:
         if not invite:
@@ -94,46 +171,112 @@ def demo_account_token(server: Server, k: int, invite: list[str]) -> str:
     return token
 
 
-def run_demo(server: Server, project: Any, n_annotators: int, seed: int) -> Counter:
-    """Each demo annotator labels every task they have not labelled yet. -> labels submitted."""
-    labels = config_labels(project.label_config) or list(LABELS)
+def known_items(ws: Workspace) -> dict[str, Known]:
+    """task key -> what the script knows of its item (from the workspace's key map and manifests)."""
+    samples = {s.sample_id: s for s in ws.read_samples(INPUT_STAGE)} if ws.has_manifest(INPUT_STAGE) else {}
+    controls, _ = read_controls(ws, set(samples))
+    by_id: dict[str, tuple[str, Sample]] = {sid: ("sample", s) for sid, s in samples.items()}
+    by_id.update({c.sample_id: ("control", c) for c in controls})
+    by_id.update({c.sample_id: ("catch", c) for c in read_catch(ws)})
+    out = {}
+    for key, (item_id, role) in read_task_map(ws).items():
+        kind, s = by_id.get(item_id, ("unknown", None))
+        if s is None:
+            out[key] = Known(item_id, role, kind)
+            continue
+        audio = {"speech": s.speech, "scene": s.scene_audio}.get(role, s.mixture)
+        out[key] = Known(item_id, role, kind, s.category, s.custom.get("expected"), audio, s.custom.get("control_of"))
+    return out
+
+
+def arm_group(seed: int, item: Known) -> int | None:
+    """Which of the three groups labels the item (None: every group). Each group hears a sample in one arm
+    only; a control goes to the group that heard only its sample's scene."""
+    if item.kind == "catch":
+        return None
+    sample_id, role = (item.control_of, "scene") if item.kind == "control" else (item.item_id, item.role)
+    return (ARMS.index(role) + stable_seed("demo-group", seed, sample_id)) % len(ARMS)
+
+
+def label_project(server: Server, project: Any, accounts: Sequence[tuple[int, str]], known: dict[str, Known],
+                  seed: int, wanted: Any, invite: list[str]) -> Counter:
+    """Each account labels the project's tasks `wanted(k, item)` picks, that it has not labelled yet, in
+    an order of its own. -> labels submitted, by label."""
+    labels = config_labels(project.label_config)
+    if not labels:
+        raise WorkbenchError(f"project {project.title!r} has no 'label' choices; it is not a project of this workbench")
     tasks = export_tasks(server, project.id)
     done = {t["id"]: {a.get("completed_by") for a in t.get("annotations") or []} for t in tasks}
-    invite: list[str] = []
     submitted: Counter = Counter()
-    for k in range(1, n_annotators + 1):
-        rater = make_client(server.url, demo_account_token(server, k, invite))
-        with server_errors(server.url, f"reading demo annotator {k}'s account"):
+    for k, email in accounts:
+        rater = make_client(server.url, demo_account_token(server, email, invite))
+        with server_errors(server.url, f"reading demo account {email}"):
             user_id = rater.users.whoami().id
-        for task in tasks:
-            if user_id in done[task["id"]]:
+        order = list(tasks)
+        random.Random(stable_seed("demo-order", seed, project.id, k)).shuffle(order)
+        for task in order:
+            key = str((task.get("data") or {}).get("key") or "")
+            item = known.get(key) or Known(key or str(task["id"]), ADJUDICATION if "$votes" in project.label_config
+                                            else "mixture", "unknown")
+            if user_id in done[task["id"]] or not wanted(k, item):
                 continue
-            sample_id = str((task.get("data") or {}).get("sample_id") or task["id"])
-            result, lead_time_s = scripted_result(seed, sample_id, k, labels)
-            with server_errors(server.url, f"submitting demo annotator {k}'s label for task {task['id']}"):
+            result, lead_time_s = scripted_result(seed, item, k, labels)
+            with server_errors(server.url, f"submitting {email}'s label for task {task['id']}"):
                 rater.annotations.create(task["id"], result=result, lead_time=lead_time_s, was_cancelled=False)
             submitted[result[0]["value"]["choices"][0]] += 1
     return submitted
 
 
+def run_arms(server: Server, ws: Workspace, projects: dict[str, Any], per_arm: int, seed: int) -> dict[str, Counter]:
+    """3 x per_arm accounts label the three arm projects. -> labels submitted per arm."""
+    known = known_items(ws)
+    accounts = [(k, demo_email(k)) for k in range(1, len(ARMS) * per_arm + 1)]
+    invite: list[str] = []
+
+    def wanted(k: int, item: Known) -> bool:
+        group = arm_group(seed, item)
+        return group is None or (k - 1) // per_arm == group
+
+    return {role: label_project(server, projects[role], accounts, known, seed, wanted, invite) for role in ARMS}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m annotation.demo_annotators", description=__doc__.split("\n")[0])
     parser.add_argument("--workspace", default="workspace", help="workspace directory (default: ./workspace)")
-    parser.add_argument("--project", help="project title (default: the one recorded by push)")
-    parser.add_argument("--annotators", type=int, default=3, help="number of scripted annotators (default 3)")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--project", help="label this one project (exact title) instead of the three arms")
+    which.add_argument("--adjudication", action="store_true",
+                       help="label the recorded adjudication project, as one scripted adjudicator")
+    parser.add_argument("--annotators", type=int, default=3,
+                        help="scripted annotators per arm (default 3; the arms take 3x as many accounts)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the scripted labels (default 0)")
     add_server_args(parser)
     args = parser.parse_args(argv)
     if args.annotators < 1:
         raise WorkbenchError(f"--annotators must be at least 1, not {args.annotators}")
     ws = open_workspace(args.workspace)
+    state = read_state(ws)
     server = connect_from_args(args)
-    project = resolve_project(server, read_state(ws).get("project"), args.project, "project")
-    submitted = run_demo(server, project, args.annotators, args.seed)
-    total = sum(submitted.values())
-    shown = ", ".join(f"{label} {n}" for label, n in sorted(submitted.items())) or "none"
-    print(f"DEMO: {args.annotators} scripted annotator(s) (@{DEMO_EMAIL_DOMAIN}) submitted {total} label(s) "
-          f"to project {project.title!r} (id {project.id}): {shown}")
+    if args.project or args.adjudication:
+        if args.adjudication:
+            project = resolve_project(server, state.get("adjudication"), None, "adjudication project")
+            accounts = [(1, ADJUDICATOR_EMAIL)]
+        else:
+            project = resolve_project(server, None, args.project, "project")
+            accounts = [(k, demo_email(k)) for k in range(1, args.annotators + 1)]
+        submitted = {project.title: label_project(server, project, accounts, known_items(ws), args.seed,
+                                                  lambda k, item: True, [])}
+        who = f"{len(accounts)} scripted account(s)"
+    else:
+        projects = resolve_arms(server, state, None)
+        submitted = {projects[role].title: c for role, c in run_arms(server, ws, projects, args.annotators,
+                                                                    args.seed).items()}
+        who = f"{len(ARMS) * args.annotators} scripted annotator(s), {args.annotators} per arm,"
+    total = sum(sum(c.values()) for c in submitted.values())
+    print(f"DEMO: {who} (@{DEMO_EMAIL_DOMAIN}) submitted {total} label(s):")
+    for title, counts in submitted.items():
+        shown = ", ".join(f"{label} {n}" for label, n in sorted(counts.items())) or "none"
+        print(f"  {title}: {shown}")
     print("These are not human judgements; pull marks them source='demo'.")
     return 0
 

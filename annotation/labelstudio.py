@@ -5,8 +5,10 @@ WorkbenchError naming the server and what was being done, mapped by HTTP status 
 answer 404 with a 30 kB HTML page, so response bodies are only ever shown as a short JSON detail) and
 never showing the token. The SDK is imported lazily: it costs 2-4 s.
 
-Workspace state lives in <W>/annotation.json: the project id/title/url, the adjudication project and
-the per-workspace salt of the annotator pseudonyms. No token or email is ever written there.
+Workspace state lives in <W>/annotation.json: the arms' title, each arm project's id/title/url, the
+adjudication project, the per-workspace salt of the annotator pseudonyms and the secret of the task
+keys; <W>/annotation_tasks.json maps each task key to its item and arm. No token or email is ever
+written there, and the server's document root must hold neither file.
 """
 
 from __future__ import annotations
@@ -25,66 +27,50 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from xml.sax.saxutils import quoteattr
 
 import httpx
 
+from annotation.protocol import TASKS_FILE, WORDS, ArmSpec, Item, config_labels
 from annotation.server import STATE_FILE, api_token, default_data_dir, read_server_info
 from construction.errors import WorkbenchError
-from construction.record import Annotation, Sample
+from construction.record import Annotation, AudioRef
 from construction.workspace import Workspace, atomic_write_text
 
-LABELS: tuple[str, ...] = ("benign", "harmful", "unclear")
-ADJUDICATION_LABELS: tuple[str, ...] = ("benign", "harmful")
-# checkbox value in the labelling config -> Annotation field
-CHECKS: dict[str, str] = {"background sound recognisable": "background_recognisable",
-                          "speech intelligible": "speech_intelligible"}
 INPUT_STAGE = "wer"  # the samples that passed the WER filter are what humans label
-OUTPUT_STAGE = "annotated"
+OUTPUT_STAGE = "annotated"  # every wer sample with its annotations of all three arms
+CONTROLS_OUTPUT_STAGE = "annotated_controls"  # the controls with their mixture-arm annotations
 DEMO_EMAIL_DOMAIN = "demo.aor-bench.invalid"  # scripted demo accounts; .invalid can never be a real mailbox
 SOURCE_LABEL_STUDIO = "label-studio"
 SOURCE_DEMO = "demo"
 ADJUDICATION_SOURCE = "adjudication"  # validation.agreement stores the adjudicator's decision this way
-PREDICTION_MODEL = "intended-label"
 IMPORT_CHUNK = 1000  # tasks per import request: a failure loses at most one chunk, a rerun resumes
 SHOWN_PROBLEMS = 20
 
-
-# ----------------------------------------------------------------------------------------------
-# labelling config
-# ----------------------------------------------------------------------------------------------
-
-def label_config(labels: Sequence[str] = LABELS, with_votes: bool = False) -> str:
-    """The XML labelling interface: audio, transcript, context, a required label, two checkboxes and
-    an optional rationale. with_votes adds the human labels so far (for the adjudication project)."""
-    choices = "\n".join(f"    <Choice value={quoteattr(v)}/>" for v in labels)
-    checks = "\n".join(f"    <Choice value={quoteattr(v)}/>" for v in CHECKS)
-    votes = ('  <Header value="Labels given so far"/>\n  <Text name="votes_text" value="$votes"/>\n'
-             if with_votes else "")
-    return f"""<View>
-  <Header value="Listen to the whole clip, then judge the request in its acoustic context."/>
-  <Audio name="audio" value="$audio" hotkey="space"/>
-  <Header value="Transcript"/>
-  <Text name="transcript" value="$speech_text"/>
-  <Header value="Scenario context"/>
-  <Text name="context" value="$context"/>
-{votes}  <Header value="Is the request benign in this acoustic context?"/>
-  <Choices name="label" toName="audio" choice="single-radio" required="true" showInline="true">
-{choices}
-  </Choices>
-  <Choices name="checks" toName="audio" choice="multiple" showInline="true">
-{checks}
-  </Choices>
-  <TextArea name="rationale" toName="audio" placeholder="Optional: why?" maxSubmissions="1" editable="true" rows="2"/>
-</View>"""
-
-
-def config_labels(config: str) -> list[str]:
-    """The choices of the 'label' control in a labelling config (what a project lets annotators pick)."""
-    match = re.search(r'<Choices\s[^>]*name="label"[^>]*>(.*?)</Choices>', config or "", re.DOTALL)
-    if not match:
-        return []
-    return re.findall(r'<Choice\s+value="([^"]*)"', match.group(1))
+# What every project of the protocol is set to (and reset to by each push): tasks in random order per
+# annotator, N annotators each, no predictions, no history, an instructions page, no empty submission.
+BLIND_SETTINGS: dict[str, Any] = {
+    "sampling": "Uniform sampling",
+    "overlap_cohort_percentage": 100,
+    "show_collab_predictions": False,
+    "reveal_preannotations_interactively": False,
+    "evaluate_predictions_automatically": False,
+    "show_annotation_history": False,
+    "show_overlap_first": False,
+    "show_ground_truth_first": False,
+    "show_instruction": True,
+    "show_skip_button": True,
+    "enable_empty_annotation": False,
+}
+# The Data Manager tab every project gets: only the task id, the audio and the key are shown. Shared by
+# every user of the project and anyone may show the other columns again (Label Studio Community).
+VIEW_TITLE = "Tasks"
+VISIBLE_COLUMNS = ("tasks:id", "tasks:data.audio", "tasks:data.key")
+HIDDEN_COLUMNS = tuple(f"tasks:{c}" for c in (
+    "inner_id", "completed_at", "total_annotations", "cancelled_annotations", "total_predictions", "annotators",
+    "annotations_results", "annotations_ids", "predictions_score", "predictions_model_versions",
+    "predictions_results", "file_upload", "storage_filename", "created_at", "updated_at", "updated_by",
+    "avg_lead_time", "draft_exists", "comment_count", "last_comment_updated_at", "unresolved_comment_count",
+    "comment_authors", "reviewers", "reviews_accepted", "reviews_rejected", "ground_truth", "agreement"))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -286,34 +272,50 @@ def resolve_project(server: Server, state_entry: dict[str, Any] | None, title: s
     return get_project(server, int(state_entry["id"]), state_entry.get("title", ""))
 
 
-def ensure_project(server: Server, title: str, overlap: int | None, labels: Sequence[str] = LABELS,
-                   with_votes: bool = False, show_predictions: bool = False) -> tuple[Any, bool]:
-    """Find the project by exact title or create it. -> (project, created). An existing project gets
-    the overlap when one is given and differs."""
+def ensure_project(server: Server, title: str, spec: ArmSpec, overlap: int | None) -> tuple[Any, bool, list[str]]:
+    """Find the project by exact title or create it with the role's labelling config, instructions and
+    the blind settings. -> (project, created, settings reset). An existing project must ask the same
+    question (its stored choices); its settings are reset to the blind ones, and it gets the overlap when
+    one is given and differs."""
     if len(title.strip()) < 3:
         raise WorkbenchError(f"project title {title!r} is too short (Label Studio needs 3+ characters)")
     project = find_project(server, title)
     if project is None:
         with server.errors(f"creating project {title!r}"):
             project = server.client.projects.create(
-                title=title, label_config=label_config(labels, with_votes),
-                maximum_annotations=overlap or 3,  # N annotators per task ...
-                overlap_cohort_percentage=100,  # ... for every task
-                show_skip_button=True, show_collab_predictions=show_predictions)
-        return project, True
-    wanted = set(config_labels(project.label_config))
-    if wanted != set(labels) or "$audio" not in (project.label_config or ""):
+                title=title, label_config=spec.label_config(), expert_instruction=spec.instructions(),
+                maximum_annotations=overlap or 3,  # N annotators per task, for every task (cohort 100 %)
+                **BLIND_SETTINGS)
+        ensure_blind_view(server, project.id)
+        return project, True, []
+    config = project.label_config or ""
+    have = config_labels(config)
+    if have != list(spec.labels) or "$audio" not in config or ("$votes" in config) != spec.with_votes:
         raise WorkbenchError(f"project {title!r} at {server.url} has another labelling config "
-                             f"(labels {sorted(wanted)}); choose another --project title")
-    update: dict[str, Any] = {}
+                             f"(labels {have}, wanted {list(spec.labels)}"
+                             + (", with the votes" if spec.with_votes else "") + "); choose another --project title")
+    update: dict[str, Any] = {k: v for k, v in BLIND_SETTINGS.items() if getattr(project, k, v) != v}
+    reset = sorted(update)
+    if (project.expert_instruction or "") != spec.instructions():
+        update["expert_instruction"] = spec.instructions()
     if overlap is not None and project.maximum_annotations != overlap:
         update.update(maximum_annotations=overlap, overlap_cohort_percentage=100)
-    if show_predictions and not project.show_collab_predictions:
-        update["show_collab_predictions"] = True
     if update:
         with server.errors(f"updating project {title!r}"):
             project = server.client.projects.update(project.id, **update)
-    return project, False
+    ensure_blind_view(server, project.id)
+    return project, False, reset
+
+
+def ensure_blind_view(server: Server, project_id: int) -> None:
+    """Give the project's Data Manager a tab showing only the task id, the audio and the key (made once;
+    Label Studio would otherwise make a default tab showing who annotated each task)."""
+    data = {"title": VIEW_TITLE, "type": "list", "target": "tasks", "ordering": ["tasks:id"],
+            "hiddenColumns": {"explore": list(HIDDEN_COLUMNS), "labeling": list(HIDDEN_COLUMNS)}}
+    with server.errors(f"setting up the Data Manager tab of project {project_id}"):
+        views = server.client.views.list(project=project_id)
+        if not any((v.data or {}).get("title") == VIEW_TITLE for v in views):
+            server.client.views.create(project=project_id, data=data)
 
 
 def ensure_local_storage(server: Server, project_id: int, audio_dir: Path, files: Sequence[Path] | None = None) -> None:
@@ -348,36 +350,39 @@ def local_file_url(path: Path, document_root: Path) -> str:
 
 def salt_problem(ws: Workspace, document_root: Path) -> str:
     """Why the server must not get tasks of this workspace: its document root holds the workspace's
-    annotation.json, so any annotator could read the pseudonym salt. "" when it does not."""
-    state_file = ws.root / STATE_FILE
-    if not state_file.resolve().is_relative_to(document_root):
-        return ""
-    return (f"the server's document root {document_root} holds {state_file}, and every annotator could read "
-            f"its pseudonym salt through /data/local-files/. Restart the server to serve only this workspace's "
-            f"audio: python -m annotation.server stop, then python -m annotation.server start --workspace {ws.root} "
-            "(with --url: pass the server's --document-root)")
+    annotation.json (the pseudonym salt and the task key secret) or its task key map, so any annotator
+    could read them. "" when it does not."""
+    for state_file in (ws.root / STATE_FILE, ws.root / TASKS_FILE):
+        if state_file.resolve().is_relative_to(document_root):
+            return (f"the server's document root {document_root} holds {state_file}, and every annotator could "
+                    f"read its pseudonym salt and task keys through /data/local-files/. Restart the server to serve "
+                    f"only this workspace's audio: python -m annotation.server stop, then python -m "
+                    f"annotation.server start --workspace {ws.root} (with --url: pass the server's --document-root)")
+    return ""
 
 
-def audio_problems(ws: Workspace, samples: Sequence[Sample], document_root: Path) -> list[str]:
-    """Why samples cannot be served to annotators (no mixture, file gone, outside the workspace's audio
-    dir or the document root)."""
+def audio_problems(ws: Workspace, items: Sequence[Item], document_root: Path) -> list[str]:
+    """Why items cannot be served to annotators (no audio of that arm recorded, file gone, outside the
+    workspace's audio dir or the document root)."""
     store = (ws.root / "audio").resolve()
     problems = []
-    for s in samples:
-        if s.mixture is None:
-            problems.append(f"{s.sample_id}: no mixed audio recorded (mixture is empty)")
+    for item in items:
+        where = f"{item.item_id} ({item.role} arm)"
+        if item.audio is None:
+            problems.append(f"{where}: no {item.what} audio recorded"
+                            + ("; rebuild it with python -m construction.mix" if item.role == "scene" else ""))
             continue
         try:
-            path = ws.audio_path(s.mixture)
+            path = ws.audio_path(item.audio)
         except WorkbenchError as e:
-            problems.append(f"{s.sample_id}: {e}")
+            problems.append(f"{where}: {e}")
             continue
         if not path.is_file():
-            problems.append(f"{s.sample_id}: audio file {path} is missing")
+            problems.append(f"{where}: audio file {path} is missing")
         elif not path.resolve().is_relative_to(store):
-            problems.append(f"{s.sample_id}: {path} resolves to {path.resolve()}, outside the workspace's audio dir")
+            problems.append(f"{where}: {path} resolves to {path.resolve()}, outside the workspace's audio dir")
         elif not path.resolve().is_relative_to(document_root):
-            problems.append(f"{s.sample_id}: {path} is outside the server's document root {document_root}")
+            problems.append(f"{where}: {path} is outside the server's document root {document_root}")
     return problems
 
 
@@ -388,42 +393,36 @@ def format_problems(problems: Sequence[str], limit: int = SHOWN_PROBLEMS) -> str
     return "\n".join(lines)
 
 
-def task_data(ws: Workspace, sample: Sample, document_root: Path) -> dict[str, Any]:
-    """A task's data: what the labelling config shows plus metadata that comes back in the export.
-    benign_reason is left out on purpose: it would tell annotators the intended answer."""
-    assert sample.mixture is not None
-    data: dict[str, Any] = {
-        "audio": local_file_url(ws.audio_path(sample.mixture), document_root),
-        "speech_text": sample.speech_text,
-        "context": sample.context,
-        "sample_id": sample.sample_id,
-        "category": sample.category,
-        "placement": sample.placement,
-        "background_tags": ", ".join(sample.background_tags),
-        "duration_s": sample.mixture.duration_s,
-    }
-    if sample.mix is not None:
-        data["snr_db"] = sample.mix.snr_db
-    if sample.wer_mixture is not None:
-        data["wer_mixture"] = sample.wer_mixture
-    return data
+def task_data(ws: Workspace, audio: AudioRef, key: str, document_root: Path) -> dict[str, Any]:
+    """A task's data: the audio URL (a content hash: it names nothing) and the opaque key. Nothing else,
+    since everything in it shows in the Data Manager and comes back with every task."""
+    return {"audio": local_file_url(ws.audio_path(audio), document_root), "key": key}
 
 
-def label_result(label: str) -> list[dict[str, Any]]:
-    return [{"from_name": "label", "to_name": "audio", "type": "choices", "value": {"choices": [label]}}]
+def label_result(label: str, words: str | None = None) -> list[dict[str, Any]]:
+    result = [{"from_name": "label", "to_name": "audio", "type": "choices", "value": {"choices": [label]}}]
+    if words is not None:
+        result.append({"from_name": "words", "to_name": "audio", "type": "choices", "value": {"choices": [words]}})
+    return result
 
 
-def task_sample_ids(server: Server, project_id: int) -> dict[str, list[int]]:
-    """sample_id -> task ids already in the project (fast: only id and data are sent)."""
+def task_keys(server: Server, project_id: int) -> dict[str, list[int]]:
+    """task key -> task ids already in the project (fast: only id and data are sent)."""
     found: dict[str, list[int]] = {}
     with server.errors(f"listing the tasks of project {project_id}",
                        not_found=f"project {project_id} no longer exists (deleted?)"):
         for task in server.client.tasks.list(project=project_id, fields="task_only", include="id,data",
                                              page_size=1000):
-            sid = (task.data or {}).get("sample_id")
-            if sid is not None:
-                found.setdefault(str(sid), []).append(task.id)
+            key = (task.data or {}).get("key")
+            if key is not None:
+                found.setdefault(str(key), []).append(task.id)
     return found
+
+
+def set_task_overlap(server: Server, task_ids: Sequence[int], overlap: int) -> None:
+    with server.errors("setting the overlap of the catch tasks"):
+        for task_id in task_ids:
+            server.client.tasks.update(str(task_id), overlap=overlap)
 
 
 def import_tasks(server: Server, project_id: int, tasks: Sequence[dict[str, Any]],
@@ -464,8 +463,14 @@ def user_emails(server: Server) -> dict[int, str]:
 class Parsed:
     annotation: Annotation
     created_at: str
+    updated_at: str
     raw_id: int
+    author: str  # pseudonym of the Label Studio author (completed_by), who may differ from the credited person
     problems: list[str] = field(default_factory=list)
+
+    @property
+    def reattributed(self) -> bool:
+        return self.annotation.updated_by is not None
 
 
 def _user_id(completed_by: Any) -> int | None:
@@ -477,21 +482,34 @@ def _user_id(completed_by: Any) -> int | None:
         return None
 
 
-def parse_annotation(raw: dict[str, Any], where: str, emails: dict[int, str], salt: str,
-                     labels: Sequence[str] = LABELS) -> Parsed:
-    """One exported annotation -> Annotation (pseudonymous). Values outside the config are kept as
-    given and reported as problems: the API accepts any result, the UI does not."""
-    problems: list[str] = []
-    user_id = _user_id(raw.get("completed_by"))
+def _person(user_id: int | None, emails: dict[int, str], salt: str) -> tuple[str, str, bool]:
+    """-> (pseudonym, source, still a user)."""
     email = emails.get(user_id) if user_id is not None else None
     if email:
-        annotator, source = pseudonym(email, salt), (SOURCE_DEMO if is_demo_email(email) else SOURCE_LABEL_STUDIO)
+        return pseudonym(email, salt), (SOURCE_DEMO if is_demo_email(email) else SOURCE_LABEL_STUDIO), True
+    return pseudonym(f"user-id:{user_id}", salt), SOURCE_LABEL_STUDIO, False
+
+
+def parse_annotation(raw: dict[str, Any], where: str, emails: dict[int, str], salt: str, spec: ArmSpec) -> Parsed:
+    """One exported annotation -> Annotation (pseudonymous), credited to whoever made its last change:
+    Label Studio lets any user update anyone's annotation (or create one in someone else's name), and
+    then the label is the changer's judgement, not the author's. Values outside the config are kept as
+    given and reported as problems: the API accepts any result, the UI does not."""
+    problems: list[str] = []
+    author_id = _user_id(raw.get("completed_by"))
+    changer_id = _user_id(raw.get("updated_by"))
+    author, author_source, author_known = _person(author_id, emails, salt)
+    if changer_id is not None and changer_id != author_id:
+        annotator, source, known = _person(changer_id, emails, salt)
+        updated_by: str | None = annotator
+        user_id = changer_id
     else:
-        annotator, source = pseudonym(f"user-id:{user_id}", salt), SOURCE_LABEL_STUDIO
+        annotator, source, known, updated_by, user_id = author, author_source, author_known, None, author_id
+    if not known:
         problems.append(f"{where}: annotator (user {user_id}) is not a user of this server any more")
     cancelled = bool(raw.get("was_cancelled"))
     label: str | None = None
-    checks: list[str] | None = None
+    words: bool | None = None
     rationale: list[str] = []
     for item in raw.get("result") or []:
         value = item.get("value") or {}
@@ -500,40 +518,44 @@ def parse_annotation(raw: dict[str, Any], where: str, emails: dict[int, str], sa
             chosen = [str(c) for c in value.get("choices") or []]
             if len(chosen) == 1:
                 label = chosen[0]
-                if label not in labels:
-                    problems.append(f"{where}: label {label!r} is not one of {list(labels)} (kept as given)")
+                if label not in spec.labels:
+                    problems.append(f"{where}: label {label!r} is not one of {list(spec.labels)} (kept as given)")
             elif chosen:
                 problems.append(f"{where}: several labels {chosen}; recorded no label")
-        elif name == "checks":
-            checks = [str(c) for c in value.get("choices") or []]
-            unknown = sorted(set(checks) - set(CHECKS))
-            if unknown:
-                problems.append(f"{where}: unknown checkbox value(s) {unknown} ignored")
+        elif name == "words" and spec.role == "mixture":
+            chosen = [str(c) for c in value.get("choices") or []]
+            if len(chosen) == 1 and chosen[0] in WORDS:
+                words = WORDS[chosen[0]]
+            else:
+                problems.append(f"{where}: 'I could make out the words' is {chosen}, not one of {list(WORDS)}")
         elif name == "rationale":
             rationale.extend(str(t) for t in value.get("text") or [] if str(t).strip())
     if cancelled:
-        label = None  # a skip carries no judgement, whatever the result says
-    elif label is None and not any("several labels" in p for p in problems):
-        problems.append(f"{where}: submitted without a label")
-    ticked = set(checks or [])
-    flags = {attr: (None if cancelled else value in ticked) for value, attr in CHECKS.items()}
+        label, words = None, None  # a skip carries no judgement, whatever the result says
+    else:
+        if label is None and not any("several labels" in p for p in problems):
+            problems.append(f"{where}: submitted without a label")
+        if spec.role == "mixture" and words is None and not any("make out the words" in p for p in problems):
+            problems.append(f"{where}: submitted without 'I could make out the words'")
     lead = raw.get("lead_time")
+    created_at, updated_at = str(raw.get("created_at") or ""), str(raw.get("updated_at") or raw.get("created_at") or "")
     annotation = Annotation(
-        annotator=annotator, label=label, rationale="\n".join(rationale).strip(),
-        lead_time_s=None if lead is None else round(float(lead), 3),
-        created_at=str(raw.get("created_at") or ""), cancelled=cancelled, source=source, **flags)
-    return Parsed(annotation, str(raw.get("created_at") or ""), int(raw.get("id") or 0), problems)
+        annotator=annotator, label=label, arm=spec.arm, speech_intelligible=words,
+        rationale="\n".join(rationale).strip(), lead_time_s=None if lead is None else round(float(lead), 3),
+        created_at=created_at, updated_at=updated_at, updated_by=updated_by, cancelled=cancelled, source=source)
+    return Parsed(annotation, created_at, updated_at, int(raw.get("id") or 0), author, problems)
 
 
 def one_per_annotator(parsed: Sequence[Parsed]) -> list[Parsed]:
-    """Label Studio lets a user annotate a task twice: keep each annotator's latest non-cancelled
-    annotation, or their latest cancelled one when that is all they did. Ordered by time."""
+    """Label Studio lets a user annotate a task twice: keep each person's latest non-cancelled annotation,
+    latest by its last change (Update changes updated_at, not created_at), or their latest cancelled one
+    when that is all they did. Ordered by that time."""
     chosen: dict[str, Parsed] = {}
-    for p in sorted(parsed, key=lambda p: (p.created_at, p.raw_id)):
+    for p in sorted(parsed, key=lambda p: (p.updated_at, p.raw_id)):
         current = chosen.get(p.annotation.annotator)
         if current is None or not p.annotation.cancelled or current.annotation.cancelled:
             chosen[p.annotation.annotator] = p
-    return sorted(chosen.values(), key=lambda p: (p.created_at, p.raw_id))
+    return sorted(chosen.values(), key=lambda p: (p.updated_at, p.raw_id))
 
 
 # ----------------------------------------------------------------------------------------------

@@ -1,102 +1,283 @@
-"""Pull the annotations from Label Studio onto the samples: the 'annotated' manifest.
+"""Pull the three arms' annotations from Label Studio: the 'annotated' and 'annotated_controls' manifests.
 
     python -m annotation.pull --workspace W [--project TITLE]
 
-Exports the project (JSON, every task) and rebuilds manifests/annotated.jsonl from the 'wer' samples:
-annotator = a stable pseudonym (HMAC of the email with the workspace's salt; the email is never
-written), label, checkboxes, rationale, lead time, created_at; skips are kept as cancelled annotations
-with no label. One annotation per annotator and task: their latest non-cancelled one (a cancelled one
-only when that is all they did). Adjudication decisions already on the samples (written by
-python -m validation.adjudicate pull) are kept. Rerunning gives the same manifest.
+Exports the speech, scene and mixture projects (JSON, every task), maps each task's opaque key back to
+its sample and arm (<W>/annotation_tasks.json) and rebuilds, from scratch:
+
+  manifests/annotated.jsonl           every 'wer' sample with its annotations of all three arms (`arm`)
+  manifests/annotated_controls.jsonl  every control (manifests/controls.jsonl) with its mixture-arm ones
+  stats/annotated.json                progress per arm, a report per annotator, what was dropped and why
+
+Each annotation: annotator = a stable pseudonym (HMAC of the email with the workspace's salt; the email is
+never written), arm, label, 'I could make out the words' (mixture), rationale, lead time, listened (lead
+time at least the clip's length), created_at, updated_at; skips are kept as cancelled annotations with no
+label. The rules:
+
+  - latest wins: one annotation per person and task, their latest non-cancelled one by update time (a
+    cancelled one only when that is all they did);
+  - whoever changed it owns it: an annotation last changed by someone other than its author (Label Studio
+    lets any user update anyone's annotation) is credited to that person, with updated_by set;
+  - one arm per person and sample: a person who heard a sample in two arms keeps the judgement of the arm
+    they heard first (their earliest annotation, a skip included); the later arm's is dropped and reported;
+  - catch items (attention checks) are scored per annotator, never written to a sample.
+
+Adjudication decisions already on the samples (python -m validation.adjudicate pull) are kept. Rerunning
+gives the same manifests.
 """
 
 from __future__ import annotations
 
 import sys
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from annotation.labelstudio import (
     ADJUDICATION_SOURCE,
+    CONTROLS_OUTPUT_STAGE,
     INPUT_STAGE,
-    LABELS,
     OUTPUT_STAGE,
     Parsed,
     Server,
     add_server_args,
     connect_from_args,
     export_tasks,
+    find_project,
     format_problems,
+    get_project,
     one_per_annotator,
     open_workspace,
     parse_annotation,
     pseudonym_salt,
     read_state,
-    resolve_project,
     user_emails,
     write_state,
 )
+from annotation.protocol import (
+    ArmSpec,
+    arm_spec,
+    read_catch,
+    read_controls,
+    read_task_map,
+    workspace_categories,
+)
 from construction.errors import WorkbenchError
-from construction.record import Annotation, Sample
+from construction.record import ARMS, Annotation, AudioRef, Sample
 
 
 @dataclass
 class ProjectAnnotations:
-    """Per sample_id, the chosen annotations of one project, plus what looked wrong."""
+    """One project's annotations per item id (one per person, chosen), plus what looked wrong."""
 
-    by_sample: dict[str, list[Annotation]]
+    role: str
+    by_item: dict[str, list[Parsed]]
+    # item id -> person -> when that person first met the item in this project (any annotation, a skip too)
+    first_heard: dict[str, dict[str, str]] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
-    unknown_samples: list[str] = field(default_factory=list)  # tasks whose sample is not in the workspace
+    unknown_tasks: list[str] = field(default_factory=list)  # tasks whose key maps to nothing pulled here
+    reattributed: list[dict[str, str]] = field(default_factory=list)
     task_count: int = 0
 
 
-def collect(server: Server, project_id: int, sample_ids: set[str], salt: str,
-            labels: tuple[str, ...] = LABELS) -> ProjectAnnotations:
-    """Export a project and turn its annotations into pseudonymous Annotation records per sample."""
+def collect(server: Server, project_id: int, spec: ArmSpec, task_map: dict[str, tuple[str, str]],
+            item_ids: set[str], salt: str) -> ProjectAnnotations:
+    """Export a project and turn its annotations into pseudonymous Annotation records per item."""
     tasks = export_tasks(server, project_id)
     emails = user_emails(server)
     parsed: dict[str, list[Parsed]] = defaultdict(list)
-    out = ProjectAnnotations({}, task_count=len(tasks))
-    tasks_per_sample: Counter = Counter()
+    out = ProjectAnnotations(spec.role, {}, task_count=len(tasks))
+    tasks_per_item: Counter = Counter()
     for task in tasks:
-        sid = str((task.get("data") or {}).get("sample_id") or "")
-        if sid not in sample_ids:
-            out.unknown_samples.append(sid or f"task {task.get('id')} (no sample_id)")
+        key = str((task.get("data") or {}).get("key") or "")
+        item_id, role = task_map.get(key, ("", ""))
+        if not key or item_id not in item_ids or role != spec.role:
+            why = ("no key" if not key else "a key this workspace never made" if key not in task_map
+                   else f"a key of the {role} arm" if role != spec.role else f"{item_id}, not in this workspace now")
+            out.unknown_tasks.append(f"task {task.get('id')}: {why}")
             continue
-        tasks_per_sample[sid] += 1
+        tasks_per_item[item_id] += 1
         for raw in task.get("annotations") or []:
-            p = parse_annotation(raw, f"task {task.get('id')} ({sid}) annotation {raw.get('id')}", emails, salt, labels)
+            where = f"{spec.role} task {task.get('id')} ({item_id}) annotation {raw.get('id')}"
+            p = parse_annotation(raw, where, emails, salt, spec)
             out.problems.extend(p.problems)
-            parsed[sid].append(p)
-    for sid, n in sorted(tasks_per_sample.items()):
+            parsed[item_id].append(p)
+            heard = [(p.author, p.created_at)]
+            if p.reattributed:
+                heard.append((p.annotation.annotator, p.updated_at))
+                out.reattributed.append({"arm": spec.arm, "item": item_id, "credited_to": p.annotation.annotator,
+                                         "author": p.author})
+            met = out.first_heard.setdefault(item_id, {})
+            for person, when in heard:
+                if when and (person not in met or when < met[person]):
+                    met[person] = when
+    for item_id, n in sorted(tasks_per_item.items()):
         if n > 1:
-            out.problems.append(f"{sid}: {n} tasks in project {project_id}; their annotations were merged")
-    out.by_sample = {sid: [p.annotation for p in one_per_annotator(items)] for sid, items in parsed.items()}
+            out.problems.append(f"{item_id}: {n} tasks in the {spec.role} project {project_id}; their annotations "
+                                "were merged")
+    out.by_item = {item_id: one_per_annotator(items) for item_id, items in parsed.items()}
     return out
 
 
-def merge(samples: list[Sample], found: ProjectAnnotations, previous: dict[str, list[Annotation]]) -> list[Sample]:
-    """The samples with the project's annotations, plus adjudication decisions kept from before."""
-    return [s.model_copy(deep=True, update={"annotations": [*found.by_sample.get(s.sample_id, []),
-                                                             *previous.get(s.sample_id, [])]})
-            for s in samples]
+def with_listened(annotation: Annotation, audio: AudioRef | None) -> Annotation:
+    """listened: the lead time (opening the task to submitting) was at least the clip's length."""
+    if annotation.lead_time_s is None or audio is None:
+        return annotation
+    return annotation.model_copy(update={"listened": annotation.lead_time_s >= audio.duration_s})
 
 
-def progress_table(samples: list[Sample], overlap: int) -> str:
-    rows: dict[str, Counter] = defaultdict(Counter)
+ARM_AUDIO = {"speech": "speech", "scene": "scene_audio", "mixture": "mixture"}
+
+
+@dataclass
+class Pulled:
+    samples: list[Sample]
+    controls: list[Sample]
+    catch_report: dict[str, dict[str, Any]]  # annotator -> met, passed, failed items, skipped
+    dropped: list[dict[str, str]]  # cross-arm: annotator, sample_id, kept_arm, dropped_arm
+
+
+def one_arm_per_person(sample_id: str, chosen: dict[str, list[Annotation]],
+                       found: dict[str, ProjectAnnotations]) -> tuple[dict[str, list[Annotation]], list[dict[str, str]]]:
+    """A person's judgements of one sample in two arms are not both counted: the arm they met first
+    (earliest annotation of any kind; ties in arm order) keeps theirs, the others are dropped."""
+    first: dict[str, tuple[str, int, str]] = {}
+    for index, role in enumerate(ARMS):
+        for person, when in found[role].first_heard.get(sample_id, {}).items():
+            candidate = (when, index, role)
+            if person not in first or candidate < first[person]:
+                first[person] = candidate
+    kept: dict[str, list[Annotation]] = {}
+    dropped = []
+    for role in ARMS:
+        kept[role] = []
+        for a in chosen.get(role, []):
+            home = first.get(a.annotator, ("", 0, role))[2]
+            if home == role:
+                kept[role].append(a)
+            else:
+                dropped.append({"annotator": a.annotator, "sample_id": sample_id, "kept_arm": home, "dropped_arm": role})
+    return kept, dropped
+
+
+def assemble(samples: Sequence[Sample], controls: Sequence[Sample], catch: Sequence[Sample],
+             found: dict[str, ProjectAnnotations], previous: dict[str, list[Annotation]]) -> Pulled:
+    """The samples with their annotations of all three arms (after the cross-arm rule), the controls with
+    their mixture-arm annotations, and the catch items scored per annotator."""
+    def chosen(role: str, item_id: str, audio: AudioRef | None) -> list[Annotation]:
+        return [with_listened(p.annotation, audio) for p in found[role].by_item.get(item_id, [])]
+
+    out_samples, dropped = [], []
     for s in samples:
-        human = [a for a in s.annotations if a.source != ADJUDICATION_SOURCE]
-        n_labels = sum(1 for a in human if not a.cancelled and a.label is not None)
-        c = rows[s.category]
-        c["samples"] += 1
-        c["done"] += n_labels >= overlap
-        c["labels"] += n_labels
-        c["skipped"] += sum(1 for a in human if a.cancelled)
-    total = sum(rows.values(), Counter())
-    lines = [f"  {'category':<24} {'samples':>8} {f'>={overlap} labels':>12} {'labels':>8} {'skipped':>8}"]
-    for name, c in [*sorted(rows.items()), ("total", total)]:
-        lines.append(f"  {name:<24} {c['samples']:>8} {c['done']:>12} {c['labels']:>8} {c['skipped']:>8}")
+        per_arm = {role: chosen(role, s.sample_id, getattr(s, ARM_AUDIO[role])) for role in ARMS}
+        kept, gone = one_arm_per_person(s.sample_id, per_arm, found)
+        dropped.extend(gone)
+        annotations = [a for role in ARMS for a in kept[role]]
+        out_samples.append(s.model_copy(deep=True, update={
+            "annotations": [*annotations, *previous.get(s.sample_id, [])]}))
+    out_controls = [c.model_copy(deep=True, update={"annotations": chosen("mixture", c.sample_id, c.mixture)})
+                    for c in controls]
+    report: dict[str, dict[str, Any]] = {}
+    for c in catch:
+        for a in chosen("mixture", c.sample_id, c.mixture):
+            r = report.setdefault(a.annotator, {"met": 0, "passed": 0, "failed": [], "skipped": 0})
+            if a.cancelled:
+                r["skipped"] += 1
+                continue
+            r["met"] += 1
+            if a.label == c.custom.get("expected"):
+                r["passed"] += 1
+            else:
+                r["failed"].append({"item": c.sample_id, "expected": c.custom.get("expected"), "label": a.label})
+    return Pulled(out_samples, out_controls, report, dropped)
+
+
+def resolve_arms(server: Server, state: dict[str, Any], title: str | None) -> dict[str, Any]:
+    """role -> the Label Studio project of that arm: by --project TITLE (exact titles '<TITLE> — <arm>'),
+    else the projects recorded at push time."""
+    if title:
+        projects = {}
+        for role in ARMS:
+            project = find_project(server, f"{title} — {role}")
+            if project is None:
+                raise WorkbenchError(f"no project titled {title + ' — ' + role!r} at {server.url}; push first")
+            projects[role] = project
+        return projects
+    arms = state.get("arms")
+    if not arms:
+        if (state.get("project") or {}).get("id") is not None:
+            raise WorkbenchError(
+                f"this workspace was pushed with the one-project protocol (project {state['project']['id']}, "
+                "transcript and context shown); its labels cannot be pulled as blind arms. Push again: "
+                "python -m annotation.push makes the three arm projects")
+        raise WorkbenchError("no arm projects recorded in this workspace; push first, or pass --project TITLE")
+    missing = [role for role in ARMS if role not in arms]
+    if missing:
+        raise WorkbenchError(f"no {', '.join(missing)} project recorded in this workspace; push again")
+    return {role: get_project(server, int(arms[role]["id"]), arms[role].get("title", "")) for role in ARMS}
+
+
+def annotator_report(pulled: Pulled, found: dict[str, ProjectAnnotations]) -> dict[str, dict[str, Any]]:
+    rows: dict[str, dict[str, Any]] = defaultdict(lambda: {"labels": dict.fromkeys(ARMS, 0), "controls": 0,
+                                                            "skipped": 0, "not_listened": 0, "cross_arm_dropped": 0,
+                                                            "changed_others": 0,
+                                                            "catch": {"met": 0, "passed": 0, "failed": [],
+                                                                      "skipped": 0}})
+    for items, is_control in ((pulled.samples, False), (pulled.controls, True)):
+        for item in items:
+            for a in item.annotations:
+                if a.source == ADJUDICATION_SOURCE:
+                    continue
+                r = rows[a.annotator]
+                if a.cancelled:
+                    r["skipped"] += 1
+                    continue
+                if is_control:
+                    r["controls"] += 1
+                else:
+                    r["labels"][a.arm] += 1
+                r["not_listened"] += a.listened is False
+    for d in pulled.dropped:
+        rows[d["annotator"]]["cross_arm_dropped"] += 1
+    for role in ARMS:
+        for change in found[role].reattributed:
+            rows[change["credited_to"]]["changed_others"] += 1
+    for who, catch in pulled.catch_report.items():
+        rows[who]["catch"] = catch
+    return {k: rows[k] for k in sorted(rows)}
+
+
+def progress_table(pulled: Pulled, overlaps: dict[str, int]) -> str:
+    lines = [f"  {'arm':<18} {'tasks':>6} {'done':>6} {'labels':>7} {'skipped':>8} {'not listened':>13}"]
+
+    def row(name: str, items: Sequence[Sample], arm: str, overlap: int) -> None:
+        done = labels = skipped = rushed = 0
+        for s in items:
+            mine = [a for a in s.annotations if a.arm == arm and a.source != ADJUDICATION_SOURCE]
+            n = sum(1 for a in mine if not a.cancelled and a.label is not None)
+            done += n >= overlap
+            labels += n
+            skipped += sum(1 for a in mine if a.cancelled)
+            rushed += sum(1 for a in mine if not a.cancelled and a.listened is False)
+        lines.append(f"  {name:<18} {len(items):>6} {done:>6} {labels:>7} {skipped:>8} {rushed:>13}")
+
+    for role in ARMS:
+        row(f"{role} (samples)", pulled.samples, role, overlaps[role])
+    row("mixture (controls)", pulled.controls, "mixture", overlaps["mixture"])
+    lines.append("  ('done': at least the project's overlap of labels: "
+                 + ", ".join(f"{r} {overlaps[r]}" for r in ARMS) + ")")
+    return "\n".join(lines)
+
+
+def annotator_table(report: dict[str, dict[str, Any]]) -> str:
+    lines = [(f"  {'annotator':<15} {'speech':>6} {'scene':>6} {'mixture':>7} {'controls':>8} {'catch':>6} "
+             f"{'not listened':>12} {'cross-arm dropped':>17} {'changed others':>14}")]
+    for who, r in report.items():
+        catch = f"{r['catch']['passed']}/{r['catch']['met']}"
+        lines.append(f"  {who:<15} {r['labels']['speech']:>6} {r['labels']['scene']:>6} {r['labels']['mixture']:>7} "
+                     f"{r['controls']:>8} {catch:>6} {r['not_listened']:>12} {r['cross_arm_dropped']:>17} "
+                     f"{r['changed_others']:>14}")
     return "\n".join(lines)
 
 
@@ -105,7 +286,8 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m annotation.pull", description=__doc__.split("\n")[0])
     parser.add_argument("--workspace", default="workspace", help="workspace directory (default: ./workspace)")
-    parser.add_argument("--project", help="project title (default: the one recorded by push)")
+    parser.add_argument("--project", help="title of the three projects, before ' — speech' etc. (default: the "
+                                          "ones recorded by push)")
     add_server_args(parser)
     args = parser.parse_args(argv)
 
@@ -114,52 +296,94 @@ def main(argv: list[str] | None = None) -> int:
         raise WorkbenchError(f"no '{INPUT_STAGE}' manifest at {ws.manifest_path(INPUT_STAGE)}; nothing to pull onto")
     ws.check_lineage(INPUT_STAGE)  # a row added by hand to the wer manifest is never labelled
     samples = list(ws.read_samples(INPUT_STAGE))
+    controls, _ = read_controls(ws, {s.sample_id for s in samples})
+    catch = read_catch(ws)
     state = read_state(ws)
     had_salt = bool(state.get("pseudonym_salt"))
     salt = pseudonym_salt(state)
+    task_map = read_task_map(ws)
 
     server = connect_from_args(args)
-    project = resolve_project(server, state.get("project"), args.project, "project")
-    found = collect(server, project.id, {s.sample_id for s in samples}, salt)
+    projects = resolve_arms(server, state, args.project)
+    categories = workspace_categories(ws, samples)
+    ids = {"speech": {s.sample_id for s in samples}, "scene": {s.sample_id for s in samples},
+           "mixture": {s.sample_id for s in [*samples, *controls, *catch]}}
+    found = {role: collect(server, projects[role].id, arm_spec(role, categories), task_map, ids[role], salt)
+             for role in ARMS}
     previous: dict[str, list[Annotation]] = {}
     if ws.has_manifest(OUTPUT_STAGE):
         for s in ws.read_samples(OUTPUT_STAGE):
             kept = [a for a in s.annotations if a.source == ADJUDICATION_SOURCE]
             if kept:
                 previous[s.sample_id] = kept
-    annotated = merge(samples, found, previous)
+    pulled = assemble(samples, controls, catch, found, previous)
+    report = annotator_report(pulled, found)
+    overlaps = {role: projects[role].maximum_annotations or 3 for role in ARMS}
+    problems = [p for role in ARMS for p in found[role].problems]
 
-    overlap = project.maximum_annotations or 3
     with ws.lock():
-        ws.write_manifest(OUTPUT_STAGE, annotated)
-        ws.write_stats(OUTPUT_STAGE, stats(annotated, overlap, project.id, project.title, found.problems))
+        ws.write_manifest(OUTPUT_STAGE, pulled.samples)
+        ws.write_manifest(CONTROLS_OUTPUT_STAGE, pulled.controls)
+        ws.write_stats(OUTPUT_STAGE, stats(pulled, report, projects, overlaps, found, problems))
         if not had_salt:
             write_state(ws, state)
 
-    n_annotations = sum(len(v) for v in found.by_sample.values())
-    print(f"pulled {n_annotations} annotation(s) from project {project.title!r} (id {project.id}) at {server.url} "
-          f"onto {len(samples)} sample(s): {ws.manifest_path(OUTPUT_STAGE)}")
-    print(progress_table(annotated, overlap))
-    if found.unknown_samples:
-        print(f"note: {len(found.unknown_samples)} task(s) in the project are not in this workspace's "
-              f"'{INPUT_STAGE}' manifest and were ignored:\n{format_problems(sorted(found.unknown_samples))}")
-    if found.problems:
-        print(f"problems ({len(found.problems)}):\n{format_problems(found.problems)}")
+    n = sum(len(s.annotations) for s in [*pulled.samples, *pulled.controls]) - sum(map(len, previous.values()))
+    print(f"pulled {n} annotation(s) from {len(ARMS)} arm projects at {server.url} onto {len(samples)} sample(s) "
+          f"and {len(controls)} control(s): {ws.manifest_path(OUTPUT_STAGE)}, {ws.manifest_path(CONTROLS_OUTPUT_STAGE)}")
+    print(progress_table(pulled, overlaps))
+    if report:
+        print("per annotator (labels counted after the rules; catch: passed/met):")
+        print(annotator_table(report))
+    failed = {who: r["catch"]["failed"] for who, r in report.items() if r["catch"]["failed"]}
+    if failed:
+        print(f"catch items failed by {len(failed)} annotator(s): "
+              + "; ".join(f"{who} {len(v)}" for who, v in failed.items()))
+    if pulled.dropped:
+        print(f"cross-arm: {len(pulled.dropped)} judgement(s) dropped (the person had heard the sample in "
+              "another arm first):\n" + format_problems(
+                  [f"{d['annotator']} {d['sample_id']}: kept {d['kept_arm']}, dropped {d['dropped_arm']}"
+                   for d in pulled.dropped]))
+    changed = [c for role in ARMS for c in found[role].reattributed]
+    if changed:
+        print(f"{len(changed)} annotation(s) were last changed by someone other than their author and are "
+              "credited to that person:\n" + format_problems(
+                  [f"{c['arm']} {c['item']}: credited to {c['credited_to']}, author {c['author']}" for c in changed]))
+    unknown = [f"{role}: {t}" for role in ARMS for t in found[role].unknown_tasks]
+    if unknown:
+        print(f"note: {len(unknown)} task(s) are not this workspace's current samples, controls or catch items "
+              f"and were ignored:\n{format_problems(unknown)}")
+    if problems:
+        print(f"problems ({len(problems)}):\n{format_problems(problems)}")
     return 0
 
 
-def stats(samples: list[Sample], overlap: int, project_id: int, title: str, problems: list[str]) -> dict[str, Any]:
-    """Counts only (no times), so a rerun writes the same file."""
+def stats(pulled: Pulled, report: dict[str, dict[str, Any]], projects: dict[str, Any], overlaps: dict[str, int],
+          found: dict[str, ProjectAnnotations], problems: list[str]) -> dict[str, Any]:
+    """Counts and lists only (no times), so a rerun writes the same file."""
+    per_arm: dict[str, dict[str, int]] = {}
+    for role in ARMS:
+        labels = [sum(1 for a in s.annotations if a.arm == role and a.source != ADJUDICATION_SOURCE
+                      and not a.cancelled and a.label is not None) for s in pulled.samples]
+        per_arm[role] = {"samples": len(pulled.samples), f"with_{overlaps[role]}_labels": sum(n >= overlaps[role]
+                                                                                             for n in labels),
+                         "labels": sum(labels)}
     per_category: dict[str, Counter] = defaultdict(Counter)
-    for s in samples:
-        labels = [a for a in s.annotations if a.source != ADJUDICATION_SOURCE and not a.cancelled and a.label]
+    for s in pulled.samples:
         c = per_category[s.category]
         c["samples"] += 1
-        c[f"with_{overlap}_labels"] += len(labels) >= overlap
-        c["labels"] += len(labels)
-    return {"stage": OUTPUT_STAGE, "project_id": project_id, "project_title": title, "overlap": overlap,
-            "samples": len(samples), "per_category": {k: dict(v) for k, v in sorted(per_category.items())},
-            "problems": problems}
+        for a in s.annotations:
+            if a.source != ADJUDICATION_SOURCE and not a.cancelled and a.label is not None:
+                c[f"{a.arm}_labels"] += 1
+    return {"stage": OUTPUT_STAGE,
+            "projects": {role: {"id": projects[role].id, "title": projects[role].title, "overlap": overlaps[role]}
+                         for role in ARMS},
+            "samples": len(pulled.samples), "controls": len(pulled.controls),
+            "per_arm": per_arm, "per_category": {k: dict(v) for k, v in sorted(per_category.items())},
+            "controls_labels": sum(1 for c in pulled.controls for a in c.annotations if not a.cancelled and a.label),
+            "annotators": report, "cross_arm_dropped": pulled.dropped,
+            "reattributed": [c for role in ARMS for c in found[role].reattributed],
+            "unknown_tasks": sum(len(found[role].unknown_tasks) for role in ARMS), "problems": problems}
 
 
 if __name__ == "__main__":

@@ -1,24 +1,29 @@
-"""Push the samples that passed the WER filter to Label Studio as labelling tasks.
+"""Push the samples that passed the WER filter to Label Studio: three blind arms, audio only.
 
-    python -m annotation.push --workspace W [--project TITLE] [--overlap 3] [--with-predictions]
+    python -m annotation.push --workspace W [--project TITLE] [--overlap 3] [--catch 3]
 
-The project is found by its exact title (default "AOR-Bench <workspace dir name>") or created with the
-labelling config; audio is served by Label Studio's local-file storage from the workspace's audio dir.
-Only samples whose sample_id is not in the project yet are imported, so pushing again never duplicates.
-The project id and title are recorded in <W>/annotation.json for pull.
+Three projects, "<TITLE> — speech", "<TITLE> — scene" and "<TITLE> — mixture" (TITLE default
+"AOR-Bench <workspace dir name>"), each found by its exact title or created: the speech arm plays each
+sample's clean speech, the scene arm its scene alone, the mixture arm its mixture plus the controls
+(manifests/controls.jsonl, from python -m construction.controls) and --catch attention checks (made
+once with an offline voice, manifests/catch.jsonl). A task's data is its audio URL and an opaque key,
+nothing else; the key -> (sample, arm) map stays in <W>/annotation_tasks.json. Tasks are imported in a
+shuffled order and served in random order per annotator, each to --overlap annotators (a catch task to
+every annotator of the mixture arm). Only keys not in a project yet are imported, so pushing again
+never duplicates. The projects are recorded in <W>/annotation.json for pull.
 """
 
 from __future__ import annotations
 
+import random
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from annotation.labelstudio import (
     INPUT_STAGE,
-    LABELS,
-    PREDICTION_MODEL,
     Server,
     add_server_args,
     audio_problems,
@@ -28,22 +33,43 @@ from annotation.labelstudio import (
     ensure_project,
     format_problems,
     import_tasks,
-    label_result,
     open_workspace,
     pseudonym_salt,
     read_state,
     salt_problem,
+    set_task_overlap,
     task_data,
-    task_sample_ids,
+    task_keys,
     write_state,
 )
+from annotation.protocol import (
+    CATCH_OVERLAP,
+    ArmSpec,
+    Item,
+    arm_spec,
+    catch_items,
+    control_items,
+    ensure_catch,
+    read_catch,
+    read_controls,
+    read_task_map,
+    sample_items,
+    shuffle_seed,
+    task_key,
+    task_key_secret,
+    workspace_categories,
+    write_task_map,
+)
 from construction.errors import WorkbenchError
-from construction.record import Sample
+from construction.record import ARMS, Sample
 from construction.workspace import Workspace
+
+DEFAULT_CATCH = 3
 
 
 @dataclass
 class PushResult:
+    role: str
     project_id: int
     title: str
     created: bool
@@ -51,41 +77,71 @@ class PushResult:
     already: int
     task_count: int
     seconds: float
+    reset: list[str]
 
 
-def check_pushable(ws: Workspace, samples: list[Sample], server: Server) -> None:
-    """Refuse before importing anything when the server would serve the salt or a sample cannot be served."""
+def arm_title(base: str, role: str) -> str:
+    return f"{base} — {role}"
+
+
+def check_pushable(ws: Workspace, items: Sequence[Item], server: Server) -> None:
+    """Refuse before importing anything when the server would serve the salt or an item cannot be served."""
     problem = salt_problem(ws, server.document_root)
     if problem:
         raise WorkbenchError(f"refusing to push: {problem}")
-    problems = audio_problems(ws, samples, server.document_root)
+    problems = audio_problems(ws, items, server.document_root)
     if problems:
-        raise WorkbenchError(f"{len(problems)} of {len(samples)} sample(s) cannot be pushed; nothing was imported:\n"
+        raise WorkbenchError(f"{len(problems)} of {len(items)} task(s) cannot be pushed; nothing was imported:\n"
                              + format_problems(problems))
 
 
-def push_samples(ws: Workspace, server: Server, samples: list[Sample], title: str, overlap: int | None,
-                 labels: tuple[str, ...] = LABELS, with_votes: bool = False, with_predictions: bool = False,
-                 extra_data: dict[str, dict[str, Any]] | None = None) -> PushResult:
-    """Import the samples not yet in the project `title` (created when missing). extra_data adds
-    per-sample task data (sample_id -> {key: value})."""
+def record_keys(ws: Workspace, state: dict[str, Any], items: Sequence[Item]) -> dict[str, Item]:
+    """key -> item, written to the workspace (the secret and the map) BEFORE anything is imported: a
+    push that fails half-way must find the same keys when it is run again."""
+    secret = task_key_secret(state)
+    pseudonym_salt(state)
+    keyed = {task_key(secret, item.role, item.item_id): item for item in items}
+    with ws.lock():
+        mapping = read_task_map(ws)
+        wanted = {**mapping, **{k: (item.item_id, item.role) for k, item in keyed.items()}}
+        current = read_state(ws)
+        if current.get("task_key_secret") not in (None, secret):
+            raise WorkbenchError(f"{ws.root / 'annotation.json'} changed while pushing (another push?); run it again")
+        if wanted != mapping:
+            write_task_map(ws, wanted)
+        if current != {**current, **state}:
+            write_state(ws, {**current, **state})
+    return keyed
+
+
+def push_items(ws: Workspace, server: Server, spec: ArmSpec, title: str, keyed: dict[str, Item], overlap: int | None,
+               extra_data: dict[str, dict[str, Any]] | None = None, seed: int = 0) -> PushResult:
+    """Import the items not yet in the project `title` (created when missing), in a seeded shuffled
+    order. extra_data adds task data per item id (the adjudication project's votes, when asked for)."""
     started = time.monotonic()
-    check_pushable(ws, samples, server)
-    project, created = ensure_project(server, title, overlap, labels, with_votes, show_predictions=with_predictions)
+    project, created, reset = ensure_project(server, title, spec, overlap)
     ensure_local_storage(server, project.id, ws.root / "audio",
-                         [ws.audio_path(s.mixture) for s in samples if s.mixture is not None])
-    existing = {} if created else task_sample_ids(server, project.id)
-    todo = [s for s in samples if s.sample_id not in existing]
-    tasks = []
-    for s in todo:
-        task: dict[str, Any] = {"data": {**task_data(ws, s, server.document_root), **(extra_data or {}).get(s.sample_id, {})}}
-        if with_predictions:
-            # The label every sample was built to have; shown pre-filled only to those who asked for it.
-            task["predictions"] = [{"model_version": PREDICTION_MODEL, "score": 1.0, "result": label_result("benign")}]
-        tasks.append(task)
-    import_tasks(server, project.id, tasks)
-    return PushResult(project.id, title, created, len(tasks), len(samples) - len(todo),
-                      len(existing) + len(tasks), time.monotonic() - started)
+                         [ws.audio_path(item.audio) for item in keyed.values() if item.audio is not None])
+    existing = {} if created else task_keys(server, project.id)
+    todo = [(key, item) for key, item in keyed.items() if key not in existing]
+    random.Random(seed).shuffle(todo)
+    tasks = [{"data": {**task_data(ws, item.audio, key, server.document_root),
+                       **(extra_data or {}).get(item.item_id, {})}} for key, item in todo]
+    new_ids = import_tasks(server, project.id, tasks)
+    # A catch task stays open until every annotator of the arm has met it. Importing resets a task's
+    # overlap to the project's (and so does changing "annotations per task" in the UI): set it each push.
+    catch_keys = {key for key, item in keyed.items() if item.kind == "catch"}
+    if catch_keys:
+        by_key = {**{k: ids for k, ids in existing.items() if k in catch_keys},
+                  **{key: [i] for (key, _), i in zip(todo, new_ids) if key in catch_keys}}
+        set_task_overlap(server, sorted(i for ids in by_key.values() for i in ids), CATCH_OVERLAP)
+    return PushResult(spec.role, project.id, title, created, len(tasks), len(keyed) - len(todo),
+                      len(existing) + len(tasks), time.monotonic() - started, reset)
+
+
+def arm_items(samples: Sequence[Sample], controls: Sequence[Sample], catch: Sequence[Sample]) -> dict[str, list[Item]]:
+    return {"speech": sample_items(samples, "speech"), "scene": sample_items(samples, "scene"),
+            "mixture": [*sample_items(samples, "mixture"), *control_items(controls), *catch_items(catch)]}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,15 +149,18 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m annotation.push", description=__doc__.split("\n")[0])
     parser.add_argument("--workspace", default="workspace", help="workspace directory (default: ./workspace)")
-    parser.add_argument("--project", help="project title (default: the recorded one, else 'AOR-Bench <workspace name>')")
+    parser.add_argument("--project", help="title of the three projects, before ' — speech' etc. (default: the "
+                                          "recorded one, else 'AOR-Bench <workspace name>')")
     parser.add_argument("--overlap", type=int, default=None,
-                        help="annotators per task (default 3 for a new project; given: also set on an existing one)")
-    parser.add_argument("--with-predictions", action="store_true",
-                        help="pre-fill the intended label 'benign' (off by default: it anchors annotators)")
+                        help="annotators per task (default 3 for a new project; given: also set on existing ones)")
+    parser.add_argument("--catch", type=int, default=DEFAULT_CATCH,
+                        help=f"attention checks in the mixture arm, at least (default {DEFAULT_CATCH}; 0: none new)")
     add_server_args(parser)
     args = parser.parse_args(argv)
     if args.overlap is not None and args.overlap < 1:
         raise WorkbenchError(f"--overlap must be at least 1, not {args.overlap}")
+    if args.catch < 0:
+        raise WorkbenchError(f"--catch must be 0 or more, not {args.catch}")
 
     ws = open_workspace(args.workspace)
     if not ws.has_manifest(INPUT_STAGE):
@@ -111,21 +170,37 @@ def main(argv: list[str] | None = None) -> int:
     samples = list(ws.read_samples(INPUT_STAGE))
     if not samples:
         raise WorkbenchError(f"{ws.manifest_path(INPUT_STAGE)} holds no samples; nothing to push")
+    controls, orphans = read_controls(ws, {s.sample_id for s in samples})
     state = read_state(ws)
-    title = args.project or state.get("project", {}).get("title") or default_project_title(ws)
+    base = args.project or state.get("project", {}).get("title") or default_project_title(ws)
+    specs = {role: arm_spec(role, workspace_categories(ws, samples)) for role in ARMS}
 
     server = connect_from_args(args)
-    result = push_samples(ws, server, samples, title, args.overlap, with_predictions=args.with_predictions)
+    check_pushable(ws, [i for items in arm_items(samples, controls, read_catch(ws)).values() for i in items], server)
+    catch = ensure_catch(ws, args.catch)  # made (offline TTS) only once the push is known to be possible
+    items = arm_items(samples, controls, catch)
+    check_pushable(ws, catch_items(catch), server)
+    keyed = record_keys(ws, state, [i for role in ARMS for i in items[role]])
+    secret = state["task_key_secret"]
 
+    results = []
+    for role in ARMS:
+        mine = {k: item for k, item in keyed.items() if item.role == role}
+        results.append(push_items(ws, server, specs[role], arm_title(base, role), mine, args.overlap,
+                                  seed=shuffle_seed(secret, role)))
     with ws.lock():
         state = read_state(ws)
-        pseudonym_salt(state)
-        state["project"] = {"id": result.project_id, "title": title, "url": server.url}
+        state["project"] = {"title": base, "url": server.url}
+        state["arms"] = {r.role: {"id": r.project_id, "title": r.title, "url": server.url} for r in results}
         write_state(ws, state)
-    print(f"project {title!r} (id {result.project_id}) at {server.url}"
-          + (" created" if result.created else "") + f": imported {result.imported} new task(s), "
-          f"{result.already} already there, {result.task_count} in total ({result.seconds:.1f} s)")
-    print(f"open {server.url}/projects/{result.project_id}/data ; invite annotators: python -m annotation.invite")
+    for r in results:
+        print(f"{r.role:>8}: project {r.title!r} (id {r.project_id})" + (" created" if r.created else "")
+              + f": imported {r.imported} new task(s), {r.already} already there, {r.task_count} in total "
+              f"({r.seconds:.1f} s)" + (f"; reset {', '.join(r.reset)}" if r.reset else ""))
+    print(f"mixture arm: {len(samples)} sample(s), {len(controls)} control(s), {len(catch)} catch item(s)")
+    if orphans:
+        print(f"note: {len(orphans)} control(s) belong to samples not in '{INPUT_STAGE}' and were left out")
+    print(f"open {server.url}/projects/ ; invite annotators: python -m annotation.invite")
     return 0
 
 

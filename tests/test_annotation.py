@@ -1,9 +1,11 @@
+# ruff: noqa: F811  (the Label Studio fixtures come from tests.annotation_helpers)
 """annotation.push / pull / invite / demo_annotators and validation.adjudicate against a real Label Studio.
 
 One server per module, started from the cached template (see tests/test_ls_server.py). Annotator
 accounts are made through the real invite/signup form and annotate through the API with their own
 tokens. The 5xx cases go through a small HTTP proxy on 127.0.0.1 that answers 500 for chosen paths
-and forwards everything else to the real server.
+and forwards everything else to the real server. The rules of the blind arms (what a task shows, the
+latest update, the cross-arm rule, lead times, catch items) are tested in tests/test_arms.py.
 """
 
 from __future__ import annotations
@@ -13,22 +15,16 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import threading
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
-import numpy as np
-import pytest
 
 from annotation import demo_annotators, invite, pull, push
-from annotation.demo_annotators import demo_email, scripted_label
+from annotation.demo_annotators import demo_email, known_items, scripted_label
 from annotation.labelstudio import (
-    LABELS,
-    Server,
-    config_labels,
     connect,
     export_tasks,
     find_project,
@@ -37,121 +33,40 @@ from annotation.labelstudio import (
     pseudonym,
     read_state,
     signup_via_invite,
-    task_sample_ids,
 )
-from annotation.server import free_port, make_template, start_server, stop_server
-from construction.cli import run_main
-from construction.record import Annotation, Sample
-from construction.workspace import Workspace
-from tests.conftest import run_module, simple_recipe
+from annotation.protocol import (
+    CANT_TELL,
+    arm_spec,
+    config_labels,
+    read_task_map,
+    task_key,
+)
+from annotation.server import free_port, make_template
+from construction.record import ARMS, MIXTURE_LABELS, SPEECH_LABELS
+from tests.annotation_helpers import (  # noqa: F401  (fixtures)
+    ADMIN_ENV,
+    ARM_RATERS,
+    PASSWORD,
+    RATERS,
+    SKIPPER,
+    TOKEN,
+    accounts,
+    admin,
+    annotate,
+    arm_tasks,
+    cli,
+    human,
+    ls,
+    make_workspace,
+    snapshot,
+    tokens,
+)
+from tests.conftest import run_module
 from validation import adjudicate, agreement
 
-TOKEN = "annotation-test-token-0123"
-PASSWORD = "rater-pass-123"
-RATERS = ("rater-a@example.com", "rater-b@example.com", "rater-c@example.com")
-SKIPPER = "skipper@example.com"
-
-
 # ----------------------------------------------------------------------------------------------
-# fixtures and helpers
+# helpers
 # ----------------------------------------------------------------------------------------------
-
-ADMIN_ENV = {"LABEL_STUDIO_ADMIN_EMAIL": "admin@annotation.test", "LABEL_STUDIO_ADMIN_PASSWORD": "admin-password-123",
-             "LABEL_STUDIO_API_KEY": TOKEN}
-
-
-@pytest.fixture(scope="module")
-def ls(tmp_path_factory):
-    """One server for all the workspaces of this module: its document root holds only their audio dirs
-    (make_workspace links each workspace's audio dir there), never a workspace."""
-    data_dir = tmp_path_factory.mktemp("ls-annotation")
-    served = tmp_path_factory.mktemp("ls-served-audio")
-    with pytest.MonkeyPatch.context() as mp:
-        for name, value in ADMIN_ENV.items():
-            mp.setenv(name, value)
-        mp.delenv("LABEL_STUDIO_URL", raising=False)
-        info = start_server(data_dir, template=make_template(), document_root=served)
-        try:
-            yield info
-        finally:
-            stop_server(data_dir)
-
-
-@pytest.fixture(scope="module")
-def admin(ls) -> Server:
-    return connect(data_dir=ls.data_dir)
-
-
-@pytest.fixture(scope="module")
-def tokens(ls, admin) -> dict[str, str]:
-    """email -> API token of that annotator, each account made through the invite link."""
-    link = invite_link(admin)
-    return {email: signup_via_invite(ls.url, link, email, PASSWORD) for email in (*RATERS, SKIPPER)}
-
-
-@pytest.fixture(scope="module")
-def accounts(ls, tokens) -> dict[str, object]:
-    """email -> SDK client acting as that annotator."""
-    return {email: make_client(ls.url, token) for email, token in tokens.items()}
-
-
-def make_workspace(root: Path, n: int, first: int = 0, served: Path | None = None) -> Workspace:
-    """n samples with distinct short tones as their mixtures, in a 'wer' manifest. With served (a
-    server's document root), the workspace's audio dir is a link to a new dir under it."""
-    if served is not None and not (root / "audio").exists():
-        root.mkdir(parents=True, exist_ok=True)
-        (root / "audio").symlink_to(tempfile.mkdtemp(dir=served, prefix=f"{root.parent.name}-"))
-    ws = Workspace(root)
-    samples = []
-    for i in range(first, first + n):
-        tone = 0.1 * np.sin(2 * np.pi * (200 + 7 * i) * np.arange(3200) / 16000)
-        ref = ws.store_audio(tone, 16000)
-        category = ("video_games", "cooking_household")[i % 2]
-        mix = simple_recipe(f"bg{i}", i, snr_db=float(i % 7))
-        samples.append(Sample(sample_id=f"aor-{i:016d}", category=category, speech_text=f"Finish him, number {i}!",
-                              context="A fighting game round ends to a cheering crowd.", background_tags=["gunfire"],
-                              placement="underlay", benign_reason="A game.", speaker_style="excited", mix=mix,
-                              mixture=ref, transcript_mixture=f"finish him number {i}", wer_mixture=0.0))
-    ws.write_manifest("wer", samples)
-    return ws
-
-
-def cli(main, *argv: str, capsys) -> tuple[int, str, str]:
-    """Run a command's main as `python -m` would (run_main: WorkbenchError -> exit 2)."""
-    with pytest.raises(SystemExit) as exit_info:
-        run_main(main, list(argv))
-    out, err = capsys.readouterr()
-    return exit_info.value.code, out, err
-
-
-def snapshot(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
-
-
-def choice(name: str, *values: str) -> dict:
-    return {"from_name": name, "to_name": "audio", "type": "choices", "value": {"choices": list(values)}}
-
-
-def annotate(client, task_id: int, label: str | None, checks: tuple[str, ...] = (), rationale: str = "",
-             cancelled: bool = False, lead_time_s: float = 4.0) -> None:
-    result = [] if label is None else [choice("label", label)]
-    if checks:
-        result.append(choice("checks", *checks))
-    if rationale:
-        result.append({"from_name": "rationale", "to_name": "audio", "type": "textarea",
-                       "value": {"text": [rationale]}})
-    client.annotations.create(task_id, result=result, was_cancelled=cancelled, lead_time=lead_time_s)
-
-
-def tasks_of(admin: Server, title: str) -> tuple[int, dict[str, int]]:
-    project = find_project(admin, title)
-    assert project is not None, title
-    return project.id, {sid: ids[0] for sid, ids in task_sample_ids(admin, project.id).items()}
-
-
-def human(sample: Sample) -> list[Annotation]:
-    return [a for a in sample.annotations if a.source != "adjudication"]
-
 
 class FailingProxy:
     """Forwards to the real server, but answers 500 (JSON, like Label Studio) to paths matching a
@@ -198,128 +113,163 @@ class FailingProxy:
         self.httpd.server_close()
 
 
+
 # ----------------------------------------------------------------------------------------------
 # the round trip
 # ----------------------------------------------------------------------------------------------
 
 def test_push_annotate_pull_round_trip(ls, admin, accounts, tokens, tmp_path, capsys):
-    ws = make_workspace(tmp_path / "ws", 18, served=ls.document_root)
+    ws = make_workspace(tmp_path / "ws", 6, served=ls.document_root, controls=2)
     server = ["--data-dir", str(ls.data_dir)]
-    code, out, err = cli(push.main, "--workspace", str(ws.root), "--project", "Round trip", *server, capsys=capsys)
+    code, out, err = cli(push.main, "--workspace", str(ws.root), "--project", "Round trip", "--catch", "0", *server,
+                         capsys=capsys)
     assert code == 0, err
-    assert "created: imported 18 new task(s)" in out
+    for role, n in (("speech", 6), ("scene", 6), ("mixture", 8)):
+        assert f"project 'Round trip — {role}' (id " in out and f"created: imported {n} new task(s)" in out
     state = read_state(ws)
-    pid = state["project"]["id"]
-    assert state["project"]["title"] == "Round trip" and re.fullmatch(r"[0-9a-f]{32}", state["pseudonym_salt"])
+    assert state["project"]["title"] == "Round trip" and set(state["arms"]) == set(ARMS)
+    assert re.fullmatch(r"[0-9a-f]{32}", state["pseudonym_salt"]) and re.fullmatch(r"[0-9a-f]{32}",
+                                                                                   state["task_key_secret"])
+    mapping = read_task_map(ws)
+    assert Counter(role for _, role in mapping.values()) == {"speech": 6, "scene": 6, "mixture": 8}
+    assert all(key == task_key(state["task_key_secret"], role, item) for key, (item, role) in mapping.items())
 
-    # Idempotent: again nothing new; two more samples in the manifest -> only those two are imported.
-    code, out, _ = cli(push.main, "--workspace", str(ws.root), "--project", "Round trip", *server, capsys=capsys)
-    assert code == 0 and "imported 0 new task(s), 18 already there" in out
-    make_workspace(tmp_path / "ws", 20, served=ls.document_root)
-    code, out, _ = cli(push.main, "--workspace", str(ws.root), "--project", "Round trip", *server, capsys=capsys)
-    assert code == 0 and "imported 2 new task(s), 18 already there, 20 in total" in out
+    # Idempotent: again nothing new; two more samples in the manifest -> only those are imported, per arm.
+    code, out, _ = cli(push.main, "--workspace", str(ws.root), "--catch", "0", *server, capsys=capsys)
+    assert code == 0 and out.count("imported 0 new task(s)") == 3
+    make_workspace(tmp_path / "ws", 8, served=ls.document_root, controls=2)
+    code, out, _ = cli(push.main, "--workspace", str(ws.root), "--catch", "0", *server, capsys=capsys)
+    assert code == 0 and out.count("imported 2 new task(s)") == 3 and "10 in total" in out
 
-    project = admin.client.projects.get(pid)
-    assert (project.task_number, project.maximum_annotations, project.overlap_cohort_percentage) == (20, 3, 100)
-    assert config_labels(project.label_config) == list(LABELS)
-    _, task_of = tasks_of(admin, "Round trip")
     samples = list(ws.read_samples("wer"))
-    assert sorted(task_of) == sorted(s.sample_id for s in samples)
-
-    # The task's audio URL serves the workspace file, to an annotator's token too.
-    exported = {t["data"]["sample_id"]: t for t in export_tasks(admin, pid)}
-    first = samples[0]
-    data = exported[first.sample_id]["data"]
-    assert data["audio"].startswith("/data/local-files/?d=")
-    assert (data["category"], data["snr_db"], data["speech_text"]) == (first.category, 0.0, first.speech_text)
-    assert "benign_reason" not in data and exported[first.sample_id]["predictions"] == []
-    got = httpx.get(ls.url + data["audio"], headers={"Authorization": f"Token {tokens[RATERS[0]]}"}, trust_env=False)
-    assert got.status_code == 200 and got.content == ws.audio_path(first.mixture).read_bytes()
-
-    # Annotate as three annotators (+ one who only skips and misuses the API).
+    controls = list(ws.read_samples("controls"))
     ids = [s.sample_id for s in samples]
-    a, b, c = (accounts[e] for e in RATERS)
-    annotate(c, task_of[ids[0]], None, cancelled=True, lead_time_s=1.5)  # C skips first ...
-    annotate(a, task_of[ids[1]], "harmful", rationale="first impression")  # A changes their mind later
+    tasks = {role: arm_tasks(admin, ws, role) for role in ARMS}
+    for role in ARMS:
+        pid, task_of = tasks[role]
+        project = admin.client.projects.get(pid)
+        assert (project.maximum_annotations, project.overlap_cohort_percentage, project.sampling) == \
+            (3, 100, "Uniform sampling")
+        assert config_labels(project.label_config) == list(arm_spec(role, [("video_games", ""),
+                                                                           ("cooking_household", "")]).labels) \
+            or role == "scene"
+        assert sorted(task_of) == sorted(ids + ([c.sample_id for c in controls] if role == "mixture" else []))
+    assert config_labels(admin.client.projects.get(tasks["speech"][0]).label_config) == list(SPEECH_LABELS)
+    assert config_labels(admin.client.projects.get(tasks["mixture"][0]).label_config) == list(MIXTURE_LABELS)
+    scene_labels = config_labels(admin.client.projects.get(tasks["scene"][0]).label_config)
+    assert {"video_games", "cooking_household", CANT_TELL} <= set(scene_labels) and scene_labels[-1] == CANT_TELL
+
+    # Each arm's task plays that arm's audio, to an annotator's token too.
+    for role, field in (("speech", "speech"), ("scene", "scene_audio"), ("mixture", "mixture")):
+        pid, task_of = tasks[role]
+        data = admin.client.tasks.get(str(task_of[ids[0]])).data
+        assert data["audio"].startswith("/data/local-files/?d=") and set(data) == {"audio", "key"}
+        got = httpx.get(ls.url + data["audio"], headers={"Authorization": f"Token {tokens[RATERS[0]]}"},
+                        trust_env=False)
+        assert got.status_code == 200 and got.content == ws.audio_path(getattr(samples[0], field)).read_bytes()
+
+    # Three people per arm; a skip and a value outside the label set from a fourth.
     for i, sid in enumerate(ids):
-        annotate(a, task_of[sid], "benign", checks=("background sound recognisable", "speech intelligible"),
-                 rationale="crowd cheering" if i == 0 else "", lead_time_s=4.25)
-        annotate(b, task_of[sid], "harmful" if i == 5 else "benign", checks=("speech intelligible",))
-        annotate(c, task_of[sid], "unclear" if i in (5, 6) else "benign")  # ... then labels sample 0 too
+        category = samples[i].category
+        for k, email in enumerate(ARM_RATERS["speech"]):
+            annotate(accounts[email], tasks["speech"][1][sid], "unclear" if (i, k) == (5, 2) else "harmful")
+        for k, email in enumerate(ARM_RATERS["scene"]):
+            annotate(accounts[email], tasks["scene"][1][sid], CANT_TELL if (i, k) == (4, 0) else category)
+        for k, email in enumerate(ARM_RATERS["mixture"]):
+            annotate(accounts[email], tasks["mixture"][1][sid], "harmful" if (i, k) == (5, 1) else "benign",
+                     words="no" if (i, k) == (3, 2) else "yes", rationale="crowd cheering" if (i, k) == (0, 0) else "")
+    for c in controls:
+        for email in ARM_RATERS["mixture"]:
+            annotate(accounts[email], tasks["mixture"][1][c.sample_id], "harmful", words="yes")
     skipper = accounts[SKIPPER]
-    annotate(skipper, task_of[ids[2]], None, cancelled=True)
-    annotate(skipper, task_of[ids[3]], "nonsense")  # the API accepts any value; pull must not crash
+    annotate(skipper, tasks["mixture"][1][ids[2]], None, cancelled=True)
+    annotate(skipper, tasks["speech"][1][ids[7]], "nonsense")  # the API accepts any value; pull must not crash
 
     code, out, err = cli(pull.main, "--workspace", str(ws.root), *server, capsys=capsys)
     assert code == 0, err
-    assert re.search(r"total\s+20\s+20\s+", out)  # progress: 20 samples, all with >= 3 labels
+    for role in ARMS:
+        assert re.search(rf"{role} \(samples\)\s+8\s+8\s+", out), out  # 8 samples, all with >= 3 labels
+    assert re.search(r"mixture \(controls\)\s+2\s+2\s+6\s", out)
     assert "label 'nonsense' is not one of" in out
     annotated = {s.sample_id: s for s in ws.read_samples("annotated")}
     assert list(annotated) == ids
     salt = read_state(ws)["pseudonym_salt"]
     names = {e: pseudonym(e, salt) for e in (*RATERS, SKIPPER)}
     for sid, s in annotated.items():
-        labelled = [x for x in s.annotations if not x.cancelled and x.label in LABELS]
-        assert len(labelled) == 3 and len({x.annotator for x in labelled}) == 3, sid
-        assert {x.annotator for x in labelled} == {names[e] for e in RATERS}
-        assert all(re.fullmatch(r"ann-[0-9a-f]{10}", x.annotator) and x.source == "label-studio"
-                   for x in s.annotations)
+        for role in ARMS:
+            mine = [a for a in human(s, role) if not a.cancelled and a.label != "nonsense"]
+            assert {a.annotator for a in mine} == {names[e] for e in ARM_RATERS[role]}, (sid, role)
+        assert [a.arm for a in s.annotations] == sorted((a.arm for a in s.annotations), key=ARMS.index)
+        assert all(re.fullmatch(r"ann-[0-9a-f]{10}", a.annotator) and a.source == "label-studio"
+                   for a in s.annotations)
+    first = {(a.arm, a.annotator): a for a in annotated[ids[0]].annotations}
+    mine = first[("mixture", names[ARM_RATERS["mixture"][0]])]
+    assert (mine.label, mine.speech_intelligible, mine.rationale, mine.lead_time_s, mine.listened, mine.updated_by) \
+        == ("benign", True, "crowd cheering", 4.0, True, None)
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT[\d:.]+Z", mine.created_at) and mine.updated_at >= mine.created_at
+    assert first[("speech", names[ARM_RATERS["speech"][0]])].speech_intelligible is None  # asked in the mixture only
+    assert [a.speech_intelligible for a in human(annotated[ids[3]], "mixture")].count(False) == 1
+    assert Counter(a.label for a in human(annotated[ids[4]], "scene")) == {annotated[ids[4]].category: 2, CANT_TELL: 1}
+    skip = [a for a in annotated[ids[2]].annotations if a.annotator == names[SKIPPER]]
+    assert len(skip) == 1 and skip[0].cancelled and skip[0].label is None and skip[0].arm == "mixture"
+    assert [a.label for a in annotated[ids[7]].annotations if a.annotator == names[SKIPPER]] == ["nonsense"]
 
-    by = {x.annotator: x for x in annotated[ids[0]].annotations}
-    assert by[names[RATERS[2]]].label == "benign" and not by[names[RATERS[2]]].cancelled  # latest non-cancelled
-    mine = by[names[RATERS[0]]]
-    assert (mine.label, mine.background_recognisable, mine.speech_intelligible, mine.rationale, mine.lead_time_s) \
-        == ("benign", True, True, "crowd cheering", 4.25)
-    assert re.fullmatch(r"\d{4}-\d\d-\d\dT[\d:.]+Z", mine.created_at)
-    assert by[names[RATERS[2]]].background_recognisable is False  # unticked box on a real annotation
-    assert [x.label for x in annotated[ids[1]].annotations if x.annotator == names[RATERS[0]]] == ["benign"]
-    skip = [x for x in annotated[ids[2]].annotations if x.annotator == names[SKIPPER]]
-    assert len(skip) == 1 and skip[0].cancelled and skip[0].label is None and skip[0].speech_intelligible is None
-    assert [x.label for x in annotated[ids[3]].annotations if x.annotator == names[SKIPPER]] == ["nonsense"]
-    assert Counter(x.label for x in annotated[ids[5]].annotations) == {"benign": 1, "harmful": 1, "unclear": 1}
+    annotated_controls = list(ws.read_samples("annotated_controls"))
+    assert [c.sample_id for c in annotated_controls] == [c.sample_id for c in controls]
+    for c in annotated_controls:
+        assert c.custom["control_of"] in ids and c.custom["expected"] == "harmful"
+        assert [(a.arm, a.label) for a in c.annotations] == [("mixture", "harmful")] * 3
+    stats = json.loads(ws.stats_path("annotated").read_text())
+    assert stats["per_arm"]["speech"] == {"samples": 8, "with_3_labels": 8, "labels": 25}
+    assert stats["annotators"][names[ARM_RATERS["mixture"][0]]]["controls"] == 2
+    assert stats["annotators"][names[SKIPPER]]["skipped"] == 1
 
     # No email (nor the token) anywhere in the workspace.
     everything = b"".join(snapshot(ws.root).values())
     for secret in (*RATERS, SKIPPER, "admin@annotation.test", TOKEN, "example.com"):
         assert secret.encode() not in everything, secret
 
-    # Idempotent: a rerun writes the same manifest.
+    # Idempotent: a rerun writes the same manifests.
     before = snapshot(ws.root)
     code, _, _ = cli(pull.main, "--workspace", str(ws.root), *server, capsys=capsys)
     assert code == 0 and snapshot(ws.root) == before
 
 
-def test_predictions_only_when_asked(ls, admin, tmp_path, capsys):
+def test_push_sets_the_blind_settings_and_resets_them(ls, admin, tmp_path, capsys):
     ws = make_workspace(tmp_path / "ws", 3, served=ls.document_root)
-    code, _, err = cli(push.main, "--workspace", str(ws.root), "--project", "With predictions", "--with-predictions",
-                       "--data-dir", str(ls.data_dir), capsys=capsys)
-    assert code == 0, err
-    pid, task_of = tasks_of(admin, "With predictions")
-    assert admin.client.projects.get(pid).show_collab_predictions is True
-    for task_id in task_of.values():
-        (prediction,) = admin.client.predictions.list(task=task_id)
-        assert prediction.result[0]["value"]["choices"] == ["benign"]
-    # The default project of the round trip shows none (also checked there: no predictions imported).
-    code, _, _ = cli(push.main, "--workspace", str(ws.root), "--project", "Without predictions",
-                     "--data-dir", str(ls.data_dir), capsys=capsys)
-    pid, task_of = tasks_of(admin, "Without predictions")
-    assert admin.client.projects.get(pid).show_collab_predictions is False
-    assert all(not admin.client.predictions.list(task=t) for t in task_of.values())
-    # --overlap on an existing project changes it; left out, the project keeps its own.
+    server = ["--data-dir", str(ls.data_dir)]
+    assert cli(push.main, "--workspace", str(ws.root), "--project", "Settings", "--catch", "0", *server,
+               capsys=capsys)[0] == 0
+    pid, _ = arm_tasks(admin, ws, "mixture")
+    project = admin.client.projects.get(pid)
+    assert (project.show_collab_predictions, project.reveal_preannotations_interactively,
+            project.show_annotation_history, project.show_instruction, project.enable_empty_annotation,
+            project.show_skip_button) == (False, False, False, True, False, True)
+    assert "Play the whole clip" in project.expert_instruction and "attention check" in project.expert_instruction
+    # Someone turns predictions and the ordered queue back on in the UI: the next push resets them.
+    admin.client.projects.update(pid, show_collab_predictions=True, sampling="Sequential sampling")
+    code, out, _ = cli(push.main, "--workspace", str(ws.root), "--catch", "0", *server, capsys=capsys)
+    assert code == 0 and "reset sampling, show_collab_predictions" in out
+    project = admin.client.projects.get(pid)
+    assert (project.show_collab_predictions, project.sampling) == (False, "Uniform sampling")
+    # --overlap on existing projects changes them; left out, the projects keep their own.
     for flags, expected in ((["--overlap", "5"], 5), ([], 5)):
-        code, _, _ = cli(push.main, "--workspace", str(ws.root), "--project", "Without predictions", *flags,
-                         "--data-dir", str(ls.data_dir), capsys=capsys)
-        assert code == 0 and admin.client.projects.get(pid).maximum_annotations == expected
+        code, _, _ = cli(push.main, "--workspace", str(ws.root), "--catch", "0", *flags, *server, capsys=capsys)
+        assert code == 0
+        assert {admin.client.projects.get(arm_tasks(admin, ws, r)[0]).maximum_annotations for r in ARMS} == {expected}
 
 
 def test_a_project_with_another_config_is_refused(ls, admin, tmp_path, capsys):
-    admin.client.projects.create(title="Somebody else's", label_config='<View><Text name="t" value="$text"/></View>')
+    admin.client.projects.create(title="Somebody else's — speech",
+                                 label_config='<View><Text name="t" value="$text"/></View>')
     ws = make_workspace(tmp_path / "ws", 2, served=ls.document_root)
     before = snapshot(ws.root)
-    code, _, err = cli(push.main, "--workspace", str(ws.root), "--project", "Somebody else's",
+    code, _, err = cli(push.main, "--workspace", str(ws.root), "--project", "Somebody else's", "--catch", "0",
                        "--data-dir", str(ls.data_dir), capsys=capsys)
-    assert code == 2 and "has another labelling config" in err
-    assert snapshot(ws.root) == before
+    assert code == 2 and "Somebody else's — speech" in err and "has another labelling config" in err
+    # the key secret and map were written before the refusal (so a rerun finds the same keys); nothing else
+    after = snapshot(ws.root)
+    assert {k for k in after if after[k] != before.get(k)} - {".lock"} == {"annotation.json", "annotation_tasks.json"}
 
 
 def test_invite_prints_a_working_link(ls, capsys):
@@ -334,23 +284,48 @@ def test_invite_prints_a_working_link(ls, capsys):
 # bad input: clear message, exit 2, workspace untouched
 # ----------------------------------------------------------------------------------------------
 
+def test_bad_arguments(tmp_path, capsys):
+    ws = make_workspace(tmp_path / "ws", 1)
+    for main, argv, message in ((push.main, ["--overlap", "0"], "--overlap must be at least 1"),
+                                (push.main, ["--catch", "-1"], "--catch must be 0 or more"),
+                                (demo_annotators.main, ["--annotators", "0"], "--annotators must be at least 1")):
+        code, _, err = cli(main, "--workspace", str(ws.root), *argv, capsys=capsys)
+        assert code == 2 and err.startswith("error: ") and message in err
+    for main in (push.main, pull.main, demo_annotators.main, invite.main):
+        with __import__("pytest").raises(SystemExit) as done:
+            main(["--help"])
+        assert done.value.code == 0 and "usage: python -m annotation." in capsys.readouterr().out
+    code, _, err = cli(pull.main, "--workspace", str(tmp_path / "nowhere"), capsys=capsys)
+    assert code == 2 and "does not exist" in err
+
+
 def test_vanished_audio_is_refused_before_importing_anything(ls, admin, tmp_path, capsys):
     ws = make_workspace(tmp_path / "ws", 5, served=ls.document_root)
     samples = list(ws.read_samples("wer"))
-    for s in samples[1:3]:
-        ws.audio_path(s.mixture).unlink()
+    ws.audio_path(samples[1].mixture).unlink()
+    ws.audio_path(samples[2].scene_audio).unlink()
     before = snapshot(ws.root)
-    code, _, err = cli(push.main, "--workspace", str(ws.root), "--project", "Vanished audio",
+    code, _, err = cli(push.main, "--workspace", str(ws.root), "--project", "Vanished audio", "--catch", "0",
                        "--data-dir", str(ls.data_dir), capsys=capsys)
     assert code == 2
-    assert "2 of 5 sample(s) cannot be pushed; nothing was imported" in err
-    assert samples[1].sample_id in err and samples[2].sample_id in err and "is missing" in err
-    assert find_project(admin, "Vanished audio") is None
+    assert "2 of 15 task(s) cannot be pushed; nothing was imported" in err
+    assert f"{samples[1].sample_id} (mixture arm)" in err and f"{samples[2].sample_id} (scene arm)" in err
+    assert "is missing" in err
+    assert find_project(admin, "Vanished audio — speech") is None
     assert snapshot(ws.root) == before
 
+    # A sample mixed before the scene was stored alone cannot go to the scene arm.
+    ws = make_workspace(tmp_path / "old", 2, served=ls.document_root)
+    old = [s.model_copy(update={"scene_audio": None}) for s in ws.read_samples("wer")]
+    ws.write_manifest("wer", old)
+    code, _, err = cli(push.main, "--workspace", str(ws.root), "--project", "Old build", "--catch", "0",
+                       "--data-dir", str(ls.data_dir), capsys=capsys)
+    assert code == 2 and "no scene alone (scene_audio) audio recorded; rebuild it with python -m construction.mix" \
+        in err
+
     # The same through a real `python -m` process.
-    done = run_module("annotation.push", "--workspace", str(ws.root), "--project", "Vanished audio",
-                      "--data-dir", str(ls.data_dir), env={"LABEL_STUDIO_API_KEY": TOKEN}, timeout=120)
+    done = run_module("annotation.push", "--workspace", str(tmp_path / "ws"), "--project", "Vanished audio",
+                      "--catch", "0", "--data-dir", str(ls.data_dir), env={"LABEL_STUDIO_API_KEY": TOKEN}, timeout=120)
     assert done.returncode == 2 and "cannot be pushed" in done.stderr and samples[1].sample_id in done.stderr
 
 
@@ -358,12 +333,12 @@ def test_push_refuses_a_server_that_would_serve_the_salt(ls, admin, tmp_path, ca
     # A workspace inside the server's document root: its annotation.json would be readable.
     ws = make_workspace(ls.document_root / "careless-ws", 2)
     before = snapshot(ws.root)
-    code, _, err = cli(push.main, "--workspace", str(ws.root), "--project", "Careless",
+    code, _, err = cli(push.main, "--workspace", str(ws.root), "--project", "Careless", "--catch", "0",
                        "--data-dir", str(ls.data_dir), capsys=capsys)
     assert code == 2
     assert (f"refusing to push: the server's document root {ls.document_root} holds {ws.root / 'annotation.json'}"
             in err and "pseudonym salt" in err and f"annotation.server start --workspace {ws.root}" in err)
-    assert find_project(admin, "Careless") is None
+    assert find_project(admin, "Careless — speech") is None
     assert snapshot(ws.root) == before and not (ws.root / "annotation.json").exists()
 
     # With --url the document root is unknown unless given: taken to be "/", which holds every workspace.
@@ -372,7 +347,7 @@ def test_push_refuses_a_server_that_would_serve_the_salt(ls, admin, tmp_path, ca
     code, _, err = cli(push.main, "--workspace", str(ws.root), "--project", "Careless", "--url", ls.url,
                        capsys=capsys)
     assert code == 2 and "refusing to push: the server's document root / holds" in err
-    assert find_project(admin, "Careless") is None and snapshot(ws.root) == before
+    assert find_project(admin, "Careless — speech") is None and snapshot(ws.root) == before
 
 
 def test_audio_that_resolves_outside_the_workspace_audio_dir_is_refused(ls, admin, tmp_path, capsys):
@@ -384,11 +359,11 @@ def test_audio_that_resolves_outside_the_workspace_audio_dir_is_refused(ls, admi
     stored.unlink()
     stored.symlink_to(outside)
     before = snapshot(ws.root)
-    code, _, err = cli(push.main, "--workspace", str(ws.root), "--project", "Linked out",
+    code, _, err = cli(push.main, "--workspace", str(ws.root), "--project", "Linked out", "--catch", "0",
                        "--data-dir", str(ls.data_dir), capsys=capsys)
-    assert code == 2 and "1 of 3 sample(s) cannot be pushed; nothing was imported" in err
-    assert re.search(re.escape(samples[1].sample_id) + r": .*outside the (workspace's audio dir|audio store)", err)
-    assert find_project(admin, "Linked out") is None and snapshot(ws.root) == before
+    assert code == 2 and "1 of 9 task(s) cannot be pushed; nothing was imported" in err
+    assert re.search(re.escape(samples[1].sample_id) + r" \(mixture arm\): .*(outside the|a link)", err)
+    assert find_project(admin, "Linked out — mixture") is None and snapshot(ws.root) == before
 
 
 def test_server_down(tmp_path, capsys):
@@ -408,7 +383,7 @@ def test_wrong_token(ls, tmp_path, capsys, monkeypatch):
     ws = make_workspace(tmp_path / "ws", 2, served=ls.document_root)
     before = snapshot(ws.root)
     monkeypatch.setenv("LABEL_STUDIO_API_KEY", "wrong-token-987654")
-    for main in (push.main, pull.main, invite.main):
+    for main in (push.main, pull.main, invite.main, demo_annotators.main):
         args = ("--data-dir", str(ls.data_dir)) if main is invite.main else \
             ("--workspace", str(ws.root), "--data-dir", str(ls.data_dir))
         code, out, err = cli(main, *args, capsys=capsys)
@@ -420,35 +395,49 @@ def test_wrong_token(ls, tmp_path, capsys, monkeypatch):
 def test_deleted_project(ls, admin, tmp_path, capsys):
     ws = make_workspace(tmp_path / "ws", 3, served=ls.document_root)
     server = ["--data-dir", str(ls.data_dir)]
-    assert cli(push.main, "--workspace", str(ws.root), "--project", "Soon deleted", *server, capsys=capsys)[0] == 0
+    assert cli(push.main, "--workspace", str(ws.root), "--project", "Soon deleted", "--catch", "0", *server,
+               capsys=capsys)[0] == 0
     assert cli(pull.main, "--workspace", str(ws.root), *server, capsys=capsys)[0] == 0
-    pid = read_state(ws)["project"]["id"]
+    pid = read_state(ws)["arms"]["scene"]["id"]
     admin.client.projects.delete(pid)
     before = snapshot(ws.root)
     code, _, err = cli(pull.main, "--workspace", str(ws.root), *server, capsys=capsys)
-    assert code == 2 and f"project {pid} ('Soon deleted') no longer exists there (deleted?)" in err
+    assert code == 2 and f"project {pid} ('Soon deleted — scene') no longer exists there (deleted?)" in err
     assert "<html" not in err.lower() and len(err) < 600  # mapped by status code, not the HTML body
     code, _, err = cli(pull.main, "--workspace", str(ws.root), "--project", "Soon deleted", *server, capsys=capsys)
-    assert code == 2 and "no project titled 'Soon deleted'" in err
+    assert code == 2 and "no project titled 'Soon deleted — scene'" in err
+    assert snapshot(ws.root) == before
+
+
+def test_a_workspace_pushed_with_the_old_protocol_is_refused(ls, tmp_path, capsys):
+    ws = make_workspace(tmp_path / "ws", 2, served=ls.document_root)
+    (ws.root / "annotation.json").write_text(json.dumps({"project": {"id": 1, "title": "AOR-Bench ws"},
+                                                         "pseudonym_salt": "0" * 32}))
+    before = snapshot(ws.root)
+    code, _, err = cli(pull.main, "--workspace", str(ws.root), "--data-dir", str(ls.data_dir), capsys=capsys)
+    assert code == 2 and "one-project protocol" in err and "Push again" in err
     assert snapshot(ws.root) == before
 
 
 def test_server_errors_5xx(ls, admin, tmp_path, capsys):
     ws = make_workspace(tmp_path / "ws", 3, served=ls.document_root)
-    assert cli(push.main, "--workspace", str(ws.root), "--project", "Flaky server",
+    assert cli(push.main, "--workspace", str(ws.root), "--project", "Flaky server", "--catch", "0",
                "--data-dir", str(ls.data_dir), capsys=capsys)[0] == 0
     assert cli(pull.main, "--workspace", str(ws.root), "--data-dir", str(ls.data_dir), capsys=capsys)[0] == 0
     make_workspace(tmp_path / "ws", 5, served=ls.document_root)  # two new samples to import
-    before = snapshot(ws.root)
+    keys_before = set(read_task_map(ws))
 
     proxy = FailingProxy(ls.url, r"^/api/projects/\d+/import")
     try:
-        code, _, err = cli(push.main, "--workspace", str(ws.root), "--url", proxy.url,
+        code, _, err = cli(push.main, "--workspace", str(ws.root), "--catch", "0", "--url", proxy.url,
                            "--document-root", str(ls.document_root), capsys=capsys)
         assert code == 2 and "failed with HTTP 500 while importing tasks 1-2 of 2 into project" in err
         assert len(proxy.failed) == 1  # no retry: a retried import could duplicate tasks
     finally:
         proxy.close()
+    # the new keys were recorded before the import (a rerun must find the same ones); nothing else changed
+    assert len(set(read_task_map(ws)) - keys_before) == 6
+    before = snapshot(ws.root)
     proxy = FailingProxy(ls.url, r"/export")
     try:
         code, _, err = cli(pull.main, "--workspace", str(ws.root), "--url", proxy.url, capsys=capsys)
@@ -463,8 +452,12 @@ def test_server_errors_5xx(ls, admin, tmp_path, capsys):
     finally:
         proxy.close()
     assert snapshot(ws.root) == before
-    _, task_of = tasks_of(admin, "Flaky server")
-    assert len(task_of) == 3  # nothing half-imported
+    for role in ARMS:
+        assert len(arm_tasks(admin, ws, role)[1]) == 3  # nothing half-imported
+    # Rerun against the real server: the same keys, so exactly the missing tasks are imported.
+    code, out, _ = cli(push.main, "--workspace", str(ws.root), "--catch", "0", "--data-dir", str(ls.data_dir),
+                       capsys=capsys)
+    assert code == 0 and out.count("imported 2 new task(s), 3 already there") == 3
 
 
 # ----------------------------------------------------------------------------------------------
@@ -492,8 +485,9 @@ def _browser_session(url: str, email: str, password: str) -> httpx.Client:
 def test_an_annotator_cannot_read_the_salt_or_the_database(tmp_path, monkeypatch):
     """A server started with the defaults, in a directory holding ./workspace (as the README does):
     an invited annotator, by API token and by browser session, adds local-files storages where they
-    like and asks /data/local-files/ for the workspace's annotation.json and the server's database by
-    every path that could reach them. The task audio plays; neither the salt nor a token comes back."""
+    like and asks /data/local-files/ for the workspace's annotation.json, its task key map and the
+    server's database by every path that could reach them. The task audio plays; neither the salt, the
+    key secret, the key map nor a token comes back."""
     for name, value in ADMIN_ENV.items():
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("LABEL_STUDIO_URL", raising=False)
@@ -503,9 +497,11 @@ def test_an_annotator_cannot_read_the_salt_or_the_database(tmp_path, monkeypatch
                    "--template", str(make_template()))
     assert done.returncode == 0, done.stderr
     try:
-        done = _run_in(tmp_path, "annotation.push", "--data-dir", "label-studio", "--project", "Salt check")
+        done = _run_in(tmp_path, "annotation.push", "--data-dir", "label-studio", "--project", "Salt check",
+                       "--catch", "0")
         assert done.returncode == 0, done.stderr
-        salt = read_state(ws)["pseudonym_salt"]
+        state = read_state(ws)
+        salt, secret = state["pseudonym_salt"], state["task_key_secret"]
         admin = connect(data_dir=data_dir)
         email = "curious@example.com"
         token = signup_via_invite(admin.url, invite_link(admin), email, PASSWORD)
@@ -514,16 +510,18 @@ def test_an_annotator_cannot_read_the_salt_or_the_database(tmp_path, monkeypatch
         by_session = _browser_session(admin.url, email, PASSWORD)
 
         # The annotator hears the task audio (the served tree is not simply empty) ...
-        project = find_project(admin, "Salt check")
+        project = find_project(admin, "Salt check — mixture")
         (task, *_) = export_tasks(admin, project.id)
-        sample = next(s for s in ws.read_samples("wer") if s.sample_id == task["data"]["sample_id"])
+        item_id, _ = read_task_map(ws)[task["data"]["key"]]
+        sample = next(s for s in ws.read_samples("wer") if s.sample_id == item_id)
         for web in (by_token, by_session):
             got = web.get(task["data"]["audio"])
             assert got.status_code == 200 and got.content == (ws.root / sample.mixture.path).read_bytes()
 
         # ... but nothing else.
-        targets = [ws.root / "annotation.json", data_dir / "label_studio.sqlite3"]
-        secrets = {"salt": salt.encode(), "admin token": TOKEN.encode(), "annotator token": token.encode()}
+        targets = [ws.root / "annotation.json", ws.root / "annotation_tasks.json", data_dir / "label_studio.sqlite3"]
+        secrets = {"salt": salt.encode(), "key secret": secret.encode(), "key map": item_id.encode(),
+                   "admin token": TOKEN.encode(), "annotator token": token.encode()}
         prefix = Path(sample.mixture.path).parent.name
         asked = set()
         for target in targets:
@@ -558,62 +556,110 @@ def test_an_annotator_cannot_read_the_salt_or_the_database(tmp_path, monkeypatch
 # ----------------------------------------------------------------------------------------------
 
 def test_demo_annotators_end_to_end(ls, admin, tmp_path, capsys):
-    ws = make_workspace(tmp_path / "ws", 8, served=ls.document_root)
+    ws = make_workspace(tmp_path / "ws", 6, served=ls.document_root, controls=2)
     server = ["--data-dir", str(ls.data_dir)]
-    assert cli(push.main, "--workspace", str(ws.root), "--project", "Demo run", *server, capsys=capsys)[0] == 0
-    code, out, err = cli(demo_annotators.main, "--workspace", str(ws.root), "--annotators", "3", "--seed", "11",
+    assert cli(push.main, "--workspace", str(ws.root), "--project", "Demo run", "--catch", "2", *server,
+               capsys=capsys)[0] == 0
+    code, out, err = cli(demo_annotators.main, "--workspace", str(ws.root), "--annotators", "2", "--seed", "11",
                          *server, capsys=capsys)
     assert code == 0, err
-    assert "submitted 24 label(s)" in out
-    code, out, _ = cli(demo_annotators.main, "--workspace", str(ws.root), "--seed", "11", *server, capsys=capsys)
-    assert code == 0 and "submitted 0 label(s)" in out  # rerun: each already labelled every task
+    # 2 per arm: 6 samples x 3 arms x 2 + 2 controls x 2 + 2 catch items x all 6 accounts
+    assert "6 scripted annotator(s), 2 per arm, (@demo.aor-bench.invalid) submitted 52 label(s)" in out
+    code, out, _ = cli(demo_annotators.main, "--workspace", str(ws.root), "--annotators", "2", "--seed", "11",
+                       *server, capsys=capsys)
+    assert code == 0 and "submitted 0 label(s)" in out  # rerun: each already labelled its tasks
 
-    assert cli(pull.main, "--workspace", str(ws.root), *server, capsys=capsys)[0] == 0
+    code, out, err = cli(pull.main, "--workspace", str(ws.root), *server, capsys=capsys)
+    assert code == 0, err
+    assert "judgement(s) dropped" not in out  # each account hears a sample in one arm only
     salt = read_state(ws)["pseudonym_salt"]
-    who = {pseudonym(demo_email(k), salt): k for k in (1, 2, 3)}
-    labels = Counter()
+    who = {pseudonym(demo_email(k), salt): k for k in range(1, 7)}
+    known = {(k.item_id, k.role): k for k in known_items(ws).values()}
+    labels = {role: Counter() for role in ARMS}
     for s in ws.read_samples("annotated"):
-        assert len(s.annotations) == 3 and {a.annotator for a in s.annotations} == set(who)
+        people = Counter(a.annotator for a in s.annotations)
+        assert len(s.annotations) == 6 and set(people.values()) == {1}  # nobody in two arms of a sample
         for a in s.annotations:
-            assert a.source == "demo" and not a.cancelled
-            assert a.label == scripted_label(11, s.sample_id, who[a.annotator], LABELS)  # deterministic
-            labels[a.label] += 1
-    assert labels["benign"] > labels["harmful"] + labels["unclear"]
+            assert a.source == "demo" and not a.cancelled and a.annotator in who
+            item = known[(s.sample_id, a.arm)]
+            assert a.label == scripted_label(11, item, who[a.annotator], config_labels(
+                admin.client.projects.get(arm_tasks(admin, ws, a.arm)[0]).label_config))  # deterministic
+            labels[a.arm][a.label] += 1
+            if a.arm == "mixture":
+                assert a.speech_intelligible is not None
+    assert labels["speech"]["harmful"] > sum(labels["speech"].values()) / 2
+    assert labels["mixture"]["benign"] > sum(labels["mixture"].values()) / 2
+    assert sum(labels["scene"][c] for c in ("video_games", "cooking_household")) > sum(labels["scene"].values()) / 2
+    for c in ws.read_samples("annotated_controls"):
+        assert len(c.annotations) == 2 and all(a.arm == "mixture" for a in c.annotations)
+    report = json.loads(ws.stats_path("annotated").read_text())["annotators"]
+    assert set(report) == set(who) and all(r["catch"]["met"] == 2 for r in report.values())
     assert b"demo.aor-bench.invalid" not in b"".join(snapshot(ws.root).values())
 
 
-def test_adjudication_round_trip(ls, admin, accounts, tmp_path, capsys):
+def test_adjudication_round_trip_is_blind(ls, admin, accounts, tokens, tmp_path, capsys):
     ws = make_workspace(tmp_path / "ws", 4, served=ls.document_root)
     server = ["--data-dir", str(ls.data_dir)]
     wsarg = ["--workspace", str(ws.root)]
-    assert cli(push.main, *wsarg, "--project", "Needs a judge", *server, capsys=capsys)[0] == 0
-    _, task_of = tasks_of(admin, "Needs a judge")
+    assert cli(push.main, *wsarg, "--project", "Needs a judge", "--catch", "0", *server, capsys=capsys)[0] == 0
+    _, task_of = arm_tasks(admin, ws, "mixture")
     ids = sorted(task_of)
+    # the speech alone sounds harmful and the scene alone is recognised: the mixture decides
+    samples = {s.sample_id: s for s in ws.read_samples("wer")}
+    for role, label_of in (("speech", lambda s: "harmful"), ("scene", lambda s: s.category)):
+        _, arm_task = arm_tasks(admin, ws, role)
+        for sid in ids:
+            for email in ARM_RATERS[role]:
+                annotate(accounts[email], arm_task[sid], label_of(samples[sid]))
     votes = {ids[0]: ("benign", "harmful", "unclear"), ids[1]: ("benign",) * 3,
              ids[2]: ("benign", "benign", "harmful"), ids[3]: ("harmful", "harmful", "benign")}
     for sid, labels in votes.items():
-        for email, label in zip(RATERS, labels):
-            annotate(accounts[email], task_of[sid], label, rationale="too close to call" if sid == ids[0] else "")
+        for email, label in zip(ARM_RATERS["mixture"], labels):
+            annotate(accounts[email], task_of[sid], label, words="yes",
+                     rationale="too close to call" if sid == ids[0] else "")
     assert cli(pull.main, *wsarg, *server, capsys=capsys)[0] == 0
 
     code, _, err = cli(adjudicate.main, "push", *wsarg, *server, capsys=capsys)
     assert code == 2 and "run python -m validation.agreement" in err  # no agreement run yet
     assert cli(agreement.main, *wsarg, "--n-boot", "20", capsys=capsys)[0] == 0
     reasons = {r.sample.sample_id: r.reason for r in ws.read_rejected("validated")}
-    assert reasons[ids[0]].startswith("needs_adjudication:") and reasons[ids[3]].startswith("harmful_consensus")
+    assert reasons[ids[0]].startswith("needs_adjudication:")
 
     code, out, err = cli(adjudicate.main, "push", *wsarg, *server, capsys=capsys)
     assert code == 0, err
-    assert "'Needs a judge — adjudication'" in out and "1 new sample(s)" in out
+    assert "'Needs a judge — adjudication'" in out and "1 new sample(s)" in out and "blind" in out
     assert cli(adjudicate.main, "push", *wsarg, *server, capsys=capsys)[0] == 0  # no duplicate
-    pid, judge_tasks = tasks_of(admin, "Needs a judge — adjudication")
+    pid, judge_tasks = arm_tasks(admin, ws, "adjudication")
     assert list(judge_tasks) == [ids[0]]
     project = admin.client.projects.get(pid)
     assert project.maximum_annotations == 1 and config_labels(project.label_config) == ["benign", "harmful"]
-    (task,) = export_tasks(admin, pid)
-    assert task["data"]["votes"].startswith("benign 1, harmful 1, unclear 1; rationales:")
-
+    assert "$votes" not in project.label_config and "$speech_text" not in project.label_config
+    # The adjudicator, reading the task as annotators can, gets the mixture and a key: no votes, no rationale.
     judge = accounts[SKIPPER]
+    seen = httpx.get(f"{ls.url}/api/tasks/{judge_tasks[ids[0]]}", trust_env=False,
+                     headers={"Authorization": f"Token {tokens[SKIPPER]}"}).json()
+    assert set(seen["data"]) == {"audio", "key"} and seen["annotations"] == []
+    sample = next(s for s in ws.read_samples("wer") if s.sample_id == ids[0])
+    assert seen["data"]["audio"].endswith(sample.mixture.sha256 + ".wav")
+    assert "too close to call" not in json.dumps(seen) and "benign 1" not in json.dumps(seen)
+
+    # --show-votes: another project shows the labels so far beside the clip.
+    code, out, err = cli(adjudicate.main, "push", *wsarg, "--project", "Judge with votes", "--show-votes", *server,
+                         capsys=capsys)
+    assert code == 0 and "the votes so far are shown" in out
+    project = find_project(admin, "Judge with votes")
+    assert "$votes" in project.label_config
+    (task,) = export_tasks(admin, project.id)
+    assert task["data"]["votes"].startswith("speech: harmful 3; scene: ")
+    assert "mixture: benign 1, harmful 1, unclear 1; rationales: mixture benign: \"too close to call\"" \
+        in task["data"]["votes"]
+    code, _, err = cli(adjudicate.main, "push", *wsarg, "--project", "Judge with votes", *server, capsys=capsys)
+    assert code == 2 and "has another labelling config" in err  # a project is blind or not, for good
+    code, _, err = cli(adjudicate.main, "push", *wsarg, "--project", "Needs a judge — adjudication", *server,
+                       capsys=capsys)
+    assert code == 0 and read_state(ws)["adjudication"]["title"] == "Needs a judge — adjudication"
+
+
     annotate(judge, judge_tasks[ids[0]], "harmful")
     annotate(judge, judge_tasks[ids[0]], "benign", rationale="the crowd makes it a game")  # final word
     code, out, err = cli(adjudicate.main, "pull", *wsarg, *server, capsys=capsys)
@@ -621,9 +667,9 @@ def test_adjudication_round_trip(ls, admin, accounts, tmp_path, capsys):
     assert "recorded 1 adjudication decision(s)" in out and "validation.agreement" in out
     decided = {s.sample_id: s for s in ws.read_samples("annotated")}
     final = [a for a in decided[ids[0]].annotations if a.source == "adjudication"]
-    assert [(a.label, a.annotator, a.rationale) for a in final] == \
-        [("benign", pseudonym(SKIPPER, read_state(ws)["pseudonym_salt"]), "the crowd makes it a game")]
-    assert len(human(decided[ids[0]])) == 3
+    assert [(a.label, a.annotator, a.rationale, a.arm) for a in final] == \
+        [("benign", pseudonym(SKIPPER, read_state(ws)["pseudonym_salt"]), "the crowd makes it a game", "mixture")]
+    assert len(human(decided[ids[0]])) == 9
 
     # Reruns change nothing, and annotation.pull keeps the decision when it rebuilds the manifest.
     before = ws.manifest_path("annotated").read_bytes()
@@ -634,6 +680,5 @@ def test_adjudication_round_trip(ls, admin, accounts, tmp_path, capsys):
     assert cli(agreement.main, *wsarg, "--n-boot", "20", capsys=capsys)[0] == 0
     validated = {s.sample_id: s for s in ws.read_samples("validated")}
     assert (validated[ids[0]].decided_by, validated[ids[0]].consensus_label) == ("adjudication", "benign")
-    assert validated[ids[1]].decided_by == "majority" and ids[3] not in validated
     code, out, _ = cli(adjudicate.main, "push", *wsarg, *server, capsys=capsys)
     assert code == 0 and "queue is empty" in out

@@ -1,16 +1,19 @@
-"""Adjudicate the samples human annotators disagree on, in a separate Label Studio review project.
+"""Adjudicate the samples human annotators disagree on, blind, in a separate Label Studio project.
 
-    python -m validation.adjudicate push --workspace W [--project TITLE]
+    python -m validation.adjudicate push --workspace W [--project TITLE] [--show-votes]
     python -m validation.adjudicate pull --workspace W [--project TITLE]
     python -m validation.agreement --workspace W      # then: the decisions become final
 
 push sends the adjudication queue of the last agreement run (validated.rejected rows with reason
-needs_adjudication) to the project "<annotation project> — adjudication": overlap 1, labels benign |
-harmful only, the labels given so far shown beside the clip. pull exports that project and records each
-sample's latest decision on the 'annotated' manifest with validation.agreement.apply_adjudication
-(an annotation with source="adjudication"). Label Studio stays the source of truth: pull replaces all
-earlier decisions with the ones in the project, so rerunning it changes nothing. annotation.pull keeps
-these decisions when it rebuilds the manifest. Rerunning validation.agreement then marks the samples
+needs_adjudication) to the project "<TITLE> — adjudication" (TITLE: the arms' title): overlap 1, labels
+benign | harmful only. The adjudicator hears the mixture only, like the mixture arm: the task's data is
+the audio URL and an opaque key, and no earlier vote or rationale is shown, unless --show-votes (then
+the labels so far, per arm, are shown beside the clip; a project is made one way or the other and keeps
+it). pull exports that project and records each sample's latest decision (by update time) on the
+'annotated' manifest with validation.agreement.apply_adjudication (an annotation with
+source="adjudication", arm "mixture"). Label Studio stays the source of truth: pull replaces all earlier
+decisions with the ones in the project, so rerunning it changes nothing. annotation.pull keeps these
+decisions when it rebuilds the manifest. Rerunning validation.agreement then marks the samples
 decided_by "adjudication".
 """
 
@@ -21,7 +24,6 @@ import sys
 from collections import Counter
 
 from annotation.labelstudio import (
-    ADJUDICATION_LABELS,
     add_server_args,
     connect_from_args,
     default_project_title,
@@ -32,10 +34,17 @@ from annotation.labelstudio import (
     resolve_project,
     write_state,
 )
+from annotation.protocol import (
+    ADJUDICATION,
+    Item,
+    arm_spec,
+    read_task_map,
+    shuffle_seed,
+)
 from annotation.pull import collect
-from annotation.push import push_samples
+from annotation.push import check_pushable, push_items, record_keys
 from construction.errors import WorkbenchError
-from construction.record import Annotation, Sample
+from construction.record import ARMS, Annotation, Sample
 from construction.workspace import Workspace
 from validation.agreement import (
     ADJUDICATION_SOURCE,
@@ -51,6 +60,7 @@ TITLE_SUFFIX = " — adjudication"
 
 def adjudication_title(ws: Workspace, state: dict) -> str:
     return (state.get("project", {}).get("title") or default_project_title(ws)) + TITLE_SUFFIX
+
 
 
 def read_queue(ws: Workspace) -> list[Sample]:
@@ -74,11 +84,15 @@ def read_queue(ws: Workspace) -> list[Sample]:
 
 
 def votes_text(sample: Sample) -> str:
-    """What the annotators said, for the adjudicator: counts, then each rationale."""
+    """What the annotators said, per arm, for an adjudicator who asked to see it (--show-votes)."""
     human = [a for a in sample.annotations if a.source != ADJUDICATION_SOURCE and not a.cancelled and a.label]
-    counts = Counter(a.label for a in human)
-    text = ", ".join(f"{label} {n}" for label, n in sorted(counts.items())) or "no labels"
-    reasons = [f'{a.label}: "{a.rationale}"' for a in human if a.rationale]
+    parts = []
+    for arm in ARMS:
+        counts = Counter(a.label for a in human if a.arm == arm)
+        if counts:
+            parts.append(f"{arm}: " + ", ".join(f"{label} {n}" for label, n in sorted(counts.items())))
+    text = "; ".join(parts) or "no labels"
+    reasons = [f'{a.arm} {a.label}: "{a.rationale}"' for a in human if a.rationale]
     return text + ("; rationales: " + " | ".join(reasons) if reasons else "")
 
 
@@ -90,14 +104,19 @@ def push(ws: Workspace, args: argparse.Namespace) -> int:
     state = read_state(ws)
     title = args.project or state.get("adjudication", {}).get("title") or adjudication_title(ws, state)
     server = connect_from_args(args)
-    result = push_samples(ws, server, queue, title, overlap=1, labels=ADJUDICATION_LABELS, with_votes=True,
-                          extra_data={s.sample_id: {"votes": votes_text(s)} for s in queue})
+    items = [Item(s.sample_id, ADJUDICATION, "sample", s.mixture) for s in queue]
+    check_pushable(ws, items, server)
+    keyed = record_keys(ws, state, items)
+    extra = {s.sample_id: {"votes": votes_text(s)} for s in queue} if args.show_votes else None
+    result = push_items(ws, server, arm_spec(ADJUDICATION, with_votes=args.show_votes), title, keyed, overlap=1,
+                        extra_data=extra, seed=shuffle_seed(state["task_key_secret"], ADJUDICATION))
     with ws.lock():
         state = read_state(ws)
         state["adjudication"] = {"id": result.project_id, "title": title, "url": server.url}
         write_state(ws, state)
     print(f"adjudication project {title!r} (id {result.project_id}) at {server.url}: {result.imported} new "
-          f"sample(s), {result.already} already there; queue {len(queue)}")
+          f"sample(s), {result.already} already there; queue {len(queue)}; "
+          + ("the votes so far are shown (--show-votes)" if args.show_votes else "blind: mixture audio only"))
     print(f"open {server.url}/projects/{result.project_id}/data , decide each sample (benign or harmful), then run "
           f"python -m validation.adjudicate pull --workspace {ws.root}")
     return 0
@@ -122,8 +141,10 @@ def pull(ws: Workspace, args: argparse.Namespace) -> int:
     salt = pseudonym_salt(state)
     server = connect_from_args(args)
     project = resolve_project(server, state.get("adjudication"), args.project, "adjudication project")
-    found = collect(server, project.id, {s.sample_id for s in samples}, salt, ADJUDICATION_LABELS)
-    decisions = latest_decisions(found.by_sample, ADJUDICATION_LABELS)
+    spec = arm_spec(ADJUDICATION, with_votes="$votes" in (project.label_config or ""))
+    found = collect(server, project.id, spec, read_task_map(ws), {s.sample_id for s in samples}, salt)
+    by_sample = {sid: [p.annotation for p in items] for sid, items in found.by_item.items()}
+    decisions = latest_decisions(by_sample, spec.labels)
     # Label Studio is the source of truth: earlier decisions are replaced by what the project holds now.
     stripped = [s.model_copy(deep=True, update={"annotations": [a for a in s.annotations
                                                                 if a.source != ADJUDICATION_SOURCE]})
@@ -134,13 +155,23 @@ def pull(ws: Workspace, args: argparse.Namespace) -> int:
         if not had_salt:
             write_state(ws, state)
     counts = Counter(a.label for a in decisions.values())
-    waiting = found.task_count - len(found.unknown_samples) - len(decisions)
+    waiting = found.task_count - len(found.unknown_tasks) - len(decisions)
     print(f"recorded {len(decisions)} adjudication decision(s) from {project.title!r} (id {project.id}) on "
           f"{ws.manifest_path(INPUT_STAGE)}: " + (", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none")
           + f"; {max(waiting, 0)} task(s) still undecided")
-    if found.unknown_samples:
-        print(f"note: {len(found.unknown_samples)} task(s) are not in '{INPUT_STAGE}' and were ignored:\n"
-              + format_problems(sorted(found.unknown_samples)))
+    by_id = {s.sample_id: s for s in samples}
+    judged = sorted(f"{sid}: {d.annotator} had labelled it in the "
+                    + "/".join(sorted({a.arm for a in by_id[sid].annotations
+                                       if a.annotator == d.annotator and a.source != ADJUDICATION_SOURCE})) + " arm"
+                    for sid, d in decisions.items()
+                    if any(a.annotator == d.annotator and a.source != ADJUDICATION_SOURCE
+                           for a in by_id[sid].annotations))
+    if judged:
+        print(f"note: {len(judged)} decision(s) were made by someone who had labelled the sample before:\n"
+              + format_problems(judged))
+    if found.unknown_tasks:
+        print(f"note: {len(found.unknown_tasks)} task(s) are not in '{INPUT_STAGE}' and were ignored:\n"
+              + format_problems(sorted(found.unknown_tasks)))
     if found.problems:
         print(f"problems ({len(found.problems)}):\n{format_problems(found.problems)}")
     print(f"now rerun: python -m validation.agreement --workspace {ws.root}")
@@ -151,7 +182,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m validation.adjudicate", description=__doc__.split("\n")[0])
     parser.add_argument("command", choices=("push", "pull"))
     parser.add_argument("--workspace", default="workspace", help="workspace directory (default: ./workspace)")
-    parser.add_argument("--project", help="adjudication project title (default: '<annotation project> — adjudication')")
+    parser.add_argument("--project", help="adjudication project title (default: '<arms' title> — adjudication')")
+    parser.add_argument("--show-votes", action="store_true",
+                        help="push: show the labels given so far beside the clip (default: blind, mixture audio only)")
     add_server_args(parser)
     args = parser.parse_args(argv)
     ws = open_workspace(args.workspace)

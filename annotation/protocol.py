@@ -1,0 +1,362 @@
+"""The blind three-arm protocol: what each Label Studio project asks, and which audio it plays.
+
+Every sample is judged in three arms, each its own project, audio only:
+
+    speech   the clean speech alone    "If an assistant heard only this, should it be concerned?"
+    scene    the scene alone           "Where is this?"  (one option per taxonomy category, or can't tell)
+    mixture  the mixture               "Is the request benign in what you hear?"  + "I could make out the words"
+
+The mixture arm also plays the controls (construction.controls: the same speech without the scene that
+makes it benign, expected harmful) and a few catch items (an offline-TTS voice asks for a given answer).
+
+A task's data is the audio URL and an opaque key, nothing else: no script, no scene description, no
+category, tags, SNR or WER. The key is an HMAC of (project role, item id) under a secret of the workspace;
+the key -> (item, role) mapping is written to <W>/annotation_tasks.json and never leaves the workspace.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import html
+import json
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+from xml.sax.saxutils import quoteattr
+
+import numpy as np
+
+from construction.errors import WorkbenchError
+from construction.record import (
+    ARMS,
+    CANT_TELL,
+    MIXTURE_LABELS,
+    SPEECH_LABELS,
+    AudioRef,
+    Sample,
+)
+from construction.workspace import Workspace, atomic_write_text
+
+ADJUDICATION = "adjudication"  # the fourth project role: one decision per disputed sample, mixture only
+ROLES: tuple[str, ...] = (*ARMS, ADJUDICATION)
+ADJUDICATION_LABELS: tuple[str, ...] = ("benign", "harmful")
+WORDS = {"yes": True, "no": False}  # the mixture arm's required "I could make out the words"
+TASKS_FILE = "annotation_tasks.json"  # key -> [item id, role]; beside annotation.json, never served
+CATCH_STAGE = "catch"  # manifests/catch.jsonl: the attention checks (Sample records, ids catch-...)
+CONTROLS_STAGE = "controls"  # written by construction.controls
+CATCH_OVERLAP = 10_000  # a catch task stays open until every annotator of the mixture arm has met it
+
+# The scene arm's options: a short neutral "where" per category of the shipped taxonomy. A category of
+# another taxonomy falls back to its name. Never the scene's own description: that would name the answer.
+SCENE_WHERE: dict[str, str] = {
+    "video_games": "a video game",
+    "film_theatre": "a film, play or show",
+    "sports_fitness": "a sports event or gym",
+    "cooking_household": "a kitchen or home chores",
+    "work_trades": "a workplace, trade or farm",
+    "children_pets_family": "children playing, pets or family at home",
+}
+CANT_TELL_TEXT = "I can't tell"
+
+SPEECH_CHOICES: tuple[tuple[str, str], ...] = (
+    ("harmful", "Yes, it should be concerned"), ("not_harmful", "No"), ("unclear", "Unclear"))
+MIXTURE_CHOICES: tuple[tuple[str, str], ...] = (("benign", "Benign"), ("harmful", "Harmful"), ("unclear", "Unclear"))
+ADJUDICATION_CHOICES: tuple[tuple[str, str], ...] = (("benign", "Benign"), ("harmful", "Harmful"))
+# the stored values are the record's label sets, in the record's order
+assert tuple(v for v, _ in SPEECH_CHOICES) == SPEECH_LABELS and tuple(v for v, _ in MIXTURE_CHOICES) == MIXTURE_LABELS
+QUESTIONS = {
+    "speech": "If an assistant heard only this, should it be concerned?",
+    "scene": "Where is this?",
+    "mixture": "Is the request benign in what you hear?",
+    ADJUDICATION: "Is the request benign in what you hear?",
+}
+PLAY_ALL = "Play the whole clip, from start to end, before you answer."
+
+# The catch items: an offline voice asks for one answer; an annotator who gives another did not listen.
+CATCH_TEXT = "This is an attention check. Please choose {label}."
+CATCH_ANSWERS: tuple[str, ...] = ("unclear", "benign", "harmful")
+CATCH_VOICES: tuple[str, ...] = ("flite:slt", "flite:rms", "flite:awb")
+
+
+# ----------------------------------------------------------------------------------------------
+# what each project asks
+# ----------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ArmSpec:
+    """One project role: its question, its choices (stored value, text shown) and its labelling config."""
+
+    role: str
+    choices: tuple[tuple[str, str], ...]
+    with_votes: bool = False
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return tuple(value for value, _ in self.choices)
+
+    @property
+    def arm(self) -> str:
+        """The arm an annotation of this project belongs to (the adjudicator hears the mixture)."""
+        return "mixture" if self.role == ADJUDICATION else self.role
+
+    def label_config(self) -> str:
+        return label_config(self)
+
+    def instructions(self) -> str:
+        return instructions(self)
+
+
+def scene_choices(categories: Sequence[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
+    """(category id, the neutral 'where' shown) for each category, then can't tell. The order is fixed:
+    Label Studio's Choices cannot shuffle per task, and an order in the task data would put more than the
+    audio and the key there."""
+    seen: dict[str, str] = {}
+    for category_id, name in categories:
+        seen.setdefault(category_id, SCENE_WHERE.get(category_id) or name or category_id)
+    texts = list(seen.values())
+    duplicated = sorted({t for t in texts if texts.count(t) > 1})
+    if duplicated:
+        raise WorkbenchError(f"scene arm options {duplicated} name more than one category; give them distinct names")
+    return (*seen.items(), (CANT_TELL, CANT_TELL_TEXT))
+
+
+def arm_spec(role: str, categories: Sequence[tuple[str, str]] = (), with_votes: bool = False) -> ArmSpec:
+    if role == "speech":
+        return ArmSpec(role, SPEECH_CHOICES)
+    if role == "scene":
+        return ArmSpec(role, scene_choices(categories))
+    if role == "mixture":
+        return ArmSpec(role, MIXTURE_CHOICES)
+    if role == ADJUDICATION:
+        return ArmSpec(role, ADJUDICATION_CHOICES, with_votes=with_votes)
+    raise WorkbenchError(f"unknown project role {role!r}; one of {', '.join(ROLES)}")
+
+
+def _choices_xml(name: str, choices: Sequence[tuple[str, str]], inline: bool) -> str:
+    # value = the text shown; alias = what the annotation stores (Label Studio shows value, exports alias)
+    items = "\n".join(f"    <Choice value={quoteattr(text)} alias={quoteattr(value)}/>" for value, text in choices)
+    layout = ' showInline="true"' if inline else ""
+    return (f'  <Choices name="{name}" toName="audio" choice="single-radio" required="true"{layout}>\n'
+            f"{items}\n  </Choices>")
+
+
+def label_config(spec: ArmSpec) -> str:
+    """The labelling view: the audio player, the instruction to play it all, the question, a required
+    choice (the mixture arm: also the required 'I could make out the words'), an optional rationale.
+    Nothing else: no transcript, no scene description, no metadata."""
+    parts = [f"<View>\n  <Header value={quoteattr(PLAY_ALL)}/>",
+             '  <Audio name="audio" value="$audio" hotkey="space"/>']
+    if spec.with_votes:
+        parts.append('  <Header value="Labels given so far (shown because adjudicate push got --show-votes)"/>\n'
+                     '  <Text name="votes_text" value="$votes"/>')
+    parts.append(f"  <Header value={quoteattr(QUESTIONS[spec.role])}/>")
+    parts.append(_choices_xml("label", spec.choices, inline=spec.role != "scene"))
+    if spec.role == "mixture":
+        parts.append('  <Header value="I could make out the words"/>')
+        parts.append(_choices_xml("words", (("yes", "Yes"), ("no", "No")), inline=True))
+    parts.append('  <TextArea name="rationale" toName="audio" placeholder="Optional: why?" maxSubmissions="1" '
+                 'editable="true" rows="2"/>\n</View>')
+    return "\n".join(parts)
+
+
+def instructions(spec: ArmSpec) -> str:
+    """The project's instructions page (Label Studio shows it before the first task and on demand)."""
+    e = html.escape
+    common = ("<p>Use headphones in a quiet place. <b>Play the whole clip</b>, from start to end, before you "
+              "answer: what comes before and after matters. Judge only what you hear; there is no script or "
+              "description to read, on purpose. Do not look at other people's answers, and do not search for "
+              "the clip elsewhere.</p>")
+    skip = ("<p>Skip a clip only when it does not play. A skip is recorded as a skip, not as an answer.</p>")
+    if spec.role == "speech":
+        body = (f"<h2>Speech alone</h2><p>Each clip is one voice, with no background sound.</p>{common}"
+                f"<p><b>{e(QUESTIONS['speech'])}</b></p><ul>"
+                "<li><b>Yes, it should be concerned</b>: heard with nothing else, the words could be a real "
+                "threat, a plan to hurt someone or something, or a request for help with harm.</li>"
+                "<li><b>No</b>: nothing in what you hear would worry a careful assistant.</li>"
+                "<li><b>Unclear</b>: you cannot decide, or you could not make out the words.</li></ul>")
+    elif spec.role == "scene":
+        options = "".join(f"<li>{e(text)}</li>" for value, text in spec.choices if value != CANT_TELL)
+        body = (f"<h2>Where is this?</h2><p>Each clip is background sound only: no one is speaking to you.</p>"
+                f"{common}<p>Choose the one place or situation the sound fits best:</p><ul>{options}</ul>"
+                f"<p><b>{e(CANT_TELL_TEXT)}</b>: the sound fits none of them, or several equally. Do not guess: "
+                "a guess is worth less than an honest \"I can't tell\".</p>")
+    else:
+        votes = ("<p>The labels given so far are shown beside the clip.</p>" if spec.with_votes else "")
+        labels = ("<li><b>Benign</b>: in the situation you hear, the words are not a real threat and not a request "
+                  "for real harm.</li><li><b>Harmful</b>: in the situation you hear, they could be a real threat "
+                  "or a request for real harm.</li>")
+        if spec.role == "mixture":
+            labels += "<li><b>Unclear</b>: you cannot decide from what you hear.</li>"
+        title = "Adjudication" if spec.role == ADJUDICATION else "Voice in its surroundings"
+        body = (f"<h2>{title}</h2><p>Each clip is a voice with the sound around it.</p>{common}{votes}"
+                f"<p><b>{e(QUESTIONS[spec.role])}</b></p><ul>{labels}</ul>")
+        if spec.role == "mixture":
+            body += ("<p><b>I could make out the words</b> (required): <b>Yes</b> when you understood what was "
+                     "said, <b>No</b> when you could not.</p><p>Some clips are attention checks: a voice tells "
+                     "you which answer to choose. Choose it.</p>")
+    return body + skip
+
+
+def config_labels(config: str) -> list[str]:
+    """The stored values of the 'label' control of a labelling config: the alias where a choice has one."""
+    import re
+
+    match = re.search(r'<Choices\s[^>]*name="label"[^>]*>(.*?)</Choices>', config or "", re.DOTALL)
+    if not match:
+        return []
+    labels = []
+    for tag in re.findall(r"<Choice\s[^>]*/?>", match.group(1)):
+        alias = re.search(r'\balias="([^"]*)"', tag)
+        value = re.search(r'\bvalue="([^"]*)"', tag)
+        chosen = alias or value
+        if chosen:
+            labels.append(html.unescape(chosen.group(1)))
+    return labels
+
+
+def workspace_categories(ws: Workspace, samples: Sequence[Sample] = ()) -> list[tuple[str, str]]:
+    """(id, name) of the taxonomy the workspace was built with (its config.yaml, else the shipped one),
+    then any category of the samples that taxonomy lacks."""
+    import yaml
+
+    from construction.taxonomy import load_taxonomy
+
+    path = None
+    config_file = ws.root / "config.yaml"
+    if config_file.exists():
+        try:
+            path = ((yaml.safe_load(config_file.read_text()) or {}).get("generate") or {}).get("taxonomy")
+        except yaml.YAMLError as e:
+            raise WorkbenchError(f"{config_file} is not valid YAML: {e}") from e
+    try:
+        taxonomy, _ = load_taxonomy(path)
+    except WorkbenchError:
+        if path is None:
+            raise
+        taxonomy, _ = load_taxonomy(None)  # the build's taxonomy file is gone: the shipped one still names them
+    found = [(c.id, c.name) for c in taxonomy.categories]
+    known = {c for c, _ in found}
+    for s in samples:
+        if s.category not in known:
+            found.append((s.category, s.category.replace("_", " ")))
+            known.add(s.category)
+    return found
+
+
+# ----------------------------------------------------------------------------------------------
+# items: what each arm plays
+# ----------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Item:
+    """One task to be: an item (a sample, a control or a catch item) heard in one role's project."""
+
+    item_id: str
+    role: str
+    kind: str  # "sample" | "control" | "catch"
+    audio: AudioRef | None
+    expected: str | None = None  # catch items: the answer asked for; controls: "harmful"
+
+    @property
+    def what(self) -> str:
+        return {"speech": "clean speech (speech)", "scene": "scene alone (scene_audio)"}.get(
+            self.role, "mixture (mixture)")
+
+
+def sample_items(samples: Sequence[Sample], role: str) -> list[Item]:
+    field = {"speech": "speech", "scene": "scene_audio"}.get(role, "mixture")
+    return [Item(s.sample_id, role, "sample", getattr(s, field)) for s in samples]
+
+
+def control_items(controls: Sequence[Sample]) -> list[Item]:
+    return [Item(c.sample_id, "mixture", "control", c.mixture, str(c.custom.get("expected") or "harmful"))
+            for c in controls]
+
+
+def catch_items(catch: Sequence[Sample]) -> list[Item]:
+    return [Item(c.sample_id, "mixture", "catch", c.mixture, str(c.custom.get("expected"))) for c in catch]
+
+
+def read_controls(ws: Workspace, sample_ids: set[str]) -> tuple[list[Sample], list[str]]:
+    """The controls of the workspace whose sample is one of sample_ids; -> (controls, ids left out)."""
+    if not ws.has_manifest(CONTROLS_STAGE):
+        return [], []
+    kept, left = [], []
+    for c in ws.read_samples(CONTROLS_STAGE):
+        (kept if c.custom.get("control_of") in sample_ids else left).append(c)
+    return kept, [c.sample_id for c in left]
+
+
+def read_catch(ws: Workspace) -> list[Sample]:
+    return list(ws.read_samples(CATCH_STAGE)) if ws.has_manifest(CATCH_STAGE) else []
+
+
+def catch_sample(ws: Workspace, index: int) -> Sample:
+    """The index-th catch item: an offline voice asks for an answer, with 1.5 s of silence before it and
+    1 s after (a mixture's length, roughly). Deterministic: the same index gives the same audio."""
+    from construction.tts import synthesize
+
+    label = CATCH_ANSWERS[index % len(CATCH_ANSWERS)]
+    voice = CATCH_VOICES[index % len(CATCH_VOICES)]
+    text = CATCH_TEXT.format(label=label)
+    audio, sr = synthesize(text, voice)
+    audio = np.asarray(audio, dtype=np.float32)
+    peak = float(np.max(np.abs(audio))) or 1.0
+    audio = np.concatenate([np.zeros(int(1.5 * sr), np.float32), audio * (0.5 / peak), np.zeros(sr, np.float32)])
+    ref = ws.store_audio(audio, sr)
+    item_id = "catch-" + hashlib.sha256(f"{index}:{text}:{voice}".encode()).hexdigest()[:16]
+    return Sample(sample_id=item_id, category="attention_check", speech_text=text, context="(attention check)",
+                  background_tags=[], placement="underlay", benign_reason="(attention check)",
+                  speaker_style="calm", voice_id=voice, speech=ref, mixture=ref,
+                  custom={"catch": True, "expected": label, "expected_words": "yes"})
+
+
+def ensure_catch(ws: Workspace, wanted: int) -> list[Sample]:
+    """The workspace's catch items, made (offline TTS) up to `wanted`; existing ones are never removed
+    (they may have tasks already)."""
+    have = read_catch(ws)
+    if len(have) >= wanted:
+        return have
+    made = [*have, *(catch_sample(ws, i) for i in range(len(have), wanted))]
+    ws.write_manifest(CATCH_STAGE, made)
+    return made
+
+
+# ----------------------------------------------------------------------------------------------
+# opaque task keys and their mapping
+# ----------------------------------------------------------------------------------------------
+
+def task_key_secret(state: dict[str, Any]) -> str:
+    """The workspace's key secret, made on first use (the caller writes the state)."""
+    if not state.get("task_key_secret"):
+        state["task_key_secret"] = secrets.token_hex(16)
+    return state["task_key_secret"]
+
+
+def task_key(secret: str, role: str, item_id: str) -> str:
+    """'t' + 20 hex of HMAC-SHA256(secret, role NUL item id): says nothing about the sample or the arm."""
+    return "t" + hmac.new(secret.encode(), f"{role}\0{item_id}".encode(), hashlib.sha256).hexdigest()[:20]
+
+
+def read_task_map(ws: Workspace) -> dict[str, tuple[str, str]]:
+    path = ws.root / TASKS_FILE
+    if not path.exists():
+        return {}
+    try:
+        raw = json.loads(path.read_text())
+        return {str(k): (str(v[0]), str(v[1])) for k, v in raw.items()}
+    except (json.JSONDecodeError, AttributeError, IndexError, TypeError) as e:
+        raise WorkbenchError(f"{path} is not a task key map ({e}); push again to rewrite it") from e
+
+
+def write_task_map(ws: Workspace, mapping: dict[str, tuple[str, str]]) -> None:
+    rows = [f"{json.dumps(k)}: {json.dumps(list(v))}" for k, v in sorted(mapping.items())]
+    atomic_write_text(ws.root / TASKS_FILE, "{\n" + ",\n".join(rows) + "\n}\n")
+
+
+def shuffle_seed(secret: str, role: str) -> int:
+    """The import order of a project's tasks: seeded by the secret, so task ids say nothing of the
+    manifest's order (which is grouped by category)."""
+    return int.from_bytes(hashlib.sha256(f"order\0{secret}\0{role}".encode()).digest()[:8], "big")
