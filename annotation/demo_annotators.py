@@ -67,12 +67,12 @@ ERROR_RATES = (0.05, 0.12, 0.2)  # annotator K errs with ERROR_RATES[(K - 1) % 3
 RUSH_RATE = 0.1  # the least careful annotator submits this share of clips before they could play through
 # the scripted "true" label of an item, by what it is
 TRUTH = {
-    "speech": {"harmful": 0.85, "unclear": 0.08, "not_harmful": 0.07},
-    "sample": {"benign": 0.86, "harmful": 0.07, "unclear": 0.07},  # a sample's mixture
-    "control": {"harmful": 0.85, "unclear": 0.1, "benign": 0.05},
+    "speech": {"harmful": 0.92, "unclear": 0.05, "not_harmful": 0.03},
+    "sample": {"benign": 0.9, "harmful": 0.05, "unclear": 0.05},  # a sample's mixture
+    "control": {"harmful": 0.92, "unclear": 0.05, "benign": 0.03},
     ADJUDICATION: {"benign": 0.75, "harmful": 0.25},
 }
-SCENE_RIGHT, SCENE_CANT_TELL = 0.8, 0.12  # the scene arm: the sample's category, can't tell, else another
+SCENE_RIGHT, SCENE_CANT_TELL = 0.9, 0.06  # the scene arm: the sample's category, can't tell, else another
 
 
 def demo_email(k: int) -> str:
