@@ -107,8 +107,8 @@ def test_an_annotator_reads_the_audio_and_a_key_and_nothing_else(ls, admin, toke
 
 def test_what_label_studio_community_still_shows_an_annotator(ls, admin, accounts, tokens, tmp_path, capsys):
     """Measured, so the README can say it: in Community edition any annotator who asks the API (or opens
-    a task in the Data Manager) sees the other annotators' labels, rationales and emails, and can export
-    the project. The labelling stream (Label All Tasks) shows none of them."""
+    a task in the Data Manager) sees the other annotators' labels, rationales and emails, can export the
+    project and change its settings. The labelling stream (Label All Tasks) shows none of them."""
     ws = pushed(ls, tmp_path, capsys, n=1)
     pid, task_of = arm_tasks(admin, ws, "mixture")
     (task_id,) = task_of.values()
@@ -120,6 +120,12 @@ def test_what_label_studio_community_still_shows_an_annotator(ls, admin, account
     assert web.get(f"/api/projects/{pid}/export", params={"exportType": "JSON"}).status_code == 200
     stream = web.get(f"/api/projects/{pid}/next").json()
     assert stream["id"] == task_id and stream["annotations"] == [] and A not in json.dumps(stream)
+    # ... and any annotator may change a project's settings: push sets the blind ones again
+    assert web.patch(f"/api/projects/{pid}", json={"show_collab_predictions": True}).status_code == 200
+    code, out, _ = cli(push.main, "--workspace", str(ws.root), "--catch", "0", "--data-dir", str(ls.data_dir),
+                       capsys=capsys)
+    assert code == 0 and "reset show_collab_predictions" in out
+    assert admin.client.projects.get(pid).show_collab_predictions is False
 
 
 # ----------------------------------------------------------------------------------------------
