@@ -288,12 +288,7 @@ def ensure_project(server: Server, title: str, spec: ArmSpec, overlap: int | Non
                 **BLIND_SETTINGS)
         ensure_blind_view(server, project.id)
         return project, True, []
-    config = project.label_config or ""
-    have = config_labels(config)
-    if have != list(spec.labels) or "$audio" not in config or ("$votes" in config) != spec.with_votes:
-        raise WorkbenchError(f"project {title!r} at {server.url} has another labelling config "
-                             f"(labels {have}, wanted {list(spec.labels)}"
-                             + (", with the votes" if spec.with_votes else "") + "); choose another --project title")
+    check_config(server, project, spec)
     update: dict[str, Any] = {k: v for k, v in BLIND_SETTINGS.items() if getattr(project, k, v) != v}
     reset = sorted(update)
     if (project.expert_instruction or "") != spec.instructions():
@@ -305,6 +300,16 @@ def ensure_project(server: Server, title: str, spec: ArmSpec, overlap: int | Non
             project = server.client.projects.update(project.id, **update)
     ensure_blind_view(server, project.id)
     return project, False, reset
+
+
+def check_config(server: Server, project: Any, spec: ArmSpec) -> None:
+    """An existing project must ask what this role asks (the same stored choices, the votes or not)."""
+    config = project.label_config or ""
+    have = config_labels(config)
+    if have != list(spec.labels) or "$audio" not in config or ("$votes" in config) != spec.with_votes:
+        raise WorkbenchError(f"project {project.title!r} at {server.url} has another labelling config "
+                             f"(labels {have}, wanted {list(spec.labels)}"
+                             + (", with the votes" if spec.with_votes else "") + "); choose another --project title")
 
 
 def ensure_blind_view(server: Server, project_id: int) -> None:

@@ -27,10 +27,12 @@ from annotation.labelstudio import (
     Server,
     add_server_args,
     audio_problems,
+    check_config,
     connect_from_args,
     default_project_title,
     ensure_local_storage,
     ensure_project,
+    find_project,
     format_problems,
     import_tasks,
     open_workspace,
@@ -96,21 +98,23 @@ def check_pushable(ws: Workspace, items: Sequence[Item], server: Server) -> None
 
 
 def record_keys(ws: Workspace, state: dict[str, Any], items: Sequence[Item]) -> dict[str, Item]:
-    """key -> item, written to the workspace (the secret and the map) BEFORE anything is imported: a
-    push that fails half-way must find the same keys when it is run again."""
-    secret = task_key_secret(state)
-    pseudonym_salt(state)
-    keyed = {task_key(secret, item.role, item.item_id): item for item in items}
+    """key -> item, written to the workspace (the key secret, the pseudonym salt and the key map) BEFORE
+    anything is imported: a push that fails half-way must find the same keys when it is run again.
+    `state` gets the secret and the salt too."""
     with ws.lock():
+        current = read_state(ws)
+        if state.get("task_key_secret") not in (None, current.get("task_key_secret")):
+            raise WorkbenchError(f"{ws.root / 'annotation.json'} changed while pushing (another push?); run it again")
+        before = dict(current)
+        secret = task_key_secret(current)
+        state.update(task_key_secret=secret, pseudonym_salt=pseudonym_salt(current))
+        keyed = {task_key(secret, item.role, item.item_id): item for item in items}
         mapping = read_task_map(ws)
         wanted = {**mapping, **{k: (item.item_id, item.role) for k, item in keyed.items()}}
-        current = read_state(ws)
-        if current.get("task_key_secret") not in (None, secret):
-            raise WorkbenchError(f"{ws.root / 'annotation.json'} changed while pushing (another push?); run it again")
         if wanted != mapping:
             write_task_map(ws, wanted)
-        if current != {**current, **state}:
-            write_state(ws, {**current, **state})
+        if current != before:
+            write_state(ws, current)
     return keyed
 
 
@@ -176,6 +180,10 @@ def main(argv: list[str] | None = None) -> int:
     specs = {role: arm_spec(role, workspace_categories(ws, samples)) for role in ARMS}
 
     server = connect_from_args(args)
+    for role in ARMS:  # a project of that title asking something else: refused before anything is written
+        project = find_project(server, arm_title(base, role))
+        if project is not None:
+            check_config(server, project, specs[role])
     check_pushable(ws, [i for items in arm_items(samples, controls, read_catch(ws)).values() for i in items], server)
     catch = ensure_catch(ws, args.catch)  # made (offline TTS) only once the push is known to be possible
     items = arm_items(samples, controls, catch)
