@@ -1,15 +1,26 @@
 """Send every clip of a release to an audio LLM over the OpenAI-compatible chat API and record its answers.
 
     python -m evaluation.run --release DIR_OR_HUB_ID --model NAME --base-url URL
-                             [--prompt-variant plain|cot] [--split test] [--limit N] [--concurrency K]
-                             [--out DIR] [--api-key-env OPENAI_API_KEY] [--max-tokens 1024]
-                             [--max-retries 4] [--timeout-s 120] [--retry-errors] [--restart] [--quiet]
+                             [--input mixture|speech|controls] [--prompt-variant plain|cot] [--split test]
+                             [--limit N] [--concurrency K] [--out DIR] [--api-key-env OPENAI_API_KEY]
+                             [--max-tokens 1024] [--max-retries 4] [--timeout-s 120] [--retry-errors]
+                             [--restart] [--quiet]
 
-OUT (default evaluations/<model>-<variant>/):
-    run.json          the run's settings; a rerun with other settings into the same OUT is refused
-    responses.jsonl   one line per clip: id, category, speech_text, audio_sha256, status (ok | error),
-                      reason, response (the raw text), finish_reason, request_key, from_cache
-    cache/responses/  answers by request hash: model, variant, messages (the audio by its sha256), params
+--input picks what the model hears (release format 2; format 1 releases have the mixture only):
+    mixture   the benchmark clip, `audio` of the default config (default): a refusal is an over-refusal
+    speech    the same clip's clean speech alone, `speech_audio` of the default config: a refusal here and
+              not on the mixture means the model used the acoustic context
+    controls  the harmful controls, `audio` of the "controls" config: a refusal is the expected answer
+The clip ids of `speech` are the sample ids, as for `mixture`, so evaluation.report pairs the two runs.
+
+OUT (default evaluations/<model>-<variant>-<input>/):
+    run.json          the run's settings (input included); a rerun with other settings into the same OUT
+                      is refused
+    responses.jsonl   one line per clip: id, input, category, speech_text, script_family, audio_sha256 (of
+                      the audio sent), status (ok | error), reason, response (the raw text), finish_reason,
+                      request_key, from_cache; controls also control_of and control_kind
+    cache/responses/  answers by request hash: model, variant, messages (the audio sent, by its sha256),
+                      params; the speech, the mixture and a control differ in their audio, so in their key
 
 Each clip is one user message: the clip as an `input_audio` part (base64 WAV, no data: prefix) and the
 neutral instruction INSTRUCTION, at temperature 0. The `cot` variant (the paper's first mitigation) adds
@@ -62,6 +73,12 @@ SETTINGS_FILE = "run.json"
 RESPONSES_FILE = "responses.jsonl"
 DERIVED_FILES = ("llm_judge.jsonl", "judge_summary.json")  # stale once the responses are discarded
 HUB_ID_RE = re.compile(r"^[\w.-]+/[\w.-]+$")
+INPUTS = ("mixture", "speech", "controls")
+DEFAULT_INPUT = "mixture"  # runs made before --input heard the mixture
+CONTROLS_CONFIG = "controls"  # release.export's second config
+# the audio column and its sha256 column, per input
+INPUT_COLUMNS = {"mixture": ("audio", "audio_sha256"), "speech": ("speech_audio", "speech_audio_sha256"),
+                 "controls": ("audio", "audio_sha256")}
 
 
 # --- the release ---------------------------------------------------------------------------------
@@ -74,14 +91,19 @@ class Clip:
     audio_sha256: str
     index: int  # row in the split; the audio is read only when the clip is sent
     script_family: str = ""  # clips of one speech skeleton: the report's clustered CIs resample these
+    control_of: str | None = None  # controls: the sample the control belongs to
+    control_kind: str | None = None  # controls: mismatched | neutral
 
 
 class Release:
-    """One split of a release (a local folder or a Hub dataset), audio left as the stored WAV bytes."""
+    """One split of one input of a release (a local folder or a Hub dataset), audio left as the stored WAV
+    bytes: the mixture or the clean speech of the default config, or the controls config's audio."""
 
-    def __init__(self, source: str, split: str = "test", revision: str | None = None):
+    def __init__(self, source: str, split: str = "test", revision: str | None = None, input: str = DEFAULT_INPUT):
         from datasets import Audio, ClassLabel, load_dataset
 
+        if input not in INPUTS:
+            raise WorkbenchError(f"unknown input '{input}' (one of {', '.join(INPUTS)})")
         path = Path(source).expanduser()
         if path.is_dir():
             if not (path / "data").is_dir():
@@ -94,33 +116,51 @@ class Release:
             target, info = source, {}
         else:
             raise WorkbenchError(f"--release {source}: no such folder, and not a Hub dataset id ORG/NAME")
+        config = CONTROLS_CONFIG if input == "controls" else None
         try:
-            splits = load_dataset(target, revision=revision)
+            splits = load_dataset(target, config, revision=revision)
         except Exception as exc:  # datasets raises many types (not found, offline, bad files)
+            if config and f"'{config}' not found" in str(exc):
+                raise WorkbenchError(f"the release {source} has no '{config}' config: it was exported without "
+                                     "controls (or before release format 2), so --input controls has nothing "
+                                     "to send") from None
             raise WorkbenchError(f"cannot load the release {source}: {type(exc).__name__}: {exc}") from None
         if split not in splits:
-            raise WorkbenchError(f"the release {source} has no split '{split}' (it has: {', '.join(splits)})")
+            raise WorkbenchError(f"the release {source} has no split '{split}'"
+                                 + (f" in its '{config}' config" if config else "")
+                                 + f" (it has: {', '.join(splits)})")
         ds = splits[split]
-        missing = {"id", "audio", "audio_sha256", "category", "speech_text"} - set(ds.column_names)
+        audio_column, sha_column = INPUT_COLUMNS[input]
+        if input == "speech" and audio_column not in ds.column_names:
+            raise WorkbenchError(f"the release {source} has no clean speech (column {audio_column}): it was "
+                                 "exported before release format 2; export it again to evaluate --input speech")
+        missing = {"id", audio_column, sha_column, "category", "speech_text"} - set(ds.column_names)
+        if input == "controls":
+            missing |= {"control_of"} - set(ds.column_names)
         if missing:
             raise WorkbenchError(f"the release {source} lacks the columns {sorted(missing)}; is it AOR-Bench?")
         feature = ds.features["category"]
         names = feature.names if isinstance(feature, ClassLabel) else None
-        meta = ds.select_columns(["id", "category", "speech_text", "audio_sha256"]).to_dict()
+        meta = ds.select_columns(["id", "category", "speech_text", sha_column]).to_dict()
         # releases before script families: each clip is its own family
         families = (ds["script_family"] if "script_family" in ds.column_names else meta["id"])
+        control_of = ds["control_of"] if input == "controls" else [None] * len(ds)
+        kinds = ds["control_kind"] if "control_kind" in ds.column_names else [None] * len(ds)
         self.clips = sorted(
             (Clip(id=i, category=names[c] if names else str(c), speech_text=t or "", audio_sha256=s, index=k,
-                  script_family=f or i)
-             for k, (i, c, t, s, f) in enumerate(zip(meta["id"], meta["category"], meta["speech_text"],
-                                                      meta["audio_sha256"], families, strict=True))),
+                  script_family=f or i, control_of=o, control_kind=kind)
+             for k, (i, c, t, s, f, o, kind) in enumerate(zip(meta["id"], meta["category"], meta["speech_text"],
+                                                              meta[sha_column], families, control_of, kinds,
+                                                              strict=True))),
             key=lambda clip: clip.id)
         seen = Counter(c.id for c in self.clips)
         twice = sorted(i for i, n in seen.items() if n > 1)
         if twice:
             raise WorkbenchError(f"the release {source} lists ids more than once: {twice[:5]}")
-        self.dataset = ds.cast_column("audio", Audio(decode=False))  # never decode: we send the bytes
-        self.source, self.split, self.revision = source, split, revision
+        # only the input's audio column, never decoded: we send the bytes
+        self.column = audio_column
+        self.dataset = ds.select_columns([audio_column]).cast_column(audio_column, Audio(decode=False))
+        self.source, self.split, self.revision, self.input = source, split, revision, input
         self.version = info.get("version")
         # the set of clips, so a rerun against a different release is noticed
         self.fingerprint = hashlib.sha256(
@@ -129,11 +169,11 @@ class Release:
 
     def audio(self, clip: Clip) -> bytes:
         with self._lock:
-            data = self.dataset[clip.index]["audio"]["bytes"]
+            data = self.dataset[clip.index][self.column]["bytes"]
         if not data:
-            raise WorkbenchError(f"{clip.id}: the release row has no audio bytes")
+            raise WorkbenchError(f"{clip.id}: the release row has no {self.column} bytes")
         if hashlib.sha256(data).hexdigest() != clip.audio_sha256:
-            raise WorkbenchError(f"{clip.id}: audio bytes do not match the row's audio_sha256 (corrupt release?)")
+            raise WorkbenchError(f"{clip.id}: {self.column} bytes do not match the row's sha256 (corrupt release?)")
         if not (data[:4] == b"RIFF" and data[8:12] == b"WAVE"):
             raise WorkbenchError(f"{clip.id}: the audio is not a WAV file (AOR-Bench releases embed WAV)")
         return data
@@ -294,8 +334,13 @@ class RunResults:
         return self.settings["variant"]
 
     @property
+    def input(self) -> str:
+        return self.settings.get("input") or DEFAULT_INPUT
+
+    @property
     def label(self) -> str:
-        return f"{self.settings['model']} [{self.variant}]"
+        extra = "" if self.input == DEFAULT_INPUT else f", {self.input}"
+        return f"{self.settings['model']} [{self.variant}{extra}]"
 
 
 def load_results(results_dir: str | Path) -> RunResults:
@@ -309,14 +354,16 @@ def load_results(results_dir: str | Path) -> RunResults:
         raise WorkbenchError(f"{root / SETTINGS_FILE} is not valid JSON: {exc.msg}") from None
     if settings.get("format") != FORMAT:
         raise WorkbenchError(f"{root / SETTINGS_FILE} is not an {FORMAT} run")
+    settings.setdefault("input", DEFAULT_INPUT)  # runs made before --input heard the mixture
     records: dict[str, dict[str, Any]] = {}
     for row in read_jsonl(root / RESPONSES_FILE):
         records[row["id"]] = row
     return RunResults(root, settings, records)
 
 
-def default_out(model: str, variant: str) -> Path:
-    return Path("evaluations") / f"{re.sub(r'[^A-Za-z0-9._-]+', '_', model)}-{variant}"
+def default_out(model: str, variant: str, input: str = DEFAULT_INPUT) -> Path:
+    """evaluations/<model>-<variant>-<input>: one folder per input, so runs are never mixed."""
+    return Path("evaluations") / f"{re.sub(r'[^A-Za-z0-9._-]+', '_', model)}-{variant}-{input}"
 
 
 def prepare_out(out: Path, settings: dict[str, Any], restart: bool) -> None:
@@ -335,6 +382,7 @@ def prepare_out(out: Path, settings: dict[str, Any], restart: bool) -> None:
             old = json.loads(path.read_text())
         except json.JSONDecodeError as exc:
             raise WorkbenchError(f"{path} is not valid JSON ({exc.msg}); pass --restart to start over") from None
+        old.setdefault("input", DEFAULT_INPUT)  # runs made before --input heard the mixture
         changed = sorted(k for k in settings if k not in ("base_url", "release", "release_version")
                          and old.get(k) != settings[k])
         if changed:
@@ -360,11 +408,14 @@ def evaluate(release: Release, clips: list[Clip], endpoint: ChatEndpoint, varian
         messages = build_messages(base64.b64encode(audio).decode("ascii"), variant)
         key = request_key(endpoint.model, variant, build_messages(f"sha256:{clip.audio_sha256}", variant), params)
         reply = endpoint.complete(messages, params, key)
-        return {"id": clip.id, "category": clip.category, "speech_text": clip.speech_text,
-                "script_family": clip.script_family,
-                "audio_sha256": clip.audio_sha256, "status": "error" if reply.error else "ok",
-                "reason": reply.error, "response": reply.text, "finish_reason": reply.finish_reason,
-                "request_key": key, "from_cache": reply.from_cache}
+        record = {"id": clip.id, "input": release.input, "category": clip.category,
+                  "speech_text": clip.speech_text, "script_family": clip.script_family,
+                  "audio_sha256": clip.audio_sha256, "status": "error" if reply.error else "ok",
+                  "reason": reply.error, "response": reply.text, "finish_reason": reply.finish_reason,
+                  "request_key": key, "from_cache": reply.from_cache}
+        if clip.control_of is not None:
+            record.update(control_of=clip.control_of, control_kind=clip.control_kind)
+        return record
 
     tally: Counter = Counter()
     fatal: WorkbenchError | None = None
@@ -403,13 +454,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--release", required=True, help="release folder (release.export --out) or Hub id ORG/NAME")
     parser.add_argument("--model", required=True, help="model name as served, e.g. Qwen/Qwen2-Audio-7B-Instruct")
     parser.add_argument("--base-url", required=True, help="OpenAI-compatible base URL, e.g. http://localhost:8000/v1")
+    parser.add_argument("--input", choices=INPUTS, default=DEFAULT_INPUT,
+                        help="what the model hears: mixture (the benchmark clip, default), speech (the clean speech "
+                             "alone) or controls (the harmful controls config)")
     parser.add_argument("--prompt-variant", choices=VARIANTS, default="plain",
                         help="plain: the neutral instruction only; cot: plus the acoustic-context system prompt")
     parser.add_argument("--split", default="test", help="release split (default: test)")
     parser.add_argument("--revision", help="Hub revision (tag, branch or commit) of a Hub release")
     parser.add_argument("--limit", type=int, help="only the first N clips, by id")
     parser.add_argument("--concurrency", type=int, default=4, help="requests in flight (default: 4)")
-    parser.add_argument("--out", help="results folder (default: evaluations/<model>-<variant>)")
+    parser.add_argument("--out", help="results folder (default: evaluations/<model>-<variant>-<input>)")
     parser.add_argument("--api-key-env", default="OPENAI_API_KEY", help="env var holding the API key")
     parser.add_argument("--max-tokens", type=int, default=1024, help="answer length cap (default: 1024)")
     parser.add_argument("--max-retries", type=int, default=4, help="client retries on 429/5xx/timeouts")
@@ -423,17 +477,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.concurrency < 1 or args.max_retries < 0 or args.max_tokens < 1 or args.timeout_s <= 0:
         parser.error("--concurrency, --max-tokens and --timeout-s must be positive, --max-retries >= 0")
 
-    release = Release(args.release, args.split, args.revision)
+    release = Release(args.release, args.split, args.revision, args.input)
     clips = release.clips[:args.limit] if args.limit else release.clips
     params = {"temperature": 0, "max_tokens": args.max_tokens}
-    settings = {"format": FORMAT, "model": args.model, "variant": args.prompt_variant,
+    settings = {"format": FORMAT, "model": args.model, "variant": args.prompt_variant, "input": args.input,
                 "base_url": _scrub_url(args.base_url), "release": args.release,
                 "release_version": release.version, "release_fingerprint": release.fingerprint,
                 "split": args.split, "instruction": INSTRUCTION,
                 "system_prompt": COT_SYSTEM_PROMPT if args.prompt_variant == "cot" else None,
                 "final_marker": FINAL_MARKER if args.prompt_variant == "cot" else None,
                 "prompt_version": PROMPT_VERSION, "params": params}
-    out = Path(args.out) if args.out else default_out(args.model, args.prompt_variant)
+    out = Path(args.out) if args.out else default_out(args.model, args.prompt_variant, args.input)
     endpoint = ChatEndpoint(args.base_url, args.model, args.api_key_env, out / "cache" / "responses",
                             args.max_retries, args.timeout_s, what="model endpoint")
     prepare_out(out, settings, args.restart)
@@ -446,9 +500,9 @@ def main(argv: list[str] | None = None) -> int:
         atomic_write_text(responses, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept))
         records = {r["id"]: r for r in kept}
     todo = [c for c in clips if c.id not in records]
-    print(f"{len(clips)} clips from {args.release} ({args.split}); {len(clips) - len(todo)} already done; "
-          f"sending up to {len(todo)} to {args.model} at {_scrub_url(args.base_url)} [{args.prompt_variant}]",
-          file=sys.stderr)
+    print(f"{len(clips)} clips from {args.release} ({args.split}, input {args.input}); "
+          f"{len(clips) - len(todo)} already done; sending up to {len(todo)} to {args.model} at "
+          f"{_scrub_url(args.base_url)} [{args.prompt_variant}]", file=sys.stderr)
 
     tally = evaluate(release, todo, endpoint, args.prompt_variant, params, responses, args.concurrency,
                      args.quiet)
@@ -466,7 +520,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"keyword judge: {kw['refusals']} of {kw['judged']} answers are refusals"
           + (f" ({kw['refusals'] / kw['judged']:.1%})" if kw["judged"] else "")
           + f". Next: python -m evaluation.judge --results {out} [--judge-base-url URL --judge-model M], "
-            f"then python -m evaluation.report {out}")
+            f"then python -m evaluation.report {out} [the same model's runs on the other inputs]")
     return 0
 
 
