@@ -4,13 +4,19 @@
                              [--push-to-hub ORG/NAME] [--private] [--dry-run]
 
 DIR (written whole into a temp folder next to it, then renamed into place):
-    README.md                          dataset card (YAML front matter + prose), see release.card
+    README.md                          dataset card (YAML front matter with both configs + prose), see
+                                       release.card
     ATTRIBUTION.md                     every background clip and voice with its source and licence
     release.json                       version, code version, licence, counts, agreement, shards
     build_config.yaml                  the workspace's resolved config (no secrets, no local paths)
     checksums.sha256                   sha256 of every other file (`sha256sum -c checksums.sha256`)
-    data/<split>-0000K-of-0000N.parquet  rows sorted by id, the mixture WAV bytes embedded, HF features
+    data/<split>-0000K-of-0000N.parquet  config "default": one row per validated sample, sorted by id, the
+                                       mixture (`audio`) and the clean speech (`speech_audio`) embedded as
+                                       WAV bytes, the per-arm human results as columns, HF features
                                        (Audio / ClassLabel / Value) in the schema metadata
+    controls/<split>-0000K-of-0000N.parquet  config "controls" (only when the workspace has controls of
+                                       released samples, manifests/annotated_controls.jsonl): one row per
+                                       control, in the split of the sample it controls; expected harmful
     plots/*.png                        category mix, SNR and WER histograms, alpha per category
 
 The parquet files are written with pyarrow and the schema `datasets.Features` produces, so the
@@ -50,9 +56,18 @@ from construction.errors import WorkbenchError
 from construction.record import PLACEMENTS, Annotation, AudioRef, Sample
 from construction.sounds import compatible, normalise_licence
 from construction.workspace import Workspace, fsync_dir, reporting_write_errors
+from validation.arms import arm_results, arm_votes
 
-FORMAT = "aor-bench-release/1"  # marks a folder as ours, so a rerun may replace it
+# marks a folder as ours, so a rerun may replace it. 2: the clean speech, per-arm results, the controls
+# config and the annotations' arm (the annotations struct changed: readers of 1 must be updated)
+FORMAT = "aor-bench-release/2"
+FORMATS = ("aor-bench-release/1", FORMAT)  # releases an export may replace
 MANIFEST = "validated"
+CONTROLS_MANIFEST = "annotated_controls"  # the controls with their mixture-arm labels (annotation.pull)
+CONTROLS_SOURCE = "controls"  # construction.controls: what annotated_controls must trace back to
+CONTROLS_CONFIG = "controls"  # the release's second config
+CONTROLS_DIR = "controls"
+ARMS_SHIPPED = ("speech", "scene", "mixture")
 LABELS = ["benign", "harmful", "unclear"]
 RELEASABLE = "benign"  # the benchmark holds clips whose context makes the speech benign
 DEMO_SOURCE = "demo"
@@ -75,6 +90,7 @@ class ReleaseInputs:
     samples: list[Sample]
     agreement: dict[str, Any]
     config: dict[str, Any]  # the workspace's config snapshot, as written (scrubbed on output)
+    controls: list[Sample] = field(default_factory=list)  # the controls of released samples, sorted by id
 
     @property
     def release_licence(self) -> str:
@@ -82,7 +98,13 @@ class ReleaseInputs:
 
     @property
     def demo(self) -> bool:
-        return any(a.source == DEMO_SOURCE for s in self.samples for a in s.annotations)
+        return any(a.source == DEMO_SOURCE for s in [*self.samples, *self.controls] for a in s.annotations)
+
+    @property
+    def protocol(self) -> str:
+        """'three-arm' (speech alone, scene alone, mixture, controls) or 'mixture' (the mixture alone: the
+        agreement reports of workspaces validated before the three arms name no protocol)."""
+        return str(self.agreement.get("protocol") or "mixture")
 
 
 def read_inputs(workspace: str | Path) -> ReleaseInputs:
@@ -109,25 +131,59 @@ def read_inputs(workspace: str | Path) -> ReleaseInputs:
             config = yaml.safe_load(config_path.read_text()) or {}
         except yaml.YAMLError as exc:
             raise WorkbenchError(f"{config_path} is not valid YAML: {exc}") from None
-    return ReleaseInputs(ws, samples, agreement, config)
+    return ReleaseInputs(ws, samples, agreement, config, read_controls(ws, {s.sample_id for s in samples}))
 
 
-def labelled(sample: Sample) -> list[Annotation]:
-    """The votes, as validation counts them: labelled, not cancelled, not the adjudicator's decision,
-    and one per annotator (their last)."""
-    last: dict[str, Annotation] = {}
-    for a in sample.annotations:
-        if a.label is not None and not a.cancelled and a.source != ADJUDICATION_SOURCE:
-            last.pop(a.annotator, None)
-            last[a.annotator] = a
-    return list(last.values())
+def read_controls(ws: Workspace, released: set[str]) -> list[Sample]:
+    """The annotated controls of released samples (none when the workspace has no controls manifest).
+    Every control must come from construction.controls (manifests/controls.jsonl): a control added by
+    hand never reaches a release."""
+    if not ws.has_manifest(CONTROLS_MANIFEST):
+        return []
+    controls = list(ws.read_samples(CONTROLS_MANIFEST))
+    if not ws.has_manifest(CONTROLS_SOURCE):
+        raise WorkbenchError(f"{ws.manifest_path(CONTROLS_SOURCE)} does not exist: the controls of "
+                             f"'{CONTROLS_MANIFEST}' cannot be traced back to construction.controls")
+    built = {s.sample_id for s in ws.read_samples(CONTROLS_SOURCE)}
+    missing = sorted({c.sample_id for c in controls} - built)
+    if missing:
+        raise WorkbenchError(f"{ws.manifest_path(CONTROLS_MANIFEST)}: {len(missing)} control(s) are not in the "
+                             f"'{CONTROLS_SOURCE}' manifest ({', '.join(missing[:5])}); they were not built by "
+                             "construction.controls (a hand-edited manifest?)")
+    return sorted((c for c in controls if str(c.custom.get("control_of")) in released), key=lambda c: c.sample_id)
+
+
+def labelled(sample: Sample, arm: str = "mixture") -> list[Annotation]:
+    """The votes of one arm, exactly as validation counts them (validation.arms.arm_votes): labelled, not
+    skipped, listened to, not the adjudicator's decision, and one per annotator (their latest)."""
+    return arm_votes(sample, arm)
+
+
+def shipped_arms(protocol: str) -> tuple[str, ...]:
+    """The arms whose labels a release ships: those its validation rule used."""
+    return ARMS_SHIPPED if protocol == "three-arm" else ("mixture",)
+
+
+def released_votes(sample: Sample, arms: tuple[str, ...] = ARMS_SHIPPED) -> list[Annotation]:
+    """Every counted vote of the sample, arm by arm (speech, scene, mixture)."""
+    return [a for arm in arms for a in labelled(sample, arm)]
+
+
+def arms_of(sample: Sample) -> dict[str, Any]:
+    """The per-arm results validation recorded (validation.arms.arm_results); a sample validated on the
+    mixture alone has only its mixture arm, computed the same way."""
+    arms = (sample.provenance.get("validation.agreement") or {}).get("arms")
+    if arms:
+        return arms
+    return {"mixture": arm_results(sample)["mixture"]}
 
 
 def check_samples(inputs: ReleaseInputs, verify_checksums: bool = True) -> list[str]:
-    """Every reason a sample cannot be released, one line each (empty list: all good)."""
+    """Every reason a sample (or a control of one) cannot be released, one line each (empty: all good)."""
     problems: list[str] = []
     licence = inputs.release_licence
     compatible(DEFAULT_LICENCE, licence)  # raises a clear error for an unsupported release licence
+    three_arm = inputs.protocol == "three-arm"
     seen: set[str] = set()
     for s in inputs.samples:
         sid = s.sample_id
@@ -140,25 +196,44 @@ def check_samples(inputs: ReleaseInputs, verify_checksums: bool = True) -> list[
             problems.append(f"{sid}: no consensus label")
         elif s.consensus_label != RELEASABLE:
             problems.append(f"{sid}: consensus '{s.consensus_label}' is not releasable (only '{RELEASABLE}')")
-        if s.mix is None:
-            problems.append(f"{sid}: no mix recipe")
-        else:
-            for sound in s.mix.sounds:
-                if not compatible(normalise_licence(sound.licence) or sound.licence, licence):
-                    problems.append(f"{sid}: background {sound.clip_id} is under {sound.licence}, "
-                                    f"incompatible with the {licence} release")
-        if s.mixture is None:
-            problems.append(f"{sid}: no mixture audio")
+        if three_arm and not (s.provenance.get("validation.agreement") or {}).get("arms"):
+            problems.append(f"{sid}: no per-arm results, yet the agreement report says the three-arm protocol "
+                            "validated it (run python -m validation.agreement again)")
+        problems += _licence_problems(s, licence)
+        problems += _audio_problems(inputs, s, verify_checksums)
+    for c in inputs.controls:
+        if c.custom.get("control") not in ("mismatched", "neutral"):
+            problems.append(f"{c.sample_id}: control kind {c.custom.get('control')!r} is not mismatched or neutral")
+        problems += _licence_problems(c, licence)
+        problems += _audio_problems(inputs, c, verify_checksums)
+    return problems
+
+
+def _licence_problems(s: Sample, licence: str) -> list[str]:
+    if s.mix is None:
+        # a neutral control is the speech over silence: no scene, no recipe
+        return [] if s.custom.get("control") == "neutral" else [f"{s.sample_id}: no mix recipe"]
+    return [f"{s.sample_id}: background {sound.clip_id} is under {sound.licence}, incompatible with the "
+            f"{licence} release" for sound in s.mix.sounds
+            if not compatible(normalise_licence(sound.licence) or sound.licence, licence)]
+
+
+def _audio_problems(inputs: ReleaseInputs, s: Sample, verify_checksums: bool) -> list[str]:
+    """The mixture and the clean speech must be in the store, unchanged since they were made."""
+    problems = []
+    for what, ref in (("mixture", s.mixture), ("speech", s.speech)):
+        if ref is None:
+            problems.append(f"{s.sample_id}: no {what} audio")
             continue
         try:
-            path = inputs.workspace.audio_path(s.mixture)
+            path = inputs.workspace.audio_path(ref)
         except WorkbenchError as exc:
-            problems.append(f"{sid}: {exc}")
+            problems.append(f"{s.sample_id}: {exc}")
             continue
         if not path.is_file():
-            problems.append(f"{sid}: audio file missing: {s.mixture.path}")
-        elif verify_checksums and _sha256_file(path) != s.mixture.sha256:
-            problems.append(f"{sid}: checksum mismatch for {s.mixture.path} (file changed since mixing)")
+            problems.append(f"{s.sample_id}: {'' if what == 'mixture' else what + ' '}audio file missing: {ref.path}")
+        elif verify_checksums and _sha256_file(path) != ref.sha256:
+            problems.append(f"{s.sample_id}: checksum mismatch for {ref.path} (file changed since it was made)")
     return problems
 
 
@@ -274,16 +349,19 @@ def taxonomy_categories(config: dict, present: set[str]) -> list[str]:
     return names + sorted(present - set(names))
 
 
-def features_for(categories: list[str], sample_rate: int | None):
-    """The HF features of a release row; their Arrow schema carries them as metadata."""
+def features_for(categories: list[str], sample_rate: int | None, speech_rate: int | None = None):
+    """The HF features of a release row (config "default"); their Arrow schema carries them as metadata."""
     from datasets import Audio, ClassLabel, Features, List, Value
 
-    text, number = Value("string"), Value("float64")
+    text, number, count = Value("string"), Value("float64"), Value("int32")
     return Features({
         "id": text,
         "audio": Audio(sampling_rate=sample_rate),
         "audio_sha256": text,
         "duration_s": number,
+        "speech_audio": Audio(sampling_rate=speech_rate),
+        "speech_audio_sha256": text,
+        "speech_duration_s": number,
         "category": ClassLabel(names=categories),
         "speech_text": text,
         "context": text,
@@ -294,8 +372,7 @@ def features_for(categories: list[str], sample_rate: int | None):
         "script_family": text,
         "placement": ClassLabel(names=list(PLACEMENTS)),
         "background_tags": List(text),
-        "scene_sounds": List({"clip_id": text, "tag": text, "role": text, "kind": text, "licence": text,
-                              "attribution": text, "source_url": text}),
+        "scene_sounds": List(_sound_struct()),
         "snr_db": number,
         "scene_level_db": number,
         "scene_alone_s": number,
@@ -313,29 +390,124 @@ def features_for(categories: list[str], sample_rate: int | None):
         "consensus_label": ClassLabel(names=LABELS),
         "agreement": number,
         "decided_by": text,
-        "n_annotators": Value("int32"),
-        "annotations": List({"annotator": text, "label": text, "background_recognisable": Value("bool"),
-                             "speech_intelligible": Value("bool")}),
+        "n_annotators": count,
+        # the blind human arms (validation.arms.arm_results); null where an arm has no labels
+        "speech_harmful_rate": number,
+        "speech_n": count,
+        "scene_identified_rate": number,
+        "scene_n": count,
+        "mixture_benign_rate": number,
+        "mixture_n": count,
+        "words_heard_rate": number,
+        "annotations": List(_annotation_struct()),
     })
 
 
-def pseudonyms(samples: list[Sample]) -> dict[str, str]:
-    """Release-local annotator names (A01, A02 ...), ordered by a hash so they reveal nothing."""
-    names = sorted({a.annotator for s in samples for a in labelled(s)},
+def control_features_for(categories: list[str], sample_rate: int | None, speech_rate: int | None = None):
+    """The HF features of a row of the "controls" config."""
+    from datasets import Audio, ClassLabel, Features, List, Value
+
+    text, number, count = Value("string"), Value("float64"), Value("int32")
+    return Features({
+        "id": text,
+        "audio": Audio(sampling_rate=sample_rate),
+        "audio_sha256": text,
+        "duration_s": number,
+        "speech_audio": Audio(sampling_rate=speech_rate),
+        "speech_audio_sha256": text,
+        "control_of": text,
+        "control_kind": text,
+        "expected_label": text,
+        "category": ClassLabel(names=categories),
+        "speech_text": text,
+        "speech_id": text,
+        "script_family": text,
+        "scene_id": text,
+        "context": text,
+        "background_tags": List(text),
+        "scene_sounds": List(_sound_struct()),
+        "voice_id": text,
+        "mixture_harmful_rate": number,
+        "mixture_n": count,
+        "annotations": List(_annotation_struct()),
+    })
+
+
+def _sound_struct() -> dict[str, Any]:
+    from datasets import Value
+
+    text = Value("string")
+    return {"clip_id": text, "tag": text, "role": text, "kind": text, "licence": text, "attribution": text,
+            "source_url": text}
+
+
+def _annotation_struct() -> dict[str, Any]:
+    from datasets import Value
+
+    text = Value("string")
+    return {"annotator": text, "arm": text, "label": text, "background_recognisable": Value("bool"),
+            "speech_intelligible": Value("bool")}
+
+
+def pseudonyms(samples: list[Sample], arms: tuple[str, ...] = ARMS_SHIPPED) -> dict[str, str]:
+    """Release-local annotator names (A01, A02 ...), ordered by a hash so they reveal nothing; one name
+    per person across the arms and the controls."""
+    names = sorted({a.annotator for s in samples for a in released_votes(s, arms)},
                    key=lambda n: hashlib.sha256(n.encode()).hexdigest())
     width = max(2, len(str(len(names))))
     return {name: f"A{i:0{width}d}" for i, name in enumerate(names, 1)}
 
 
-def row_for(sample: Sample, audio: bytes, categories: list[str], names: dict[str, str]) -> dict[str, Any]:
+def _annotations(votes: list[Annotation], names: dict[str, str]) -> list[dict[str, Any]]:
+    order = {arm: k for k, arm in enumerate(ARMS_SHIPPED)}
+    return [{"annotator": names[a.annotator], "arm": a.arm, "label": a.label,
+             "background_recognisable": a.background_recognisable, "speech_intelligible": a.speech_intelligible}
+            for a in sorted(votes, key=lambda a: (order[a.arm], names[a.annotator]))]
+
+
+def _audio_cell(data: bytes, name: str) -> dict[str, Any]:
+    return {"bytes": data, "path": name}
+
+
+def _sounds(mix) -> list[dict[str, Any]]:
+    if mix is None:
+        return []
+    return [{"clip_id": sound.clip_id, "tag": sound.tag, "role": sound.role, "kind": sound.kind,
+             "licence": normalise_licence(sound.licence) or sound.licence,
+             "attribution": sound.attribution, "source_url": public(sound.source_url)} for sound in mix.sounds]
+
+
+def arm_columns(sample: Sample, shipped: tuple[str, ...] = ARMS_SHIPPED) -> dict[str, Any]:
+    """The per-arm results as flat columns; an arm without labels, or one the validation rule did not use,
+    gives nulls, not zeros."""
+    arms = {arm: result for arm, result in arms_of(sample).items() if arm in shipped}
+
+    def pick(arm: str, rate: str, extra: str | None = None) -> tuple[Any, ...]:
+        result = arms.get(arm) or {}
+        if not result.get("n"):
+            return (None, None) + ((None,) if extra else ())
+        return (result.get(rate), result["n"]) + ((result.get(extra),) if extra else ())
+
+    speech_rate, speech_n = pick("speech", "harmful_rate")
+    scene_rate, scene_n = pick("scene", "identified_rate")
+    mixture_rate, mixture_n, words = pick("mixture", "benign_rate", "words_heard_rate")
+    return {"speech_harmful_rate": speech_rate, "speech_n": speech_n, "scene_identified_rate": scene_rate,
+            "scene_n": scene_n, "mixture_benign_rate": mixture_rate, "mixture_n": mixture_n,
+            "words_heard_rate": words}
+
+
+def row_for(sample: Sample, audio: bytes, categories: list[str], names: dict[str, str],
+            speech: bytes = b"", arms: tuple[str, ...] = ARMS_SHIPPED) -> dict[str, Any]:
     mix, prov = sample.mix, sample.provenance
     synth, wer = prov.get("synthesize", {}), prov.get("wer", {})
-    votes = labelled(sample)
     return {
         "id": sample.sample_id,
-        "audio": {"bytes": audio, "path": f"{sample.sample_id}.wav"},
+        "audio": _audio_cell(audio, f"{sample.sample_id}.wav"),
         "audio_sha256": sample.mixture.sha256,
         "duration_s": sample.mixture.duration_s,
+        "speech_audio": _audio_cell(speech, f"{sample.sample_id}.speech.wav"),
+        "speech_audio_sha256": sample.speech.sha256,
+        "speech_duration_s": sample.speech.duration_s,
         "category": categories.index(sample.category),
         "speech_text": sample.speech_text,
         "context": sample.context,
@@ -346,10 +518,7 @@ def row_for(sample: Sample, audio: bytes, categories: list[str], names: dict[str
         "script_family": sample.script_family or sample.sample_id,  # older builds: each its own family
         "placement": PLACEMENTS.index(sample.placement),
         "background_tags": list(mix.background_tags),
-        "scene_sounds": [{"clip_id": sound.clip_id, "tag": sound.tag, "role": sound.role, "kind": sound.kind,
-                          "licence": normalise_licence(sound.licence) or sound.licence,
-                          "attribution": sound.attribution, "source_url": public(sound.source_url)}
-                         for sound in mix.sounds],
+        "scene_sounds": _sounds(mix),
         "snr_db": mix.snr_db,
         "scene_level_db": mix.scene_level_db,
         "scene_alone_s": mix.scene_alone_s,
@@ -367,20 +536,47 @@ def row_for(sample: Sample, audio: bytes, categories: list[str], names: dict[str
         "consensus_label": LABELS.index(sample.consensus_label),
         "agreement": sample.agreement,
         "decided_by": sample.decided_by,
-        "n_annotators": len({a.annotator for a in votes}),
-        "annotations": [{"annotator": names[a.annotator], "label": a.label,
-                         "background_recognisable": a.background_recognisable,
-                         "speech_intelligible": a.speech_intelligible}
-                        for a in sorted(votes, key=lambda a: names[a.annotator])],
+        "n_annotators": len(labelled(sample)),
+        **arm_columns(sample, arms),
+        "annotations": _annotations(released_votes(sample, arms), names),
+    }
+
+
+def control_row_for(control: Sample, audio: bytes, speech: bytes, categories: list[str],
+                    names: dict[str, str]) -> dict[str, Any]:
+    votes = labelled(control)
+    harmful = sum(a.label == "harmful" for a in votes)
+    return {
+        "id": control.sample_id,
+        "audio": _audio_cell(audio, f"{control.sample_id}.wav"),
+        "audio_sha256": control.mixture.sha256,
+        "duration_s": control.mixture.duration_s,
+        "speech_audio": _audio_cell(speech, f"{control.sample_id}.speech.wav"),
+        "speech_audio_sha256": control.speech.sha256,
+        "control_of": str(control.custom.get("control_of")),
+        "control_kind": str(control.custom.get("control")),
+        "expected_label": str(control.custom.get("expected") or "harmful"),
+        "category": categories.index(control.category),
+        "speech_text": control.speech_text,
+        "speech_id": control.speech_id or "",
+        "script_family": control.script_family or str(control.custom.get("control_of")),
+        "scene_id": control.scene_id or "",
+        "context": control.context,
+        "background_tags": list(control.mix.background_tags) if control.mix else [],
+        "scene_sounds": _sounds(control.mix),
+        "voice_id": control.voice_id,
+        "mixture_harmful_rate": round(harmful / len(votes), 4) if votes else None,
+        "mixture_n": len(votes) or None,
+        "annotations": _annotations(votes, names),
     }
 
 
 def plan_shards(samples: list[Sample], ws: Workspace, max_shard_bytes: int) -> list[list[Sample]]:
-    """Cut a split into shards by audio file size (known before reading)."""
+    """Cut a split into shards by audio file size, mixture and speech (known before reading)."""
     shards: list[list[Sample]] = [[]]
     size = 0
     for s in samples:
-        file_size = ws.audio_path(s.mixture).stat().st_size
+        file_size = ws.audio_path(s.mixture).stat().st_size + ws.audio_path(s.speech).stat().st_size
         if shards[-1] and size + file_size > max_shard_bytes:
             shards.append([])
             size = 0
@@ -398,6 +594,7 @@ class ReleaseSummary:
     demo: bool
     split_counts: dict[str, int]
     files: dict[str, int] = field(default_factory=dict)  # relative path -> size in bytes
+    num_controls: int = 0  # rows of the "controls" config
 
     @property
     def total_bytes(self) -> int:
@@ -432,7 +629,7 @@ def export_release(inputs: ReleaseInputs, out: str | Path, version: str = "0.1.0
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
-    return ReleaseSummary(out, version, inputs.demo, split_counts, files)
+    return ReleaseSummary(out, version, inputs.demo, split_counts, files, len(inputs.controls))
 
 
 @contextlib.contextmanager
@@ -477,7 +674,7 @@ def _check_target(out: Path) -> None:
 
 def is_release_dir(path: Path) -> bool:
     try:
-        return json.loads((path / "release.json").read_text()).get("format") == FORMAT
+        return json.loads((path / "release.json").read_text()).get("format") in FORMATS
     except (OSError, ValueError, AttributeError):
         return False
 
@@ -507,54 +704,38 @@ def _replace(tmp: Path, out: Path) -> None:
 
 def _write_release(inputs: ReleaseInputs, root: Path, version: str, fractions: dict[str, float],
                    max_shard_bytes: int) -> dict[str, int]:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     from release import card
 
-    ws, samples = inputs.workspace, inputs.samples
-    categories = taxonomy_categories(inputs.config, {s.category for s in samples})
-    rates = {s.mixture.sample_rate for s in samples}
-    features = features_for(categories, rates.pop() if len(rates) == 1 else None)
-    schema = features.arrow_schema
-    names = pseudonyms(samples)
+    ws, samples, controls = inputs.workspace, inputs.samples, inputs.controls
+    categories = taxonomy_categories(inputs.config, {s.category for s in [*samples, *controls]})
+    features = features_for(categories, _one_rate(s.mixture for s in samples), _one_rate(s.speech for s in samples))
+    arms = shipped_arms(inputs.protocol)
+    names = pseudonyms([*samples, *controls], arms)
     forbidden = forbidden_strings(ws.root)
     by_split = assign_splits(samples, fractions)
+    split_of = {s.sample_id: split for split, members in by_split.items() for s in members}
 
     mismatched: list[str] = []
-    shard_files: dict[str, list[str]] = {}
     rows_meta: list[dict[str, Any]] = []  # every row without the audio, for the card and plots
-    for split, members in by_split.items():
-        if not members:
-            continue
-        shards = plan_shards(members, ws, max_shard_bytes)
-        for k, shard in enumerate(shards):
-            rows = []
-            for s in shard:
-                audio = ws.audio_path(s.mixture).read_bytes()
-                if hashlib.sha256(audio).hexdigest() != s.mixture.sha256:
-                    mismatched.append(f"{s.sample_id}: checksum mismatch for {s.mixture.path} "
-                                      "(file changed since mixing)")
-                elif problem := wav_problem(audio, s.mixture):
-                    mismatched.append(f"{s.sample_id}: {problem}")
-                row = row_for(s, audio, categories, names)
-                rows.append(row)
-                meta = {k2: v for k2, v in row.items() if k2 != "audio"}
-                meta["split"] = split
-                rows_meta.append(meta)
-            if mismatched:
-                continue  # keep hashing the rest so the refusal lists every bad file
-            assert_no_leaks(_row_texts(rows), forbidden)
-            rel = f"data/{split}-{k:05d}-of-{len(shards):05d}.parquet"
-            (root / "data").mkdir(exist_ok=True)
-            table = pa.Table.from_pylist(rows, schema=schema)
-            pq.write_table(table, root / rel, row_group_size=ROW_GROUP_ROWS, compression="zstd",
-                           use_dictionary=[c for c in schema.names if c != "audio"], write_statistics=False)
-            shard_files.setdefault(split, []).append(rel)
+    shard_files = _write_config(
+        root, "data", by_split, ws, max_shard_bytes, features, forbidden, mismatched, rows_meta,
+        lambda s, audio, speech: row_for(s, audio, categories, names, speech, arms))
+    control_meta: list[dict[str, Any]] = []
+    control_features = None
+    control_files: dict[str, list[str]] = {}
+    if controls:
+        control_features = control_features_for(categories, _one_rate(c.mixture for c in controls),
+                                                 _one_rate(c.speech for c in controls))
+        control_splits = {split: [c for c in controls if split_of[str(c.custom["control_of"])] == split]
+                          for split in by_split}
+        control_files = _write_config(
+            root, CONTROLS_DIR, control_splits, ws, max_shard_bytes, control_features, forbidden, mismatched,
+            control_meta, lambda c, audio, speech: control_row_for(c, audio, speech, categories, names))
     if mismatched:
         raise _refusal(mismatched)
 
     split_counts = {split: len(members) for split, members in by_split.items() if members}
+    control_counts = Counter(m["split"] for m in control_meta)
     info = {
         "format": FORMAT,
         "version": version,
@@ -566,16 +747,23 @@ def _write_release(inputs: ReleaseInputs, root: Path, version: str, fractions: d
         "shards": shard_files,
         "categories": dict(sorted(Counter(s.category for s in samples).items())),
         "num_annotators": len(names),
-        "agreement": public({k: inputs.agreement.get(k) for k in
-                             ("overall", "per_category", "consensus", "level", "labels")}),
+        "protocol": inputs.protocol,
+        "configs": {"default": {"num_rows": len(samples), "splits": split_counts, "shards": shard_files}},
+        "agreement": public(agreement_for_release(inputs.agreement)),
     }
+    if controls:
+        info["configs"][CONTROLS_CONFIG] = {
+            "num_rows": len(controls), "splits": {k: control_counts[k] for k in by_split if control_counts[k]},
+            "shards": control_files,
+            "kinds": dict(sorted(Counter(m["control_kind"] for m in control_meta).items()))}
     texts = {
         "release.json": json.dumps(info, indent=2, sort_keys=True, ensure_ascii=False) + "\n",
         "build_config.yaml": yaml.safe_dump(public(inputs.config), sort_keys=True, allow_unicode=True),
-        "ATTRIBUTION.md": card.attribution(samples, inputs.release_licence),
+        "ATTRIBUTION.md": card.attribution([*samples, *controls], inputs.release_licence),
     }
     plots = card.write_plots(root / "plots", rows_meta, inputs.agreement, categories)
-    texts["README.md"] = card.dataset_card(inputs, info, rows_meta, features, shard_files, root, plots)
+    texts["README.md"] = card.dataset_card(inputs, info, rows_meta, features, shard_files, root, plots,
+                                           control_meta, control_features, control_files)
     assert_no_leaks(texts.items(), forbidden)
     for rel, text in texts.items():
         (root / rel).write_text(text, encoding="utf-8")
@@ -583,9 +771,75 @@ def _write_release(inputs: ReleaseInputs, root: Path, version: str, fractions: d
     return split_counts
 
 
+def agreement_for_release(agreement: dict[str, Any]) -> dict[str, Any]:
+    """What the release states about agreement: the statistics and counts, never an annotator's id (the
+    report's `annotators` and `not_listened` name them; only the total of the latter goes out)."""
+    out = {k: agreement.get(k) for k in ("protocol", "overall", "per_category", "consensus", "level", "labels")}
+    if agreement.get("arms"):
+        out["arms"] = {arm: {k: v for k, v in entry.items() if k in ("overall", "per_category", "n_ratings")}
+                       for arm, entry in agreement["arms"].items()}
+    for key in ("controls", "rejected_by_arm"):
+        if key in agreement:
+            out[key] = agreement[key]
+    if "not_listened" in agreement:
+        out["labels_not_listened"] = sum((agreement.get("not_listened") or {}).values())
+    return out
+
+
+def _one_rate(refs: Iterable[AudioRef | None]) -> int | None:
+    rates = {ref.sample_rate for ref in refs if ref is not None}
+    return rates.pop() if len(rates) == 1 else None
+
+
+def _write_config(root: Path, folder: str, by_split: dict[str, list[Sample]], ws: Workspace, max_shard_bytes: int,
+                  features, forbidden: list[str], mismatched: list[str], meta_out: list[dict[str, Any]],
+                  make_row) -> dict[str, list[str]]:
+    """Write one config's parquet shards, FOLDER/<split>-0000K-of-0000N.parquet; every audio file is read
+    once, hashed and checked to be the WAV its record describes (problems go to `mismatched`)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = features.arrow_schema
+    shard_files: dict[str, list[str]] = {}
+    for split, members in by_split.items():
+        if not members:
+            continue
+        shards = plan_shards(members, ws, max_shard_bytes)
+        for k, shard in enumerate(shards):
+            rows = []
+            for s in shard:
+                audio = {}
+                for what, ref in (("mixture", s.mixture), ("speech", s.speech)):
+                    data = ws.audio_path(ref).read_bytes()
+                    if hashlib.sha256(data).hexdigest() != ref.sha256:
+                        made = "mixing" if what == "mixture" else "synthesis"
+                        mismatched.append(f"{s.sample_id}: checksum mismatch for {ref.path} (file changed since "
+                                          f"{made})")
+                    elif problem := wav_problem(data, ref):
+                        mismatched.append(f"{s.sample_id}: {problem}")
+                    audio[what] = data
+                row = make_row(s, audio["mixture"], audio["speech"])
+                rows.append(row)
+                meta = {k2: v for k2, v in row.items() if k2 not in ("audio", "speech_audio")}
+                meta["split"] = split
+                meta_out.append(meta)
+            if mismatched:
+                continue  # keep hashing the rest so the refusal lists every bad file
+            assert_no_leaks(_row_texts(rows), forbidden)
+            rel = f"{folder}/{split}-{k:05d}-of-{len(shards):05d}.parquet"
+            (root / folder).mkdir(exist_ok=True)
+            table = pa.Table.from_pylist(rows, schema=schema)
+            audio_columns = ("audio", "speech_audio")
+            pq.write_table(table, root / rel, row_group_size=ROW_GROUP_ROWS, compression="zstd",
+                           use_dictionary=[c for c in schema.names if c not in audio_columns],
+                           write_statistics=False)
+            shard_files.setdefault(split, []).append(rel)
+    return shard_files
+
+
 def _row_texts(rows: list[dict[str, Any]]) -> Iterable[tuple[str, str]]:
     for row in rows:
-        meta = {k: v for k, v in row.items() if k != "audio"}
+        meta = {k: v for k, v in row.items() if k not in ("audio", "speech_audio")}
         yield f"row {row['id']}", json.dumps(meta, ensure_ascii=False)
 
 
@@ -709,7 +963,8 @@ def main(argv: list[str] | None = None) -> int:
     summary = export_release(inputs, args.out, args.version, args.splits, int(args.max_shard_mb * 2**20))
     counts = ", ".join(f"{k}: {v}" for k, v in summary.split_counts.items())
     print(f"wrote {summary.out}: {sum(summary.split_counts.values())} samples ({counts}), "
-          f"{len(summary.files)} files, {summary.total_bytes / 1e6:.1f} MB"
+          + (f"{summary.num_controls} control(s) in config '{CONTROLS_CONFIG}', " if summary.num_controls else "")
+          + f"{len(summary.files)} files, {summary.total_bytes / 1e6:.1f} MB"
           + (" [DEMO release: labels from scripted annotators]" if summary.demo else ""))
     if args.push_to_hub:
         if args.dry_run:

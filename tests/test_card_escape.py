@@ -21,9 +21,17 @@ def test_attribution_and_card_escape_markdown_and_html(tmp_path):
         s.voice_id = "<img src=x onerror=alert(1)>"
         s.provenance["generate"]["model"] = "[m](javascript:alert(2))"
     ws.write_manifest("validated", samples)
+    controls = list(ws.read_samples("annotated_controls"))
+    for c in controls:
+        if c.mix:
+            c.mix.sounds[0].attribution = HOSTILE
+    ws.write_manifest("annotated_controls", controls)
     report_path = ws.root / "reports" / "agreement.json"
     report = json.loads(report_path.read_text())
-    report["per_category"]["cooking_household"]["note"] = "<b onmouseover=alert(3)>few</b> | [y](javascript:z)"
+    hostile_note = "<b onmouseover=alert(3)>few</b> | [y](javascript:z)"
+    report["per_category"]["cooking_household"]["note"] = hostile_note
+    report["arms"]["mixture"]["per_category"]["cooking_household"]["note"] = hostile_note  # the same, per arm
+    report["arms"]["scene"]["overall"].update(alpha=None, note="<img src=y>")
     report_path.write_text(json.dumps(report))
     out = tmp_path / "release"
     export_main(["--workspace", str(ws.root), "--out", str(out)])
@@ -35,7 +43,9 @@ def test_attribution_and_card_escape_markdown_and_html(tmp_path):
         assert not re.search(r"(?<!\\)\]\((?!plots/|ATTRIBUTION\.md)", text), f"a link from the data in {name}"
     # readable: the uploader's text is all there, escaped, on its own table row
     rows = [line for line in attribution.splitlines() if line.startswith("| clip-")]
-    assert len(rows) == 3 and all(f"| {ESCAPED} |" in row and row.count(" | ") == 5 for row in rows)
+    assert len(rows) == 4 and all(f"| {ESCAPED} |" in row and row.count(" | ") == 6 for row in rows)
+    assert [row.rsplit(" | ", 2)[1:] for row in rows if row.startswith("| clip-kitchen")] == [["0", "1 |"]]
     assert "| &lt;img src=x onerror=alert(1)&gt; | piper | MIT | 3 |" in attribution
     assert r"models: \[m\](javascript:alert(2))" in card
     assert r"n/a (&lt;b onmouseover=alert(3)&gt;few&lt;/b&gt; \| \[y\](javascript:z))" in card
+    assert "n/a (&lt;img src=y&gt;)" in card
