@@ -15,7 +15,8 @@ Failures are scripted per audio sha256: `script[sha] = ['500', 'empty', ...]`, o
 'no_choices', 'slow' (sleeps past the client timeout). `delay_s` slows every request (to kill a run
 midway); `api_key` makes any other bearer token a 401 that echoes it ("Incorrect API key provided: sk-...").
 
-Standalone, to try the harness without a GPU (each clip's answer picked by its audio hash):
+Standalone, to try the harness without a GPU (each clip's answer picked by its audio hash, for every
+input: the mixture, the clean speech and the controls):
     python -m tests.audio_llm_stub --release DIR [--port 8011]
 """
 
@@ -220,8 +221,13 @@ def main() -> None:
     parser.add_argument("--release", required=True, help="release folder (release.export --out)")
     parser.add_argument("--port", type=int, default=8011)
     args = parser.parse_args()
-    shards = sorted(Path(args.release, "data").glob("*.parquet"))
-    shas = [s for shard in shards for s in pq.read_table(shard, columns=["audio_sha256"]).column(0).to_pylist()]
+    # every audio a run may send: the mixture and the clean speech (data/), the controls (controls/)
+    shas = []
+    for folder in ("data", "controls"):
+        for shard in sorted(Path(args.release, folder).glob("*.parquet")):
+            columns = [c for c in ("audio_sha256", "speech_audio_sha256") if c in pq.read_schema(shard).names]
+            table = pq.read_table(shard, columns=columns)
+            shas += [s for column in columns for s in table.column(column).to_pylist()]
     kinds = sorted(ANSWERS)
     with AudioLLMStub({s: kinds[int(s[:8], 16) % len(kinds)] for s in shas}, port=args.port) as stub:
         print(f"audio LLM stub for {len(shas)} clips at {stub.url} (any API key; Ctrl-C stops it)", flush=True)
