@@ -339,7 +339,8 @@ def plot_context(models: list[dict[str, Any]], path: Path) -> None:
     ax.set_xticks(x, [m["label"] for m in shown], rotation=15, ha="right")
     ax.set_ylim(0, 1.15)
     ax.set_ylabel("refusal rate (overall)")
-    ax.set_title("Context use: refusal on the speech alone, the mixture and the harmful controls", fontsize="medium")
+    ax.set_title("Context use: refusal on the speech alone,\nthe mixture and the harmful controls (95% CI)",
+                 fontsize="medium")
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)

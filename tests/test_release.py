@@ -443,7 +443,7 @@ def test_a_mixture_only_workspace_says_only_the_mixture_was_judged(tmp_path):
     assert "## How the labels were checked: the mixture only" in body and "**Only the mixture was judged.**" in body
     assert "three blind" not in text and "concerning" not in text.split("## How it was built")[0]
     assert "does **not** show, by human judgement, that the speech alone sounds harmful" in text
-    assert "This release has no controls" in text
+    assert "This release has no controls" in text and "speech that is written to sound harmful on its own" in text
     assert meta["configs"] == [{"config_name": "default", "data_files": [{"split": "test", "path": "data/test-*"}]}]
     assert isinstance(meta["dataset_info"], dict) and "config_name" not in meta["dataset_info"]
     assert "| video_games | 2 | 0.710 [0.500, 0.850] |" in body
@@ -458,6 +458,36 @@ def test_a_mixture_only_workspace_says_only_the_mixture_was_judged(tmp_path):
         assert m["mixture_n"] == 3 and m["mixture_benign_rate"] in (1.0, 0.6667)
         assert {a["arm"] for a in m["annotations"]} == {"mixture"}
         assert r["speech"]["sha"] == m["speech_audio_sha256"]  # the clean speech ships all the same
+
+
+def test_a_workspace_validated_by_validation_agreement_exports(tmp_path):
+    """The data contract end to end: validation.agreement (the three-arm rule, the real report) writes
+    validated + reports/agreement.json, and the export ships its arm results and its controls."""
+    from validation.agreement import run_workspace
+
+    ws = make_workspace(tmp_path / "ws", n=6)
+    for name in ("validated", "validated.rejected"):
+        (ws.root / "manifests" / f"{name}.jsonl").unlink(missing_ok=True)
+    report = run_workspace(ws, n_boot=50)
+    assert report["protocol"] == "three-arm" and report["consensus"]["validated"] == 6
+    out = tmp_path / "out"
+    assert export_main(["--workspace", str(ws.root), "--out", str(out)]) == 0
+    import pyarrow.parquet as pq
+
+    rows = {r["id"]: r for r in pq.read_table(out / "data" / "test-00000-of-00001.parquet").to_pylist()}
+    for s in ws.read_samples("validated"):
+        arms = s.provenance["validation.agreement"]["arms"]
+        row = rows[s.sample_id]
+        assert (row["speech_harmful_rate"], row["scene_identified_rate"], row["mixture_benign_rate"]) == (
+            arms["speech"]["harmful_rate"], arms["scene"]["identified_rate"], arms["mixture"]["benign_rate"])
+    controls = pq.read_table(out / "controls" / "test-00000-of-00001.parquet").to_pylist()
+    assert sorted(c["control_kind"] for c in controls) == ["mismatched", "neutral"]
+    _, body = card_front_matter(out)
+    text = " ".join(body.split())
+    assert "2 labelled samples of the build had a control; 2 of those controls were judged harmful" in text
+    assert "| speech alone |" in body and "n/a" not in body.split("| speech alone |")[1].split("\n")[0]
+    info = json.loads((out / "release.json").read_text())
+    assert "ls-" not in json.dumps(info["agreement"])  # no annotator id (the report names them)
 
 
 def test_agreement_in_release_json_names_no_annotator(built):
