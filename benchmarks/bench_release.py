@@ -2,8 +2,8 @@
 
     python benchmarks/bench_release.py [--samples 3000] [--duration-s 4] [--control-share 0.1] [--keep DIR]
 
-Each sample has its clean speech (a tone) and its mixture (the tone under noise: incompressible, like real
-mixtures), both stored as 16 kHz WAV through the workspace and both embedded in the release; 3 labels in
+Each sample has its clean speech (a faintly noisy tone) and its mixture (the tone under noise), both
+incompressible like real audio and unique per sample, both stored as 16 kHz WAV through the workspace and both embedded in the release; 3 labels in
 each of the three arms (speech alone, scene alone, mixture) and the per-arm results validation records.
 A share of the samples has a control (the same speech over noise, or over silence) with 3 labels, which
 the release writes as its "controls" config. Timed: a first export, a rerun (replacing the release), and
@@ -50,7 +50,7 @@ def build_workspace(root: Path, n: int, duration_s: float, sample_rate: int = 16
     samples, controls = [], []
     for i in range(n):
         category = CATEGORIES[i % len(CATEGORIES)]
-        tone = 0.2 * np.sin(2 * np.pi * (150 + i % 500) * t)
+        tone = 0.2 * np.sin(2 * np.pi * (150 + i % 500) * t) + 0.01 * rng.standard_normal(t.size)  # unique
         speech = ws.store_audio(tone, sample_rate)
         mixture = ws.store_audio(tone + 0.05 * rng.standard_normal(t.size), sample_rate)
         votes = ["benign", "benign", "benign" if i % 4 else "unclear"]
