@@ -315,8 +315,11 @@ def test_the_labelling_interface_stores_the_protocol_values(ls, admin, tmp_path,
         while not run(READY_JS):
             assert time.monotonic() < deadline, "the labelling view did not load"
             time.sleep(0.5)
-        time.sleep(1.0)
-        assert run(f"{click}('Harmful')") == 1 and run(submit) == 1
+        deadline = time.monotonic() + 30  # the choices may draw a moment after the player
+        while run(f"{click}('Harmful')") != 1:
+            assert time.monotonic() < deadline, "no 'Harmful' choice in the labelling view"
+            time.sleep(0.5)
+        assert run(submit) == 1
         time.sleep(2.0)
         assert admin.client.tasks.get(str(task_id)).total_annotations == 0  # the words are required
         assert run(f"{click}('No')") == 1 and run(submit) == 1
