@@ -472,3 +472,15 @@ def test_workspace_where_everyone_agrees(tmp_path: Path, capsys: pytest.CaptureF
     assert report["consensus"] == {"validated": 4, "harmful": 0, "adjudication": 0, "needs_labels": 0,
                                    "arm_failed": 0}
     assert (ws.root / "reports" / "agreement.png").stat().st_size > 0
+
+
+def test_a_workspace_part_way_through_labelling(tmp_path: Path) -> None:
+    """Mixture labels only (the other arms not labelled yet): a report, nothing validated, no crash."""
+    ws = Workspace(tmp_path / "ws")
+    ws.write_manifest("annotated", [make_sample(f"aor-{i}", ["benign", "benign", "harmful"]) for i in range(4)])
+    report = run_workspace(ws, n_boot=20)
+    assert report["arms"]["speech"]["overall"]["alpha"] is None
+    assert "no ratings" in report["arms"]["speech"]["overall"]["note"]
+    assert report["consensus"]["needs_labels"] == 4
+    reasons = [r.reason for r in ws.read_rejected("validated")]
+    assert all(r == "needs_labels: speech arm: 0 label(s) < 3; scene arm: 0 label(s) < 3" for r in reasons)

@@ -239,10 +239,10 @@ def arm_agreement(samples: list[Sample], arm: str, labels: Sequence[str] | None,
     """Krippendorff's alpha of one arm, overall and per category, with unit and family CIs."""
     ratings = samples_to_ratings(samples, arm)
     category_of = {s.sample_id: s.category for s in samples}
-    in_category = [r[0] for r in ratings.itertuples(index=False)]
+    unit_category = pd.Series([category_of[u] for u in ratings["unit_id"]], index=ratings.index, dtype=object)
     return {"overall": krippendorff_alpha(ratings, level, labels, n_boot, seed, families).to_dict(),
-            "per_category": {cat: krippendorff_alpha(ratings[[category_of[u] == cat for u in in_category]], level,
-                                                     labels, n_boot, seed, families).to_dict()
+            "per_category": {cat: krippendorff_alpha(ratings[unit_category == cat], level, labels, n_boot, seed,
+                                                     families).to_dict()
                              for cat in sorted(set(category_of.values()))},
             "n_ratings": len(ratings)}
 

@@ -162,7 +162,9 @@ def prepare_ratings(ratings: pd.DataFrame | Iterable[Sequence[Any]] | Ratings, l
     units = sorted(frame["unit_id"].unique())
     unit_index = {u: i for i, u in enumerate(units)}
     value_counts = np.zeros((len(units), len(domain)), dtype=np.int64)
-    np.add.at(value_counts, (frame["unit_id"].map(unit_index).to_numpy(), frame["code"].to_numpy()), 1)
+    if len(frame):  # an arm nobody has labelled yet has no rows (and an empty map is a float column)
+        np.add.at(value_counts, (frame["unit_id"].map(unit_index).to_numpy(dtype=np.int64),
+                                 frame["code"].to_numpy(dtype=np.int64)), 1)
     return Ratings(frame=frame, level=level, domain=domain, domain_values=domain_values, units=units,
                    value_counts=value_counts, n_missing=n_missing, n_duplicates=n_duplicates,
                    out_of_set=out_of_set)
