@@ -24,10 +24,10 @@ from construction.errors import WorkbenchError
 from construction.sounds import (CATALOG, SAMPLING_PLUS, SHARE_ALIKE, TIER_A, Clip, compatible, coverage,
                                  default_kind, import_tree, load_library, measure, normalise_licence,
                                  quality_problem, write_catalog)
-from construction.starter_sounds import (DEFAULT_CONFIG, ClipSpec, DoomWad, OpenSfxCat, SourceSpec,
-                                         build_starter_library, debian_copyright_licence, default_cache_dir,
-                                         dual_licence, freedink_licence, load_starter_config, open_source,
-                                         openclonk_licence, prepare_audio, taxonomy_vocabulary)
+from construction.sound_sources import (ClipSpec, DoomWad, OpenSfxCat, SourceSpec, debian_copyright_licence,
+                                        dual_licence, freedink_licence, open_source, openclonk_licence)
+from construction.starter_sounds import (DEFAULT_CONFIG, build_starter_library, default_cache_dir, load_starter_config,
+                                         prepare_audio, taxonomy_vocabulary)
 from tests.conftest import run_module
 
 
