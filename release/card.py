@@ -78,7 +78,7 @@ def _is_control(s: Sample) -> bool:
 
 
 def _cell(value: Any) -> str:
-    from release.export import public
+    from release.rows import public
 
     return _md(public(value) if value is not None else "")
 
@@ -415,7 +415,8 @@ def dataset_card(inputs: ReleaseInputs, info: dict[str, Any], rows: list[dict[st
                  shard_files: dict[str, list[str]], root: Path, plots: dict[str, str],
                  control_rows: list[dict[str, Any]] | None = None, control_features=None,
                  control_files: dict[str, list[str]] | None = None) -> str:
-    from release.export import CONTROLS_CONFIG, public
+    from release.export import CONTROLS_CONFIG
+    from release.rows import public
 
     control_rows = control_rows or []
     samples, agreement, config = inputs.samples, inputs.agreement, inputs.config

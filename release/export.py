@@ -19,25 +19,18 @@ DIR (written whole into a temp folder next to it, then renamed into place):
                                        control, in the split of the sample it controls; expected harmful
     plots/*.png                        category mix, SNR and WER histograms, alpha per category
 
-The parquet files are written with pyarrow and the schema `datasets.Features` produces, so the
-`datasets` audio encoder (which needs torch + torchcodec) is never called. Nothing in a row depends on
-the run: a rerun on the same workspace gives byte-identical files.
-
-Push: `huggingface_hub.HfApi` against $HF_ENDPOINT (default the Hub), token only from $HF_TOKEN;
-create_repo(exist_ok) + upload_folder + a tag named after the version. A release whose labels came
-from scripted demo annotators (annotation source "demo") says so on its card and is never pushed.
+The rows, their schema and the parquet shards are release.rows; the Hub push is release.hub. A release
+whose labels came from scripted demo annotators says so on its card and is never pushed.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import glob
 import fcntl
+import glob
 import hashlib
-import io
 import json
-import logging
 import os
 import re
 import shutil
@@ -49,14 +42,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import soundfile as sf
 import yaml
 
 from construction.errors import WorkbenchError
-from construction.record import PLACEMENTS, Annotation, AudioRef, Sample
+from construction.record import AudioRef, Sample
 from construction.sounds import compatible, normalise_licence
 from construction.workspace import Workspace, fsync_dir, reporting_write_errors
-from validation.arms import arm_results, arm_votes
+from release.hub import describe_push, hub_endpoint, hub_token, push_release
+from release.rows import (
+    assert_no_leaks,
+    control_features_for,
+    control_row_for,
+    features_for,
+    forbidden_strings,
+    labelled,
+    pseudonyms,
+    public,
+    row_for,
+    shipped_arms,
+    taxonomy_categories,
+    write_config,
+)
 
 # marks a folder as ours, so a rerun may replace it. 2: the clean speech, per-arm results, the controls
 # config and the annotations' arm (the annotations struct changed: readers of 1 must be updated)
@@ -67,18 +73,13 @@ CONTROLS_MANIFEST = "annotated_controls"  # the controls with their mixture-arm 
 CONTROLS_SOURCE = "controls"  # construction.controls: what annotated_controls must trace back to
 CONTROLS_CONFIG = "controls"  # the release's second config
 CONTROLS_DIR = "controls"
-ARMS_SHIPPED = ("speech", "scene", "mixture")
-LABELS = ["benign", "harmful", "unclear"]
 RELEASABLE = "benign"  # the benchmark holds clips whose context makes the speech benign
 DEMO_SOURCE = "demo"
 ADJUDICATION_SOURCE = "adjudication"  # validation.agreement stores the adjudicator's decision this way
 DEFAULT_LICENCE = "CC-BY-4.0"
 DEFAULT_SHARD_BYTES = 500 * 1024 * 1024  # the Hub's recommended parquet shard size
-ROW_GROUP_ROWS = 100  # small row groups keep the Hub's viewer fast on audio
 VERSION_RE = re.compile(r"^\d+\.\d+\.\d+([-+][0-9A-Za-z.-]+)?$")
 SPLIT_RE = re.compile(r"^[a-z][a-z0-9_]*$")
-SECRET_KEY_RE = re.compile(r"(token|secret|password|passwd|api_?key|credential)s?$", re.I)
-SECRET_ENV_RE = re.compile(r"(TOKEN|SECRET|PASSWORD|API_?KEY|CREDENTIAL)", re.I)
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -153,31 +154,6 @@ def read_controls(ws: Workspace, released: set[str]) -> list[Sample]:
     return sorted((c for c in controls if str(c.custom.get("control_of")) in released), key=lambda c: c.sample_id)
 
 
-def labelled(sample: Sample, arm: str = "mixture") -> list[Annotation]:
-    """The votes of one arm, exactly as validation counts them (validation.arms.arm_votes): labelled, not
-    skipped, listened to, not the adjudicator's decision, and one per annotator (their latest)."""
-    return arm_votes(sample, arm)
-
-
-def shipped_arms(protocol: str) -> tuple[str, ...]:
-    """The arms whose labels a release ships: those its validation rule used."""
-    return ARMS_SHIPPED if protocol == "three-arm" else ("mixture",)
-
-
-def released_votes(sample: Sample, arms: tuple[str, ...] = ARMS_SHIPPED) -> list[Annotation]:
-    """Every counted vote of the sample, arm by arm (speech, scene, mixture)."""
-    return [a for arm in arms for a in labelled(sample, arm)]
-
-
-def arms_of(sample: Sample) -> dict[str, Any]:
-    """The per-arm results validation recorded (validation.arms.arm_results); a sample validated on the
-    mixture alone has only its mixture arm, computed the same way."""
-    arms = (sample.provenance.get("validation.agreement") or {}).get("arms")
-    if arms:
-        return arms
-    return {"mixture": arm_results(sample)["mixture"]}
-
-
 def check_samples(inputs: ReleaseInputs, verify_checksums: bool = True) -> list[str]:
     """Every reason a sample (or a control of one) cannot be released, one line each (empty: all good)."""
     problems: list[str] = []
@@ -237,20 +213,6 @@ def _audio_problems(inputs: ReleaseInputs, s: Sample, verify_checksums: bool) ->
     return problems
 
 
-def wav_problem(audio: bytes, ref: AudioRef) -> str | None:
-    """Why these bytes are not the WAV the record describes (None: they are). Only audio goes out."""
-    try:
-        info = sf.info(io.BytesIO(audio))
-    except (sf.LibsndfileError, RuntimeError, ValueError) as exc:
-        return f"{ref.path} is not a readable WAV file ({exc})"
-    if info.format != "WAV" or info.channels != 1 or info.samplerate != ref.sample_rate:
-        return (f"{ref.path} is {info.format} {info.channels} ch {info.samplerate} Hz, the record says "
-                f"mono WAV at {ref.sample_rate} Hz")
-    if abs(info.frames / info.samplerate - ref.duration_s) > 0.001:
-        return f"{ref.path} lasts {info.frames / info.samplerate:.4f} s, the record says {ref.duration_s} s"
-    return None
-
-
 def _sha256_file(path: Path) -> str:
     with open(path, "rb") as f:
         return hashlib.file_digest(f, "sha256").hexdigest()
@@ -297,292 +259,6 @@ def assign_splits(samples: list[Sample], splits: dict[str, float]) -> dict[str, 
             out[name].extend(group[start:start + counts[name]])
             start += counts[name]
     return {name: sorted(rows, key=lambda s: s.sample_id) for name, rows in out.items()}
-
-
-# --- scrubbing ---------------------------------------------------------------------------------
-
-def public(value: Any) -> Any:
-    """A copy safe to publish: secret-looking keys dropped, local paths cut to their last part."""
-    if isinstance(value, dict):
-        return {k: public(v) for k, v in value.items()
-                if not (SECRET_KEY_RE.search(str(k)) and not str(k).endswith("_env"))}
-    if isinstance(value, list | tuple):
-        return [public(v) for v in value]
-    if isinstance(value, str):
-        if value.startswith(("/", "~", "./", "../", "file:")) or re.match(r"^[A-Za-z]:[\\/]", value):
-            return "<local>/" + re.split(r"[\\/]", value.rstrip("/\\"))[-1]
-        return re.sub(r"(https?://)[^/@\s]+@", r"\1", value)  # credentials inside URLs
-    return value
-
-
-def forbidden_strings(workspace_root: Path) -> list[str]:
-    """Strings that must never appear in a release: the workspace path and secret env values."""
-    found = [str(workspace_root)]
-    for name, value in os.environ.items():
-        if SECRET_ENV_RE.search(name) and not name.endswith("_ENV") and len(value) >= 8:
-            found.append(value)
-    return found
-
-
-def assert_no_leaks(texts: Iterable[tuple[str, str]], forbidden: list[str]) -> None:
-    """Refuse to publish if a forbidden string made it into any text (named by where, not what)."""
-    for where, text in texts:
-        for secret in forbidden:
-            if secret and secret in text:
-                what = "the workspace path" if secret == forbidden[0] else "a secret from the environment"
-                raise WorkbenchError(f"refusing to write the release: {what} appears in {where}")
-
-
-# --- rows and schema ---------------------------------------------------------------------------
-
-def taxonomy_categories(config: dict, present: set[str]) -> list[str]:
-    """Every category of the build's taxonomy, in its order, so the ClassLabel ids stay the same across
-    releases even when a category has no sample yet; categories outside it are appended."""
-    from construction.errors import WorkbenchError
-    from construction.taxonomy import load_taxonomy
-
-    try:
-        taxonomy, _ = load_taxonomy((config.get("generate") or {}).get("taxonomy"))
-        names = [c.id for c in taxonomy.categories]
-    except WorkbenchError:  # the taxonomy file moved: fall back to what the samples carry
-        names = []
-    return names + sorted(present - set(names))
-
-
-def features_for(categories: list[str], sample_rate: int | None, speech_rate: int | None = None):
-    """The HF features of a release row (config "default"); their Arrow schema carries them as metadata."""
-    from datasets import Audio, ClassLabel, Features, List, Value
-
-    text, number, count = Value("string"), Value("float64"), Value("int32")
-    return Features({
-        "id": text,
-        "audio": Audio(sampling_rate=sample_rate),
-        "audio_sha256": text,
-        "duration_s": number,
-        "speech_audio": Audio(sampling_rate=speech_rate),
-        "speech_audio_sha256": text,
-        "speech_duration_s": number,
-        "category": ClassLabel(names=categories),
-        "speech_text": text,
-        "context": text,
-        "benign_reason": text,
-        "speaker_style": text,
-        "scene_id": text,
-        "speech_id": text,
-        "script_family": text,
-        "placement": ClassLabel(names=list(PLACEMENTS)),
-        "background_tags": List(text),
-        "scene_sounds": List(_sound_struct()),
-        "snr_db": number,
-        "scene_level_db": number,
-        "scene_alone_s": number,
-        "scene_after_s": number,
-        "voice_id": text,
-        "voice_gender": text,
-        "voice_accent": text,
-        "tts_backend": text,
-        "asr_model": text,
-        "transcript_speech": text,
-        "transcript_mixture": text,
-        "wer_speech": number,
-        "wer_mixture": number,
-        "cer_mixture": number,
-        "consensus_label": ClassLabel(names=LABELS),
-        "agreement": number,
-        "decided_by": text,
-        "n_annotators": count,
-        # the blind human arms (validation.arms.arm_results); null where an arm has no labels
-        "speech_harmful_rate": number,
-        "speech_n": count,
-        "scene_identified_rate": number,
-        "scene_n": count,
-        "mixture_benign_rate": number,
-        "mixture_n": count,
-        "words_heard_rate": number,
-        "annotations": List(_annotation_struct()),
-    })
-
-
-def control_features_for(categories: list[str], sample_rate: int | None, speech_rate: int | None = None):
-    """The HF features of a row of the "controls" config."""
-    from datasets import Audio, ClassLabel, Features, List, Value
-
-    text, number, count = Value("string"), Value("float64"), Value("int32")
-    return Features({
-        "id": text,
-        "audio": Audio(sampling_rate=sample_rate),
-        "audio_sha256": text,
-        "duration_s": number,
-        "speech_audio": Audio(sampling_rate=speech_rate),
-        "speech_audio_sha256": text,
-        "control_of": text,
-        "control_kind": text,
-        "expected_label": text,
-        "category": ClassLabel(names=categories),
-        "speech_text": text,
-        "speech_id": text,
-        "script_family": text,
-        "scene_id": text,
-        "context": text,
-        "background_tags": List(text),
-        "scene_sounds": List(_sound_struct()),
-        "voice_id": text,
-        "mixture_harmful_rate": number,
-        "mixture_n": count,
-        "annotations": List(_annotation_struct()),
-    })
-
-
-def _sound_struct() -> dict[str, Any]:
-    from datasets import Value
-
-    text = Value("string")
-    return {"clip_id": text, "tag": text, "role": text, "kind": text, "licence": text, "attribution": text,
-            "source_url": text}
-
-
-def _annotation_struct() -> dict[str, Any]:
-    from datasets import Value
-
-    text = Value("string")
-    return {"annotator": text, "arm": text, "label": text, "background_recognisable": Value("bool"),
-            "speech_intelligible": Value("bool")}
-
-
-def pseudonyms(samples: list[Sample], arms: tuple[str, ...] = ARMS_SHIPPED) -> dict[str, str]:
-    """Release-local annotator names (A01, A02 ...), ordered by a hash so they reveal nothing; one name
-    per person across the arms and the controls."""
-    names = sorted({a.annotator for s in samples for a in released_votes(s, arms)},
-                   key=lambda n: hashlib.sha256(n.encode()).hexdigest())
-    width = max(2, len(str(len(names))))
-    return {name: f"A{i:0{width}d}" for i, name in enumerate(names, 1)}
-
-
-def _annotations(votes: list[Annotation], names: dict[str, str]) -> list[dict[str, Any]]:
-    order = {arm: k for k, arm in enumerate(ARMS_SHIPPED)}
-    return [{"annotator": names[a.annotator], "arm": a.arm, "label": a.label,
-             "background_recognisable": a.background_recognisable, "speech_intelligible": a.speech_intelligible}
-            for a in sorted(votes, key=lambda a: (order[a.arm], names[a.annotator]))]
-
-
-def _audio_cell(data: bytes, name: str) -> dict[str, Any]:
-    return {"bytes": data, "path": name}
-
-
-def _sounds(mix) -> list[dict[str, Any]]:
-    if mix is None:
-        return []
-    return [{"clip_id": sound.clip_id, "tag": sound.tag, "role": sound.role, "kind": sound.kind,
-             "licence": normalise_licence(sound.licence) or sound.licence,
-             "attribution": sound.attribution, "source_url": public(sound.source_url)} for sound in mix.sounds]
-
-
-def arm_columns(sample: Sample, shipped: tuple[str, ...] = ARMS_SHIPPED) -> dict[str, Any]:
-    """The per-arm results as flat columns; an arm without labels, or one the validation rule did not use,
-    gives nulls, not zeros."""
-    arms = {arm: result for arm, result in arms_of(sample).items() if arm in shipped}
-
-    def pick(arm: str, rate: str, extra: str | None = None) -> tuple[Any, ...]:
-        result = arms.get(arm) or {}
-        if not result.get("n"):
-            return (None, None) + ((None,) if extra else ())
-        return (result.get(rate), result["n"]) + ((result.get(extra),) if extra else ())
-
-    speech_rate, speech_n = pick("speech", "harmful_rate")
-    scene_rate, scene_n = pick("scene", "identified_rate")
-    mixture_rate, mixture_n, words = pick("mixture", "benign_rate", "words_heard_rate")
-    return {"speech_harmful_rate": speech_rate, "speech_n": speech_n, "scene_identified_rate": scene_rate,
-            "scene_n": scene_n, "mixture_benign_rate": mixture_rate, "mixture_n": mixture_n,
-            "words_heard_rate": words}
-
-
-def row_for(sample: Sample, audio: bytes, categories: list[str], names: dict[str, str],
-            speech: bytes = b"", arms: tuple[str, ...] = ARMS_SHIPPED) -> dict[str, Any]:
-    mix, prov = sample.mix, sample.provenance
-    synth, wer = prov.get("synthesize", {}), prov.get("wer", {})
-    return {
-        "id": sample.sample_id,
-        "audio": _audio_cell(audio, f"{sample.sample_id}.wav"),
-        "audio_sha256": sample.mixture.sha256,
-        "duration_s": sample.mixture.duration_s,
-        "speech_audio": _audio_cell(speech, f"{sample.sample_id}.speech.wav"),
-        "speech_audio_sha256": sample.speech.sha256,
-        "speech_duration_s": sample.speech.duration_s,
-        "category": categories.index(sample.category),
-        "speech_text": sample.speech_text,
-        "context": sample.context,
-        "benign_reason": sample.benign_reason,
-        "speaker_style": sample.speaker_style,
-        "scene_id": sample.scene_id or "",
-        "speech_id": sample.speech_id or "",
-        "script_family": sample.script_family or sample.sample_id,  # older builds: each its own family
-        "placement": PLACEMENTS.index(sample.placement),
-        "background_tags": list(mix.background_tags),
-        "scene_sounds": _sounds(mix),
-        "snr_db": mix.snr_db,
-        "scene_level_db": mix.scene_level_db,
-        "scene_alone_s": mix.scene_alone_s,
-        "scene_after_s": mix.scene_after_s,
-        "voice_id": sample.voice_id,
-        "voice_gender": synth.get("gender"),
-        "voice_accent": synth.get("accent"),
-        "tts_backend": public(synth.get("backend")),
-        "asr_model": public(wer.get("model")),
-        "transcript_speech": sample.transcript_speech,
-        "transcript_mixture": sample.transcript_mixture,
-        "wer_speech": sample.wer_speech,
-        "wer_mixture": sample.wer_mixture,
-        "cer_mixture": sample.cer_mixture,
-        "consensus_label": LABELS.index(sample.consensus_label),
-        "agreement": sample.agreement,
-        "decided_by": sample.decided_by,
-        "n_annotators": len(labelled(sample)),
-        **arm_columns(sample, arms),
-        "annotations": _annotations(released_votes(sample, arms), names),
-    }
-
-
-def control_row_for(control: Sample, audio: bytes, speech: bytes, categories: list[str],
-                    names: dict[str, str]) -> dict[str, Any]:
-    votes = labelled(control)
-    harmful = sum(a.label == "harmful" for a in votes)
-    return {
-        "id": control.sample_id,
-        "audio": _audio_cell(audio, f"{control.sample_id}.wav"),
-        "audio_sha256": control.mixture.sha256,
-        "duration_s": control.mixture.duration_s,
-        "speech_audio": _audio_cell(speech, f"{control.sample_id}.speech.wav"),
-        "speech_audio_sha256": control.speech.sha256,
-        "control_of": str(control.custom.get("control_of")),
-        "control_kind": str(control.custom.get("control")),
-        "expected_label": str(control.custom.get("expected") or "harmful"),
-        "category": categories.index(control.category),
-        "speech_text": control.speech_text,
-        "speech_id": control.speech_id or "",
-        "script_family": control.script_family or str(control.custom.get("control_of")),
-        "scene_id": control.scene_id or "",
-        "context": control.context,
-        "background_tags": list(control.mix.background_tags) if control.mix else [],
-        "scene_sounds": _sounds(control.mix),
-        "voice_id": control.voice_id,
-        "mixture_harmful_rate": round(harmful / len(votes), 4) if votes else None,
-        "mixture_n": len(votes) or None,
-        "annotations": _annotations(votes, names),
-    }
-
-
-def plan_shards(samples: list[Sample], ws: Workspace, max_shard_bytes: int) -> list[list[Sample]]:
-    """Cut a split into shards by audio file size, mixture and speech (known before reading)."""
-    shards: list[list[Sample]] = [[]]
-    size = 0
-    for s in samples:
-        file_size = ws.audio_path(s.mixture).stat().st_size + ws.audio_path(s.speech).stat().st_size
-        if shards[-1] and size + file_size > max_shard_bytes:
-            shards.append([])
-            size = 0
-        shards[-1].append(s)
-        size += file_size
-    return shards
 
 
 # --- export ------------------------------------------------------------------------------------
@@ -717,7 +393,7 @@ def _write_release(inputs: ReleaseInputs, root: Path, version: str, fractions: d
 
     mismatched: list[str] = []
     rows_meta: list[dict[str, Any]] = []  # every row without the audio, for the card and plots
-    shard_files = _write_config(
+    shard_files = write_config(
         root, "data", by_split, ws, max_shard_bytes, features, forbidden, mismatched, rows_meta,
         lambda s, audio, speech: row_for(s, audio, categories, names, speech, arms))
     control_meta: list[dict[str, Any]] = []
@@ -728,7 +404,7 @@ def _write_release(inputs: ReleaseInputs, root: Path, version: str, fractions: d
                                                  _one_rate(c.speech for c in controls))
         control_splits = {split: [c for c in controls if split_of[str(c.custom["control_of"])] == split]
                           for split in by_split}
-        control_files = _write_config(
+        control_files = write_config(
             root, CONTROLS_DIR, control_splits, ws, max_shard_bytes, control_features, forbidden, mismatched,
             control_meta, lambda c, audio, speech: control_row_for(c, audio, speech, categories, names))
     if mismatched:
@@ -791,58 +467,6 @@ def _one_rate(refs: Iterable[AudioRef | None]) -> int | None:
     return rates.pop() if len(rates) == 1 else None
 
 
-def _write_config(root: Path, folder: str, by_split: dict[str, list[Sample]], ws: Workspace, max_shard_bytes: int,
-                  features, forbidden: list[str], mismatched: list[str], meta_out: list[dict[str, Any]],
-                  make_row) -> dict[str, list[str]]:
-    """Write one config's parquet shards, FOLDER/<split>-0000K-of-0000N.parquet; every audio file is read
-    once, hashed and checked to be the WAV its record describes (problems go to `mismatched`)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    schema = features.arrow_schema
-    shard_files: dict[str, list[str]] = {}
-    for split, members in by_split.items():
-        if not members:
-            continue
-        shards = plan_shards(members, ws, max_shard_bytes)
-        for k, shard in enumerate(shards):
-            rows = []
-            for s in shard:
-                audio = {}
-                for what, ref in (("mixture", s.mixture), ("speech", s.speech)):
-                    data = ws.audio_path(ref).read_bytes()
-                    if hashlib.sha256(data).hexdigest() != ref.sha256:
-                        made = "mixing" if what == "mixture" else "synthesis"
-                        mismatched.append(f"{s.sample_id}: checksum mismatch for {ref.path} (file changed since "
-                                          f"{made})")
-                    elif problem := wav_problem(data, ref):
-                        mismatched.append(f"{s.sample_id}: {problem}")
-                    audio[what] = data
-                row = make_row(s, audio["mixture"], audio["speech"])
-                rows.append(row)
-                meta = {k2: v for k2, v in row.items() if k2 not in ("audio", "speech_audio")}
-                meta["split"] = split
-                meta_out.append(meta)
-            if mismatched:
-                continue  # keep hashing the rest so the refusal lists every bad file
-            assert_no_leaks(_row_texts(rows), forbidden)
-            rel = f"{folder}/{split}-{k:05d}-of-{len(shards):05d}.parquet"
-            (root / folder).mkdir(exist_ok=True)
-            table = pa.Table.from_pylist(rows, schema=schema)
-            audio_columns = ("audio", "speech_audio")
-            pq.write_table(table, root / rel, row_group_size=ROW_GROUP_ROWS, compression="zstd",
-                           use_dictionary=[c for c in schema.names if c not in audio_columns],
-                           write_statistics=False)
-            shard_files.setdefault(split, []).append(rel)
-    return shard_files
-
-
-def _row_texts(rows: list[dict[str, Any]]) -> Iterable[tuple[str, str]]:
-    for row in rows:
-        meta = {k: v for k, v in row.items() if k not in ("audio", "speech_audio")}
-        yield f"row {row['id']}", json.dumps(meta, ensure_ascii=False)
-
-
 def write_checksums(root: Path) -> None:
     lines = [f"{_sha256_file(p)}  {p.relative_to(root).as_posix()}"
              for p in sorted(root.rglob("*")) if p.is_file() and p.name != "checksums.sha256"]
@@ -866,73 +490,6 @@ def code_version() -> str:
         except PackageNotFoundError:
             continue
     return "unknown"
-
-
-# --- push --------------------------------------------------------------------------------------
-
-def hub_endpoint() -> str:
-    return (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
-
-
-def hub_token() -> str:
-    token = os.environ.get("HF_TOKEN", "").strip()
-    if not token:
-        raise WorkbenchError("HF_TOKEN is not set: export a Hugging Face write token as HF_TOKEN to push "
-                             "(the token is read only from the environment)")
-    return token
-
-
-def describe_push(summary: ReleaseSummary, repo_id: str, private: bool) -> str:
-    lines = [f"dry run: nothing sent. Would push {summary.out} to {hub_endpoint()}",
-             f"  repo: datasets/{repo_id} ({'private' if private else 'public'}; created if missing)",
-             f"  tag:  {summary.version}",
-             f"  files: {len(summary.files)}, {summary.total_bytes / 1e6:.2f} MB"]
-    lines += [f"    {size:>12,d}  {rel}" for rel, size in summary.files.items()]
-    lines.append(f"  HF_TOKEN is {'set' if os.environ.get('HF_TOKEN') else 'NOT set (a real push needs it)'}")
-    return "\n".join(lines)
-
-
-def push_release(summary: ReleaseSummary, repo_id: str, private: bool = False) -> str:
-    """create_repo + upload_folder + create_tag; returns the tagged commit id."""
-    if summary.demo:
-        raise WorkbenchError("this release was labelled by scripted demo annotators; refusing to push it")
-    token = hub_token()
-    from huggingface_hub import HfApi, constants
-    from huggingface_hub.errors import HfHubHTTPError
-
-    if constants.HF_HUB_OFFLINE:
-        raise WorkbenchError("HF_HUB_OFFLINE (or TRANSFORMERS_OFFLINE) is set: unset it to push to the Hub")
-    for name in ("httpx", "httpx2", "httpcore"):  # one INFO line per request drowns the summary
-        logging.getLogger(name).setLevel(logging.WARNING)
-
-    endpoint = hub_endpoint()
-    api = HfApi(endpoint=endpoint, token=token)
-    try:
-        api.create_repo(repo_id, repo_type="dataset", exist_ok=True, private=private)
-        tags = {t.name for t in api.list_repo_refs(repo_id, repo_type="dataset").tags}
-        if summary.version in tags:
-            raise WorkbenchError(f"{repo_id} already has tag {summary.version}; choose a new --version")
-        commit = api.upload_folder(repo_id=repo_id, repo_type="dataset", folder_path=summary.out,
-                                   commit_message=f"AOR-Bench release {summary.version}")
-        api.create_tag(repo_id, tag=summary.version, revision=commit.oid, repo_type="dataset",
-                       tag_message=f"AOR-Bench release {summary.version}")
-    except HfHubHTTPError as exc:
-        status = exc.response.status_code if exc.response is not None else None
-        if status == 401:
-            raise WorkbenchError(f"{endpoint} rejected HF_TOKEN (401 Unauthorized); "
-                                 "check that it is a valid write token") from None
-        if status == 403:
-            raise WorkbenchError(f"HF_TOKEN may not write to datasets/{repo_id} on {endpoint} (403)") from None
-        raise WorkbenchError(f"push to {endpoint} failed: {_without(str(exc), token)}") from None
-    except Exception as exc:  # transport errors (httpx, OSError) and client-side refusals
-        if isinstance(exc, OSError) or type(exc).__module__.startswith(("httpx", "huggingface_hub")):
-            raise WorkbenchError(f"push to {endpoint} failed: {_without(str(exc), token)}") from None
-        raise
-    return commit.oid
-
-
-def _without(text: str, token: str) -> str:
-    return text.replace(token, "***")
 
 
 # --- command line ------------------------------------------------------------------------------

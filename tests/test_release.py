@@ -772,7 +772,8 @@ def test_demo_release_says_so_and_is_never_pushed(hub, tmp_path):
     meta, body = card_front_matter(out)
     assert body.lstrip().startswith("> **DEMO RELEASE") and "demo" in meta["tags"]
     assert json.loads((out / "release.json").read_text())["demo"] is True
-    from release.export import ReleaseSummary, push_release, read_inputs
+    from release.export import ReleaseSummary, read_inputs
+    from release.hub import push_release
     summary = ReleaseSummary(out, "0.1.0", read_inputs(ws.root).demo, {"test": 2})
     with pytest.raises(WorkbenchError, match="demo"):
         push_release(summary, "aor/demo")
