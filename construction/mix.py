@@ -12,8 +12,8 @@ Every DEFINING sound of the sample's scene is rendered (one clip each, layered a
 SUPPORT sounds come in `support_level_db` lower when the library has them. A bed (ambience, crowd,
 music) plays throughout, looped with crossfades when it is short; a one-shot event (a shot, a bell, a
 pop) is scattered as separate copies with gaps and small level changes, never looped into a buzz.
-Clips are dealt per category and sound so that use is as even as the library allows
-(construction.scenes.assign_clips).
+Each sound gets the least-used clip of its tag in the sample's category, so use is as even as the
+library allows (construction.scenes.assign_clips).
 
 The mix is data before it is audio: the recipe (clips and their placement, levels, seed) is drawn from
 the sample id and seed alone, and stored on the sample; the same recipe gives the same bytes.

@@ -65,32 +65,31 @@ def thin_tags(samples: Iterable[Sample], taxonomy: Taxonomy, library: SoundLibra
 
 def assign_clips(samples: Iterable[Sample], taxonomy: Taxonomy, library: SoundLibrary, licence: str,
                  seed: int) -> dict[str, dict[str, Clip]]:
-    """sample_id -> {tag: clip} for every defining and support sound that has clips. Per category and
-    tag, clips are dealt in seeded blocks (each block gives every clip once), so use is as even as the
-    library allows and extending a build never changes the clips of samples already mixed."""
+    """sample_id -> {tag: clip} for every defining and support sound that has clips. Each sound gets the
+    clip of its tag used least so far in the sample's category (ties broken by a seeded shuffle), so use
+    is as even as the library allows, also where one clip carries two tags (an applause clip that is
+    also a crowd cheer is not dealt for both); samples are taken in order, so extending a build never
+    changes the clips of samples already mixed."""
     position: Counter = Counter()
-    blocks: dict[tuple[str, str, int], list[Clip]] = {}
+    uses: dict[str, Counter] = defaultdict(Counter)  # category -> clip id -> samples it is in
     cache: dict[str, list[Clip]] = {}
     out: dict[str, dict[str, Clip]] = {}
     for sample in samples:
         defining, support = scene_sounds(sample, taxonomy)
-        chosen = {}
+        used = uses[sample.category]
+        chosen: dict[str, Clip] = {}
         for tag in defining + support:
             clips = cache.setdefault(tag, library.select([tag], licence))
             if not clips:
                 continue
             key = (sample.category, tag)
-            for _ in range(len(clips)):  # a clip carrying two of the scene's tags is dealt for one only
-                i = position[key]
-                position[key] += 1
-                block_key = (*key, i // len(clips))
-                if block_key not in blocks:
-                    block = list(clips)
-                    random.Random(stable_seed("clips", seed, *block_key)).shuffle(block)
-                    blocks[block_key] = block
-                clip = blocks[block_key][i % len(clips)]
-                if clip not in chosen.values():
-                    break
-            chosen[tag] = clip
+            order = list(clips)
+            random.Random(stable_seed("clips", seed, *key, position[key])).shuffle(order)
+            position[key] += 1
+            # a clip carrying two of the scene's tags is dealt for one only
+            fresh = [c for c in order if c not in chosen.values()] or order
+            chosen[tag] = min(fresh, key=lambda c: used[c.clip_id])
+        for clip in {c.clip_id for c in chosen.values()}:
+            used[clip] += 1
         out[sample.sample_id] = chosen
     return out

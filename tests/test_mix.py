@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +17,7 @@ from construction.config import load_config
 from construction.mix import MixStage, bed_track, loudness_lufs
 from construction.record import Sample, make_sample_id
 from construction.runner import run_stage
-from construction.sounds import Clip, sha256_file, write_catalog
+from construction.sounds import Clip, load_library, sha256_file, write_catalog
 from construction.workspace import Workspace
 from tests.conftest import MINI_TAXONOMY, run_module
 
@@ -213,6 +214,28 @@ def test_clips_are_drawn_evenly_within_a_category(tmp_path):
                                                           "top_clip": stats["clips_per_category"]["video_games"]["top_clip"],
                                                           "top_clip_share": 0.25}
     assert stats["categories_over_clip_share"] == ["video_games"]  # 25 % > 5 %: the library is thin
+
+
+def test_a_clip_that_carries_two_tags_is_not_drawn_for_both(tmp_path):
+    """An applause clip that is also a crowd cheer: drawing per tag would put it in most samples of a
+    scene that needs both sounds; drawing the least-used clip spreads the three clips evenly (each
+    sample needs two different clips, so 2/3 of the samples each is the floor)."""
+    rng = np.random.default_rng(2)
+    root = _library(tmp_path / "sounds", [
+        (clip_id, tag, "CC0-1.0", (0.3 * rng.standard_normal(int(0.3 * SR))).astype(np.float32), SR, "event")
+        for clip_id, tag in (("both", "crowd_cheer"), ("crowd", "crowd_cheer"), ("shot", "gunfire"))])
+    entries = [Clip(**{**c.model_dump(), "tags": ["crowd_cheer", "gunfire"] if c.clip_id == "both" else c.tags})
+               for c in load_library(root).clips]
+    write_catalog(root, entries)
+    ws = _workspace(tmp_path / "ws", [("vg_arena", "underlay", 0.4 + 0.01 * i) for i in range(30)])
+    run_stage(ws, MixStage(str(ws.root), _config(root)), jobs=1, progress=False)
+    mixed = list(ws.read_samples("mix"))
+    assert len(mixed) == 30
+    for s in mixed:
+        assert {x.tag for x in s.mix.sounds if x.role == "defining"} == {"crowd_cheer", "gunfire"}
+        assert len({x.clip_id for x in s.mix.sounds}) == len(s.mix.sounds)
+    uses = Counter(x.clip_id for s in mixed for x in s.mix.sounds)
+    assert uses == {"both": 20, "crowd": 20, "shot": 20}, uses
 
 
 def test_a_thin_library_is_refused_for_a_release_build(tmp_path, library):
