@@ -86,6 +86,9 @@ def test_real_voices_byte_identical_and_bad_text_rejected(tmp_path):
         audio, rate = sf.read(tmp_path / "a" / sample.speech.path)
         assert rate == 16000 and 0.5 < len(audio) / rate < 10 and np.abs(audio).max() > 0.05
         assert sample.provenance["synthesize"]["speed"] > 0
+        # offline voices only change the rate: the style is recorded as asked, not as rendered
+        assert sample.provenance["synthesize"]["style_requested"] == sample.speaker_style
+        assert sample.provenance["synthesize"]["style_rendered"] is False
 
 
 def _bank(folder: Path) -> Path:
@@ -122,6 +125,7 @@ def test_cosyvoice_http_through_the_stage_and_one_failure_is_a_rejected_row(tmp_
         assert len(rejected) == 1 and rejected[0].reason.startswith("tts_failed: cosyvoice:")
         kept = list(ws.read_samples("synthesize"))
         assert len(kept) == 5 and {s.provenance["synthesize"]["backend"] for s in kept} == {"cosyvoice"}
+        assert all(s.provenance["synthesize"]["style_rendered"] is True for s in kept)  # instruct mode
         sent = [r for r in stub.requests if r.path != "/openapi.json"]
         assert any("<|endofprompt|>" in (r.fields.get("prompt_text") or r.fields.get("instruct_text") or "")
                    for r in sent)
