@@ -6,7 +6,8 @@
 DIR (written whole into a temp folder next to it, then renamed into place):
     README.md                          dataset card (YAML front matter with both configs + prose), see
                                        release.card
-    ATTRIBUTION.md                     every background clip and voice with its source and licence
+    ATTRIBUTION.md                     every background clip and voice with its source and licence, see
+                                       release.attribution
     release.json                       version, code version, licence, counts, agreement, shards
     build_config.yaml                  the workspace's resolved config (no secrets, no local paths)
     checksums.sha256                   sha256 of every other file (`sha256sum -c checksums.sha256`)
@@ -17,7 +18,7 @@ DIR (written whole into a temp folder next to it, then renamed into place):
     controls/<split>-0000K-of-0000N.parquet  config "controls" (only when the workspace has controls of
                                        released samples, manifests/annotated_controls.jsonl): one row per
                                        control, in the split of the sample it controls; expected harmful
-    plots/*.png                        category mix, SNR and WER histograms, alpha per category
+    plots/*.png                        category mix, SNR and WER histograms, alpha per category (release.plots)
 
 The rows, their schema and the parquet shards are release.rows; the Hub push is release.hub. A release
 whose labels came from scripted demo annotators says so on its card and is never pushed.
@@ -380,7 +381,9 @@ def _replace(tmp: Path, out: Path) -> None:
 
 def _write_release(inputs: ReleaseInputs, root: Path, version: str, fractions: dict[str, float],
                    max_shard_bytes: int) -> dict[str, int]:
-    from release import card
+    from release.attribution import attribution
+    from release.card import dataset_card
+    from release.plots import write_plots
 
     ws, samples, controls = inputs.workspace, inputs.samples, inputs.controls
     categories = taxonomy_categories(inputs.config, {s.category for s in [*samples, *controls]})
@@ -435,11 +438,11 @@ def _write_release(inputs: ReleaseInputs, root: Path, version: str, fractions: d
     texts = {
         "release.json": json.dumps(info, indent=2, sort_keys=True, ensure_ascii=False) + "\n",
         "build_config.yaml": yaml.safe_dump(public(inputs.config), sort_keys=True, allow_unicode=True),
-        "ATTRIBUTION.md": card.attribution([*samples, *controls], inputs.release_licence),
+        "ATTRIBUTION.md": attribution([*samples, *controls], inputs.release_licence),
     }
-    plots = card.write_plots(root / "plots", rows_meta, inputs.agreement, categories)
-    texts["README.md"] = card.dataset_card(inputs, info, rows_meta, features, shard_files, root, plots,
-                                           control_meta, control_features, control_files)
+    plots = write_plots(root / "plots", rows_meta, inputs.agreement, categories)
+    texts["README.md"] = dataset_card(inputs, info, rows_meta, features, shard_files, root, plots,
+                                      control_meta, control_features, control_files)
     assert_no_leaks(texts.items(), forbidden)
     for rel, text in texts.items():
         (root / rel).write_text(text, encoding="utf-8")

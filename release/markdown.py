@@ -1,0 +1,54 @@
+"""Workspace text as inert Markdown, and the number formats the dataset card and ATTRIBUTION.md share.
+
+Text from the workspace (third-party attributions, model and voice names, notes) goes through `md`: no
+HTML, links or table breaks can come in with it. Its own module so that release.card, release.card_protocol
+and release.attribution escape and format the same way without importing one another.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections import Counter
+from typing import Any
+
+_MD_SPECIAL = re.compile(r"([\\`*\[\]|])")
+
+
+def md(value: Any) -> str:
+    """Untrusted text as inert Markdown: no HTML tags, links, code spans, emphasis or table breaks, one line.
+
+    '<script>' -> '&lt;script&gt;', '[x](javascript:...)' -> '\\[x\\](javascript:...)', 'a|b' -> 'a\\|b'."""
+    text = " ".join(str(value).split()).replace("<", "&lt;").replace(">", "&gt;")
+    return _MD_SPECIAL.sub(r"\\\1", text)
+
+
+def cell(value: Any) -> str:
+    from release.rows import public
+
+    return md(public(value) if value is not None else "")
+
+
+def alpha(entry: dict[str, Any] | None) -> str:
+    if not entry or entry.get("alpha") is None:
+        note = (entry or {}).get("note") or "not computable"
+        return f"n/a ({md(note)})"
+    ci = entry.get("ci95_clustered") or entry.get("ci95")
+    return f"{entry['alpha']:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
+
+
+def stats(values: list[float], unit: str = "") -> str:
+    if not values:
+        return "none recorded"
+    values = sorted(values)
+    p90 = values[min(len(values) - 1, int(0.9 * len(values)))]
+    return (f"min {values[0]:.3f}{unit}, median {statistics.median(values):.3f}{unit}, "
+            f"mean {statistics.fmean(values):.3f}{unit}, p90 {p90:.3f}{unit}, max {values[-1]:.3f}{unit}")
+
+
+def counter_text(counter: Counter) -> str:
+    """'a (3), b (1)'; a single value is shown without its count."""
+    if len(counter) == 1:
+        return md(next(iter(counter)))
+    return ", ".join(f"{md(k)} ({v})" for k, v in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))) \
+        or "unknown"
