@@ -317,7 +317,7 @@ def inputs_digest(config_path: Path, packages: dict[str, str], vocabulary: list[
     here = Path(__file__).resolve().parent
     digest = hashlib.sha256()
     for path in (config_path, here / "starter_sounds.py", here / "sound_sources.py", here / "sounds.py",
-                 here / "c4group.py"):
+                 here / "sound_importers.py", here / "c4group.py"):
         digest.update(path.read_bytes())
     digest.update(json.dumps([BUILDER_VERSION, packages, sorted(vocabulary), categories, sf.__libsndfile_version__],
                              sort_keys=True).encode())

@@ -21,9 +21,10 @@ import yaml
 from construction import c4group
 from construction.debcache import DebPackage, PackageUnavailable, find_deb
 from construction.errors import WorkbenchError
+from construction.sound_importers import import_tree
 from construction.sounds import (CATALOG, SAMPLING_PLUS, SHARE_ALIKE, TIER_A, Clip, compatible, coverage,
-                                 default_kind, import_tree, load_library, measure, normalise_licence,
-                                 quality_problem, write_catalog)
+                                 default_kind, load_library, measure, normalise_licence, quality_problem,
+                                 write_catalog)
 from construction.sound_sources import (ClipSpec, DoomWad, OpenSfxCat, SourceSpec, debian_copyright_licence,
                                         dual_licence, freedink_licence, open_source, openclonk_licence)
 from construction.starter_sounds import (DEFAULT_CONFIG, build_starter_library, default_cache_dir, load_starter_config,
