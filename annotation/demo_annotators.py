@@ -34,8 +34,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from annotation.labelstudio import (
-    DEMO_EMAIL_DOMAIN,
-    INPUT_STAGE,
     Server,
     add_server_args,
     connect_from_args,
@@ -43,8 +41,6 @@ from annotation.labelstudio import (
     invite_link,
     login,
     make_client,
-    open_workspace,
-    read_state,
     resolve_project,
     server_errors,
     signup_via_invite,
@@ -58,6 +54,7 @@ from annotation.protocol import (
     read_task_map,
 )
 from annotation.pull import resolve_arms
+from annotation.state import DEMO_EMAIL_DOMAIN, INPUT_STAGE, open_workspace, read_state
 from construction.errors import WorkbenchError
 from construction.record import ARMS, AudioRef, Sample, stable_seed
 from construction.workspace import Workspace

@@ -5,46 +5,31 @@ WorkbenchError naming the server and what was being done, mapped by HTTP status 
 answer 404 with a 30 kB HTML page, so response bodies are only ever shown as a short JSON detail) and
 never showing the token. The SDK is imported lazily: it costs 2-4 s.
 
-Workspace state lives in <W>/annotation.json: the arms' title, each arm project's id/title/url, the
-adjudication project, the per-workspace salt of the annotator pseudonyms and the secret of the task
-keys; <W>/annotation_tasks.json maps each task key to its item and arm. No token or email is ever
-written there, and the server's document root must hold neither file.
+The workspace side (annotation.json, pseudonyms, task data, export -> Annotation) is
+annotation.state; this module holds only what talks to the server.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
-import hmac
 import json
 import logging
 import os
 import re
-import secrets
-import urllib.parse
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from annotation.protocol import TASKS_FILE, WORDS, ArmSpec, Item, config_labels
-from annotation.server import STATE_FILE, api_token, default_data_dir, read_server_info
+from annotation.ls_process import api_token
+from annotation.protocol import ArmSpec, config_labels
+from annotation.server import default_data_dir, read_server_info
 from construction.errors import WorkbenchError
-from construction.record import Annotation, AudioRef
-from construction.workspace import Workspace, atomic_write_text
 
-INPUT_STAGE = "wer"  # the samples that passed the WER filter are what humans label
-OUTPUT_STAGE = "annotated"  # every wer sample with its annotations of all three arms
-CONTROLS_OUTPUT_STAGE = "annotated_controls"  # the controls with their mixture-arm annotations
-DEMO_EMAIL_DOMAIN = "demo.aor-bench.invalid"  # scripted demo accounts; .invalid can never be a real mailbox
-SOURCE_LABEL_STUDIO = "label-studio"
-SOURCE_DEMO = "demo"
-ADJUDICATION_SOURCE = "adjudication"  # validation.agreement stores the adjudicator's decision this way
 IMPORT_CHUNK = 1000  # tasks per import request: a failure loses at most one chunk, a rerun resumes
-SHOWN_PROBLEMS = 20
 
 # What every project of the protocol is set to (and reset to by each push): tasks in random order per
 # annotator, N annotators each, no predictions, no history, an instructions page, no empty submission.
@@ -188,55 +173,6 @@ def connect_from_args(args: argparse.Namespace) -> Server:
 
 
 # ----------------------------------------------------------------------------------------------
-# workspace state
-# ----------------------------------------------------------------------------------------------
-
-def open_workspace(path: str | Path) -> Workspace:
-    root = Path(path).expanduser()
-    if not root.is_dir():
-        raise WorkbenchError(f"workspace {root} does not exist")
-    return Workspace(root)
-
-
-def read_state(ws: Workspace) -> dict[str, Any]:
-    path = ws.root / STATE_FILE
-    if not path.exists():
-        return {}
-    try:
-        state = json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise WorkbenchError(f"{path} is not valid JSON ({e.msg}); fix or delete it") from e
-    if not isinstance(state, dict):
-        raise WorkbenchError(f"{path} does not hold a JSON object; fix or delete it")
-    return state
-
-
-def write_state(ws: Workspace, state: dict[str, Any]) -> None:
-    atomic_write_text(ws.root / STATE_FILE, json.dumps(state, indent=2, sort_keys=True) + "\n")
-
-
-def pseudonym_salt(state: dict[str, Any]) -> str:
-    """The workspace's salt, created on first use (the caller writes the state)."""
-    if not state.get("pseudonym_salt"):
-        state["pseudonym_salt"] = secrets.token_hex(16)
-    return state["pseudonym_salt"]
-
-
-def pseudonym(email: str, salt: str) -> str:
-    """Stable per workspace, not reversible without the salt: 'ann-' + 10 hex of HMAC-SHA256(salt, email)."""
-    digest = hmac.new(salt.encode(), email.strip().lower().encode(), hashlib.sha256).hexdigest()
-    return "ann-" + digest[:10]
-
-
-def is_demo_email(email: str) -> bool:
-    return email.strip().lower().endswith("@" + DEMO_EMAIL_DOMAIN)
-
-
-def default_project_title(ws: Workspace) -> str:
-    return f"AOR-Bench {ws.root.name}"
-
-
-# ----------------------------------------------------------------------------------------------
 # projects, storage, tasks
 # ----------------------------------------------------------------------------------------------
 
@@ -348,69 +284,6 @@ def ensure_local_storage(server: Server, project_id: int, audio_dir: Path, files
                                                           title=f"aor-bench audio {path.name}", use_blob_urls=False)
 
 
-def local_file_url(path: Path, document_root: Path) -> str:
-    rel = path.resolve().relative_to(document_root).as_posix()
-    return "/data/local-files/?d=" + urllib.parse.quote(rel, safe="/")
-
-
-def salt_problem(ws: Workspace, document_root: Path) -> str:
-    """Why the server must not get tasks of this workspace: its document root holds the workspace's
-    annotation.json (the pseudonym salt and the task key secret) or its task key map, so any annotator
-    could read them. "" when it does not."""
-    for state_file in (ws.root / STATE_FILE, ws.root / TASKS_FILE):
-        if state_file.resolve().is_relative_to(document_root):
-            return (f"the server's document root {document_root} holds {state_file}, and every annotator could "
-                    f"read its pseudonym salt and task keys through /data/local-files/. Restart the server to serve "
-                    f"only this workspace's audio: python -m annotation.server stop, then python -m "
-                    f"annotation.server start --workspace {ws.root} (with --url: pass the server's --document-root)")
-    return ""
-
-
-def audio_problems(ws: Workspace, items: Sequence[Item], document_root: Path) -> list[str]:
-    """Why items cannot be served to annotators (no audio of that arm recorded, file gone, outside the
-    workspace's audio dir or the document root)."""
-    store = (ws.root / "audio").resolve()
-    problems = []
-    for item in items:
-        where = f"{item.item_id} ({item.role} arm)"
-        if item.audio is None:
-            problems.append(f"{where}: no {item.what} audio recorded"
-                            + ("; rebuild it with python -m construction.mix" if item.role == "scene" else ""))
-            continue
-        try:
-            path = ws.audio_path(item.audio)
-        except WorkbenchError as e:
-            problems.append(f"{where}: {e}")
-            continue
-        if not path.is_file():
-            problems.append(f"{where}: audio file {path} is missing")
-        elif not path.resolve().is_relative_to(store):
-            problems.append(f"{where}: {path} resolves to {path.resolve()}, outside the workspace's audio dir")
-        elif not path.resolve().is_relative_to(document_root):
-            problems.append(f"{where}: {path} is outside the server's document root {document_root}")
-    return problems
-
-
-def format_problems(problems: Sequence[str], limit: int = SHOWN_PROBLEMS) -> str:
-    lines = [f"  {p}" for p in problems[:limit]]
-    if len(problems) > limit:
-        lines.append(f"  ... and {len(problems) - limit} more")
-    return "\n".join(lines)
-
-
-def task_data(ws: Workspace, audio: AudioRef, key: str, document_root: Path) -> dict[str, Any]:
-    """A task's data: the audio URL (a content hash: it names nothing) and the opaque key. Nothing else,
-    since everything in it shows in the Data Manager and comes back with every task."""
-    return {"audio": local_file_url(ws.audio_path(audio), document_root), "key": key}
-
-
-def label_result(label: str, words: str | None = None) -> list[dict[str, Any]]:
-    result = [{"from_name": "label", "to_name": "audio", "type": "choices", "value": {"choices": [label]}}]
-    if words is not None:
-        result.append({"from_name": "words", "to_name": "audio", "type": "choices", "value": {"choices": [words]}})
-    return result
-
-
 def task_keys(server: Server, project_id: int) -> dict[str, list[int]]:
     """task key -> task ids already in the project (fast: only id and data are sent)."""
     found: dict[str, list[int]] = {}
@@ -458,109 +331,6 @@ def export_tasks(server: Server, project_id: int) -> list[dict[str, Any]]:
 def user_emails(server: Server) -> dict[int, str]:
     with server.errors("listing users"):
         return {u.id: u.email or "" for u in server.client.users.list()}
-
-
-# ----------------------------------------------------------------------------------------------
-# export -> Annotation
-# ----------------------------------------------------------------------------------------------
-
-@dataclass
-class Parsed:
-    annotation: Annotation
-    created_at: str
-    updated_at: str
-    raw_id: int
-    author: str  # pseudonym of the Label Studio author (completed_by), who may differ from the credited person
-    problems: list[str] = field(default_factory=list)
-
-    @property
-    def reattributed(self) -> bool:
-        return self.annotation.updated_by is not None
-
-
-def _user_id(completed_by: Any) -> int | None:
-    if isinstance(completed_by, dict):
-        completed_by = completed_by.get("id")
-    try:
-        return int(completed_by)
-    except (TypeError, ValueError):
-        return None
-
-
-def _person(user_id: int | None, emails: dict[int, str], salt: str) -> tuple[str, str, bool]:
-    """-> (pseudonym, source, still a user)."""
-    email = emails.get(user_id) if user_id is not None else None
-    if email:
-        return pseudonym(email, salt), (SOURCE_DEMO if is_demo_email(email) else SOURCE_LABEL_STUDIO), True
-    return pseudonym(f"user-id:{user_id}", salt), SOURCE_LABEL_STUDIO, False
-
-
-def parse_annotation(raw: dict[str, Any], where: str, emails: dict[int, str], salt: str, spec: ArmSpec) -> Parsed:
-    """One exported annotation -> Annotation (pseudonymous), credited to whoever made its last change:
-    Label Studio lets any user update anyone's annotation (or create one in someone else's name), and
-    then the label is the changer's judgement, not the author's. Values outside the config are kept as
-    given and reported as problems: the API accepts any result, the UI does not."""
-    problems: list[str] = []
-    author_id = _user_id(raw.get("completed_by"))
-    changer_id = _user_id(raw.get("updated_by"))
-    author, author_source, author_known = _person(author_id, emails, salt)
-    if changer_id is not None and changer_id != author_id:
-        annotator, source, known = _person(changer_id, emails, salt)
-        updated_by: str | None = annotator
-        user_id = changer_id
-    else:
-        annotator, source, known, updated_by, user_id = author, author_source, author_known, None, author_id
-    if not known:
-        problems.append(f"{where}: annotator (user {user_id}) is not a user of this server any more")
-    cancelled = bool(raw.get("was_cancelled"))
-    label: str | None = None
-    words: bool | None = None
-    rationale: list[str] = []
-    for item in raw.get("result") or []:
-        value = item.get("value") or {}
-        name = item.get("from_name")
-        if name == "label":
-            chosen = [str(c) for c in value.get("choices") or []]
-            if len(chosen) == 1:
-                label = chosen[0]
-                if label not in spec.labels:
-                    problems.append(f"{where}: label {label!r} is not one of {list(spec.labels)} (kept as given)")
-            elif chosen:
-                problems.append(f"{where}: several labels {chosen}; recorded no label")
-        elif name == "words" and spec.role == "mixture":
-            chosen = [str(c) for c in value.get("choices") or []]
-            if len(chosen) == 1 and chosen[0] in WORDS:
-                words = WORDS[chosen[0]]
-            else:
-                problems.append(f"{where}: 'I could make out the words' is {chosen}, not one of {list(WORDS)}")
-        elif name == "rationale":
-            rationale.extend(str(t) for t in value.get("text") or [] if str(t).strip())
-    if cancelled:
-        label, words = None, None  # a skip carries no judgement, whatever the result says
-    else:
-        if label is None and not any("several labels" in p for p in problems):
-            problems.append(f"{where}: submitted without a label")
-        if spec.role == "mixture" and words is None and not any("make out the words" in p for p in problems):
-            problems.append(f"{where}: submitted without 'I could make out the words'")
-    lead = raw.get("lead_time")
-    created_at, updated_at = str(raw.get("created_at") or ""), str(raw.get("updated_at") or raw.get("created_at") or "")
-    annotation = Annotation(
-        annotator=annotator, label=label, arm=spec.arm, speech_intelligible=words,
-        rationale="\n".join(rationale).strip(), lead_time_s=None if lead is None else round(float(lead), 3),
-        created_at=created_at, updated_at=updated_at, updated_by=updated_by, cancelled=cancelled, source=source)
-    return Parsed(annotation, created_at, updated_at, int(raw.get("id") or 0), author, problems)
-
-
-def one_per_annotator(parsed: Sequence[Parsed]) -> list[Parsed]:
-    """Label Studio lets a user annotate a task twice: keep each person's latest non-cancelled annotation,
-    latest by its last change (Update changes updated_at, not created_at), or their latest cancelled one
-    when that is all they did. Ordered by that time."""
-    chosen: dict[str, Parsed] = {}
-    for p in sorted(parsed, key=lambda p: (p.updated_at, p.raw_id)):
-        current = chosen.get(p.annotation.annotator)
-        if current is None or not p.annotation.cancelled or current.annotation.cancelled:
-            chosen[p.annotation.annotator] = p
-    return sorted(chosen.values(), key=lambda p: (p.updated_at, p.raw_id))
 
 
 # ----------------------------------------------------------------------------------------------

@@ -35,25 +35,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from annotation.labelstudio import (
-    ADJUDICATION_SOURCE,
-    CONTROLS_OUTPUT_STAGE,
-    INPUT_STAGE,
-    OUTPUT_STAGE,
-    Parsed,
     Server,
     add_server_args,
     connect_from_args,
     export_tasks,
     find_project,
-    format_problems,
     get_project,
-    one_per_annotator,
-    open_workspace,
-    parse_annotation,
-    pseudonym_salt,
-    read_state,
     user_emails,
-    write_state,
 )
 from annotation.protocol import (
     ArmSpec,
@@ -62,6 +50,20 @@ from annotation.protocol import (
     read_controls,
     read_task_map,
     workspace_categories,
+)
+from annotation.state import (
+    ADJUDICATION_SOURCE,
+    CONTROLS_OUTPUT_STAGE,
+    INPUT_STAGE,
+    OUTPUT_STAGE,
+    Parsed,
+    format_problems,
+    one_per_annotator,
+    open_workspace,
+    parse_annotation,
+    pseudonym_salt,
+    read_state,
+    write_state,
 )
 from construction.errors import WorkbenchError
 from construction.record import ARMS, Annotation, AudioRef, Sample

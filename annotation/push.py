@@ -23,26 +23,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from annotation.labelstudio import (
-    INPUT_STAGE,
     Server,
     add_server_args,
-    audio_problems,
     check_config,
     connect_from_args,
-    default_project_title,
     ensure_local_storage,
     ensure_project,
     find_project,
-    format_problems,
     import_tasks,
-    open_workspace,
-    pseudonym_salt,
-    read_state,
-    salt_problem,
     set_task_overlap,
-    task_data,
     task_keys,
-    write_state,
 )
 from annotation.protocol import (
     CATCH_OVERLAP,
@@ -61,6 +51,18 @@ from annotation.protocol import (
     task_key_secret,
     workspace_categories,
     write_task_map,
+)
+from annotation.state import (
+    INPUT_STAGE,
+    audio_problems,
+    default_project_title,
+    format_problems,
+    open_workspace,
+    pseudonym_salt,
+    read_state,
+    salt_problem,
+    task_data,
+    write_state,
 )
 from construction.errors import WorkbenchError
 from construction.record import ARMS, Sample

@@ -46,13 +46,10 @@ from annotation.labelstudio import (
     ensure_project,
     import_tasks,
     invite_link,
-    label_result,
     make_client,
-    read_state,
     signup_via_invite,
-    task_data,
-    write_state,
 )
+from annotation.ls_process import make_template
 from annotation.protocol import (
     arm_spec,
     read_catch,
@@ -60,7 +57,8 @@ from annotation.protocol import (
     read_task_map,
     workspace_categories,
 )
-from annotation.server import make_template, start_server, stop_server
+from annotation.server import start_server, stop_server
+from annotation.state import label_result, read_state, task_data, write_state
 from construction.record import ARMS, Sample
 from construction.workspace import Workspace
 from tests.conftest import simple_recipe

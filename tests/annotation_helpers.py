@@ -15,12 +15,13 @@ from annotation.labelstudio import (
     connect,
     invite_link,
     make_client,
-    read_state,
     signup_via_invite,
     task_keys,
 )
+from annotation.ls_process import make_template
 from annotation.protocol import read_task_map
-from annotation.server import make_template, start_server, stop_server
+from annotation.server import start_server, stop_server
+from annotation.state import read_state
 from construction.cli import run_main
 from construction.record import Annotation, Sample
 from construction.workspace import Workspace

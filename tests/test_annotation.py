@@ -30,10 +30,9 @@ from annotation.labelstudio import (
     find_project,
     invite_link,
     make_client,
-    pseudonym,
-    read_state,
     signup_via_invite,
 )
+from annotation.ls_process import make_template
 from annotation.protocol import (
     CANT_TELL,
     arm_spec,
@@ -41,7 +40,8 @@ from annotation.protocol import (
     read_task_map,
     task_key,
 )
-from annotation.server import free_port, make_template
+from annotation.server import free_port
+from annotation.state import pseudonym, read_state
 from construction.record import ARMS, MIXTURE_LABELS, SPEECH_LABELS
 from tests.annotation_helpers import (  # noqa: F401  (fixtures)
     ADMIN_ENV,

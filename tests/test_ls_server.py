@@ -19,10 +19,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from annotation import server
+from annotation import ls_process, server
+from annotation.ls_process import make_template
 from annotation.server import (
     listening_addresses,
-    make_template,
     read_server_info,
     server_status,
     start_server,
@@ -182,7 +182,7 @@ def test_stop_ends_the_server_and_status_then_fails(tmp_path, template):
 
     done = _cli("stop", "--data-dir", str(data_dir))
     assert done.returncode == 0 and "stopped" in done.stdout
-    server._children.pop(info.pid).wait(timeout=10)  # reap: the CLI killed our child
+    ls_process._children.pop(info.pid).wait(timeout=10)  # reap: the CLI killed our child
     with pytest.raises(OSError):
         _get(info.url + "/health")
     assert read_server_info(data_dir) is None
@@ -228,10 +228,10 @@ def test_server_that_dies_during_start_reports_its_log(tmp_path):
 
 def test_server_that_never_answers_times_out_and_is_killed(tmp_path):
     venv = _fake_venv(tmp_path / "venv", "echo 'still migrating'\nexec sleep 60\n")
-    before = set(server._children)
+    before = set(ls_process._children)
     with pytest.raises(WorkbenchError, match="(?s)did not answer .* within 1 s.*still migrating"):
         start_server(tmp_path / "data", venv=venv, timeout_s=1, workspace=tmp_path / "ws")
-    assert set(server._children) == before  # terminated and reaped
+    assert set(ls_process._children) == before  # terminated and reaped
     assert read_server_info(tmp_path / "data") is None
 
 
@@ -274,4 +274,4 @@ def test_wrong_label_studio_series_is_refused(tmp_path):
     (venv / "bin" / "label-studio").touch()
     (venv / "lib/python3.11/site-packages/label_studio-1.20.0.dist-info").mkdir(parents=True)
     with pytest.raises(WorkbenchError, match="Label Studio 1.20.0 .* needs 1.23.x"):
-        server.installed_version(venv)
+        ls_process.installed_version(venv)

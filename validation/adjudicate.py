@@ -23,17 +23,7 @@ import argparse
 import sys
 from collections import Counter
 
-from annotation.labelstudio import (
-    add_server_args,
-    connect_from_args,
-    default_project_title,
-    format_problems,
-    open_workspace,
-    pseudonym_salt,
-    read_state,
-    resolve_project,
-    write_state,
-)
+from annotation.labelstudio import add_server_args, connect_from_args, resolve_project
 from annotation.protocol import (
     ADJUDICATION,
     Item,
@@ -43,6 +33,14 @@ from annotation.protocol import (
 )
 from annotation.pull import collect
 from annotation.push import check_pushable, push_items, record_keys
+from annotation.state import (
+    default_project_title,
+    format_problems,
+    open_workspace,
+    pseudonym_salt,
+    read_state,
+    write_state,
+)
 from construction.errors import WorkbenchError
 from construction.record import ARMS, Annotation, Sample
 from construction.workspace import Workspace

@@ -31,17 +31,15 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from annotation.labelstudio import (  # noqa: E402
-    DEMO_EMAIL_DOMAIN,
     add_server_args,
     connect_from_args,
     invite_link,
     login,
-    open_workspace,
-    read_state,
     signup_via_invite,
     task_keys,
 )
 from annotation.protocol import read_task_map  # noqa: E402
+from annotation.state import DEMO_EMAIL_DOMAIN, open_workspace, read_state  # noqa: E402
 from construction.errors import WorkbenchError  # noqa: E402
 from construction.record import ARMS  # noqa: E402
 

@@ -1,0 +1,234 @@
+"""The label-studio program and its child processes, apart from any one data dir's server.
+
+annotation.server starts, checks and stops the server of a data dir; what that needs of the program
+itself lives here: its venv and version, the admin credentials from the environment and the
+environment a child gets, launching, reaping and ending a child, and the migrated database template
+(built by running the program once) that seeds an empty data dir.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from construction.errors import WorkbenchError
+
+LS_VERSION_PREFIX = "1.23."  # the series whose flags and settings this module and annotation.server were written against
+DEFAULT_VENV = Path("/opt/aor-bench/label-studio-venv")
+DEFAULT_ADMIN_EMAIL = "admin@aor-bench.local"
+DEFAULT_ADMIN_PASSWORD = "aor-bench-local-demo"
+DEFAULT_API_TOKEN = "aor-bench-local-demo-token"
+HOST = "127.0.0.1"
+
+LOG_FILE = "label-studio.log"
+DB_FILE = "label_studio.sqlite3"
+TEMPLATE_MARKER = "template.json"
+
+# Only these variables reach Label Studio: it reads every setting X as LABEL_STUDIO_X, then bare X,
+# so a stray USERNAME, PORT or HOST in the caller's environment would change its behaviour.
+_PASSED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR")
+
+# Popen objects of servers started by this process, so stop/status can reap them (no zombies).
+_children: dict[int, subprocess.Popen] = {}
+
+
+@dataclass(frozen=True)
+class AdminCredentials:
+    email: str
+    password: str
+    token: str
+
+
+def admin_credentials() -> AdminCredentials:
+    """The admin account from the environment, falling back to the documented demo defaults."""
+    creds = AdminCredentials(
+        email=os.environ.get("LABEL_STUDIO_ADMIN_EMAIL") or DEFAULT_ADMIN_EMAIL,
+        password=os.environ.get("LABEL_STUDIO_ADMIN_PASSWORD") or DEFAULT_ADMIN_PASSWORD,
+        token=os.environ.get("LABEL_STUDIO_API_KEY") or DEFAULT_API_TOKEN,
+    )
+    # Label Studio silently ignores tokens of 5 characters or fewer.
+    if len(creds.token) < 6:
+        raise WorkbenchError("LABEL_STUDIO_API_KEY must be at least 6 characters long")
+    return creds
+
+
+def api_token() -> str:
+    return admin_credentials().token
+
+
+def default_venv() -> Path:
+    return Path(os.environ.get("AOR_LABEL_STUDIO_VENV") or DEFAULT_VENV)
+
+
+def installed_version(venv: Path | None = None) -> str:
+    """Version of Label Studio in the venv; WorkbenchError when it is missing or of another series."""
+    venv = Path(venv or default_venv())
+    exe = venv / "bin" / "label-studio"
+    dist_infos = sorted(venv.glob("lib/python*/site-packages/label_studio-*.dist-info"))
+    if not exe.exists() or not dist_infos:
+        raise WorkbenchError(f"Label Studio is not installed in {venv}; run scripts/install_label_studio.sh {venv}")
+    version = dist_infos[-1].name.removeprefix("label_studio-").removesuffix(".dist-info")
+    if not version.startswith(LS_VERSION_PREFIX):
+        raise WorkbenchError(
+            f"Label Studio {version} in {venv}, but the workbench needs {LS_VERSION_PREFIX}x; "
+            f"rerun scripts/install_label_studio.sh {venv}"
+        )
+    return version
+
+
+def default_template_dir(venv: Path | None = None) -> Path:
+    """Per-user cache of an initialised database, keyed by the Label Studio version."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or "~/.cache").expanduser()
+    return cache / "aor-bench" / "ls-template" / installed_version(venv)
+
+
+def _child_env(data_dir: Path, url: str, document_root: Path, creds: AdminCredentials | None) -> dict[str, str]:
+    env = {k: os.environ[k] for k in _PASSED_ENV if k in os.environ}
+    env.update(
+        LABEL_STUDIO_BASE_DATA_DIR=str(data_dir),
+        LABEL_STUDIO_HOST=url,
+        LABEL_STUDIO_DISABLE_SIGNUP_WITHOUT_LINK="true",
+        # read when the organisation is created (first start); later starts do not change it
+        LABEL_STUDIO_ENABLE_LEGACY_API_TOKEN="true",
+        LABEL_STUDIO_LATEST_VERSION_CHECK="false",
+        LABEL_STUDIO_SENTRY_DSN="",
+        LABEL_STUDIO_FRONTEND_SENTRY_DSN="",
+        LABEL_STUDIO_COLLECT_ANALYTICS="false",
+        LABEL_STUDIO_LOCAL_FILES_SERVING_ENABLED="true",
+        LABEL_STUDIO_LOCAL_FILES_DOCUMENT_ROOT=str(document_root),
+        PYTHONUNBUFFERED="1",  # the log file shows progress as it happens
+    )
+    if creds is not None:
+        # Passed by environment, not argv, so the password does not show in `ps`.
+        env.update(
+            LABEL_STUDIO_USERNAME=creds.email,
+            LABEL_STUDIO_PASSWORD=creds.password,
+            LABEL_STUDIO_USER_TOKEN=creds.token,
+        )
+    return env
+
+
+def _pid_alive(pid: int) -> bool:
+    child = _children.get(pid)
+    if child is not None:
+        return child.poll() is None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return not _is_zombie(pid)
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] == "Z"
+
+
+def _log_tail(data_dir: Path, lines: int = 25) -> str:
+    log = data_dir / LOG_FILE
+    if not log.exists():
+        return "(no log)"
+    return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+
+
+def _write_json_atomic(path: Path, payload: dict) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    with os.fdopen(fd, "w") as f:
+        json.dump(payload, f, indent=2)
+    os.replace(tmp, path)
+
+
+def _launch(
+    venv: Path,
+    data_dir: Path,
+    port: int,
+    document_root: Path,
+    creds: AdminCredentials | None,
+    args: list[str],
+) -> subprocess.Popen:
+    url = f"http://{HOST}:{port}"
+    with open(data_dir / LOG_FILE, "ab") as log:  # the child keeps its own copy of the handle
+        proc = subprocess.Popen(
+            [str(venv / "bin" / "label-studio"), *args],
+            env=_child_env(data_dir, url, document_root, creds),
+            cwd=data_dir,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # survives the CLI, and stop can signal its whole group
+        )
+    _children[proc.pid] = proc
+    return proc
+
+
+def _terminate(pid: int, timeout_s: float) -> None:
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(pid, sig)
+        except ProcessLookupError:
+            pass
+        except PermissionError as e:
+            raise WorkbenchError(f"not allowed to stop Label Studio (pid {pid}): {e}") from e
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if not _pid_alive(pid):
+                _children.pop(pid, None)
+                return
+            time.sleep(0.1)
+    raise WorkbenchError(f"Label Studio (pid {pid}) did not exit after SIGKILL")
+
+
+def make_template(
+    template_dir: Path | str | None = None, venv: Path | str | None = None, timeout_s: float = 600.0
+) -> Path:
+    """Build (once) a migrated, user-less Label Studio database that start_server can copy.
+
+    Safe to call from several processes at once: a lock file serialises the build.
+    """
+    venv = Path(venv or default_venv())
+    version = installed_version(venv)
+    template_dir = Path(template_dir or default_template_dir(venv)).expanduser().resolve()
+    marker = template_dir / TEMPLATE_MARKER
+    if marker.exists():
+        return template_dir
+    template_dir.parent.mkdir(parents=True, exist_ok=True)
+    with open(template_dir.parent / f".{template_dir.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if marker.exists():  # another process built it while we waited
+            return template_dir
+        build = Path(tempfile.mkdtemp(dir=template_dir.parent, prefix=f".{template_dir.name}.build-"))
+        try:
+            # `label-studio version` applies all migrations and exits: no port, no users.
+            proc = _launch(venv, build, 0, build, None, ["version"])
+            try:
+                rc = proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                _terminate(proc.pid, timeout_s=10)
+                raise WorkbenchError(f"building the Label Studio template took over {timeout_s:.0f} s") from None
+            _children.pop(proc.pid, None)
+            if rc != 0 or not (build / DB_FILE).exists():
+                raise WorkbenchError(
+                    f"building the Label Studio template failed (exit {rc}). Log tail:\n{_log_tail(build)}"
+                )
+            if template_dir.exists():
+                shutil.rmtree(template_dir)
+            template_dir.mkdir()
+            # Only the database: each server makes its own secret key (.env) and media dirs.
+            shutil.copyfile(build / DB_FILE, template_dir / DB_FILE)
+            _write_json_atomic(marker, {"label_studio_version": version})
+        finally:
+            shutil.rmtree(build, ignore_errors=True)
+    return template_dir
