@@ -11,6 +11,8 @@ Sources (see configs/starter_sounds.yaml and the shared sound-sources references
     openclonk-data           C4Group archives (construction.c4group); licences from their authors.txt
     supertuxkart-data, sonic-pi-samples, lomiri-sounds, lugaru-data, ufoai-music (zip), freedink-data
     (README-REPLACEMENTS), lincity-ng-data (dual GPL / CC-BY-SA-2.0): per-file licence records
+    fluid-soundfont-gs       named samples in a SoundFont 2 file (16-bit PCM); licence statement in
+                             the package's (non-DEP-5) copyright file
 
 A Debian source that is not installed is read from its .deb, fetched with `apt-get download` into
 the cache (~/.cache/aor-bench/debs) and unpacked member by member (construction.debcache).
@@ -46,7 +48,8 @@ from construction.sounds import normalise_licence, sha256_file
 
 class SourceSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    kind: Literal["opensfx_cat", "doom_wad", "wavpack_dir", "audio_dir", "pypi_wheel", "zip_archive", "c4group"]
+    kind: Literal["opensfx_cat", "doom_wad", "wavpack_dir", "audio_dir", "pypi_wheel", "zip_archive", "c4group",
+                  "sf2_sample"]
     install: str
     docs: str
     homepage: str
@@ -55,6 +58,7 @@ class SourceSpec(BaseModel):
     dir: str | None = None
     package_path: str | None = None     # upstream path of `dir` (or of the zip's root) for DEP-5 matching
     package_licence: str | None = None
+    licence_statement: str | None = None  # sf2_sample: the sentence in `docs` that grants package_licence
     licence_from: Literal["dep5", "dep5_dual", "freedink"] = "dep5"  # *_dir and zip sources
     dual_licence: str | None = None     # dep5_dual: the SPDX id the stanza's comment offers besides GPL
     authors: str | None = None          # c4group: the authors file inside the group
@@ -427,7 +431,68 @@ class PypiWheel:
         return _decode_bytes(data, member, f"{self.spec.wheel}:{member}")
 
 
-Reader = OpenSfxCat | DoomWad | PackageFiles | ZipArchive | C4GroupSource | PypiWheel
+class SoundFontSample:
+    """Named samples in a SoundFont 2 file (RIFF 'sfbk'): the 'shdr' table of the 'pdta' list gives each
+    sample's name, start and end (in sample frames of the 16-bit mono 'smpl' chunk) and rate. A clip is
+    one whole sample as stored (not a rendered note, no loop). The licence is the package's: its
+    copyright file must still hold `licence_statement` and the MIT permission text."""
+
+    MIT_TEXT = ("Permission is hereby granted, free of charge", "THE SOFTWARE IS PROVIDED \"AS IS\"")
+
+    def __init__(self, spec: SourceSpec, resolve: Resolve | None = None):
+        self.resolve = resolve or _plain(spec)
+        self.spec = spec
+        self.path = self.resolve(spec.file or "")
+        self.data = self.path.read_bytes()
+        if self.data[:4] != b"RIFF" or self.data[8:12] != b"sfbk":
+            raise WorkbenchError(f"{self.path} is not a SoundFont 2 file")
+        self.smpl: tuple[int, int] | None = None
+        self.samples: dict[str, tuple[int, int, int]] = {}
+        for cid, offset, size in self._chunks(12, len(self.data)):
+            if cid != b"LIST":
+                continue
+            for sub, sub_offset, sub_size in self._chunks(offset + 4, offset + size):
+                if sub == b"smpl":
+                    self.smpl = (sub_offset, sub_size)
+                elif sub == b"shdr":
+                    for i in range(sub_size // 46 - 1):  # the last record is the terminal "EOS"
+                        record = self.data[sub_offset + 46 * i:sub_offset + 46 * (i + 1)]
+                        name = record[:20].split(b"\0")[0].decode("latin-1").strip()
+                        start, end, _, _, rate = struct.unpack_from("<5I", record, 20)
+                        self.samples.setdefault(name, (start, end, rate))
+        if self.smpl is None or not self.samples:
+            raise WorkbenchError(f"{self.path} has no sample data or no sample headers")
+
+    def _chunks(self, offset: int, end: int):
+        while offset + 8 <= end:
+            cid, size = self.data[offset:offset + 4], struct.unpack_from("<I", self.data, offset + 4)[0]
+            if offset + 8 + size > end:
+                raise WorkbenchError(f"{self.path}: chunk {cid!r} runs past its container")
+            yield cid, offset + 8, size
+            offset += 8 + size + (size & 1)
+
+    def licence(self, clip: ClipSpec) -> str:
+        text = " ".join(_read_doc(self.resolve(self.spec.docs)).split())
+        statement = " ".join((self.spec.licence_statement or "").split())
+        if not (statement and self.spec.package_licence and statement in text
+                and all(part in text for part in self.MIT_TEXT)):
+            raise WorkbenchError(f"{self.spec.docs} no longer says {self.spec.licence_statement!r} "
+                                 "with the MIT permission text")
+        return self.spec.package_licence
+
+    def audio(self, clip: ClipSpec) -> tuple[np.ndarray, int]:
+        name = str(clip.entry)
+        if name not in self.samples:
+            raise WorkbenchError(f"{self.path} has no sample named {name!r}")
+        start, end, rate = self.samples[name]
+        offset, size = self.smpl or (0, 0)
+        if not 0 <= start < end <= size // 2:
+            raise WorkbenchError(f"{self.path} sample {name!r} lies outside the sample data")
+        pcm = np.frombuffer(self.data, dtype="<i2", count=end - start, offset=offset + 2 * start)
+        return (pcm.astype(np.float64) / 32768.0)[:, None], rate
+
+
+Reader = OpenSfxCat | DoomWad | PackageFiles | ZipArchive | C4GroupSource | PypiWheel | SoundFontSample
 
 
 def _needed_paths(spec: SourceSpec, clips: list[ClipSpec]) -> list[str]:
@@ -459,7 +524,8 @@ def open_source(spec: SourceSpec, cache_dir: Path, clips: list[ClipSpec] | None 
             if not found.exists():
                 raise SourceMissing(f"{path} not found in {spec.package} (install: {spec.install})")
             return found
-    readers = {"opensfx_cat": OpenSfxCat, "doom_wad": DoomWad, "zip_archive": ZipArchive, "c4group": C4GroupSource}
+    readers = {"opensfx_cat": OpenSfxCat, "doom_wad": DoomWad, "zip_archive": ZipArchive, "c4group": C4GroupSource,
+               "sf2_sample": SoundFontSample}
     return readers.get(spec.kind, PackageFiles)(spec, resolve)  # type: ignore[operator]
 
 

@@ -37,7 +37,7 @@ bash scripts/install_label_studio.sh
 
 # Debian game/sound data the starter library is cut from, fetched as .debs (never installed, only the
 # listed files are unpacked by the build): about 1.1 GB, most of it supertuxkart-data (628 MB).
-SOUND_DEBS="openclonk-data supertuxkart-data ufoai-music freedink-data sonic-pi-samples lomiri-sounds lugaru-data lincity-ng-data"
+SOUND_DEBS="openclonk-data supertuxkart-data ufoai-music freedink-data sonic-pi-samples lomiri-sounds lugaru-data lincity-ng-data fluid-soundfont-gs"
 DEB_CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/aor-bench/debs"
 mkdir -p "$DEB_CACHE"
 fetch=""
