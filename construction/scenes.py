@@ -79,7 +79,9 @@ def assign_clips(samples: Iterable[Sample], taxonomy: Taxonomy, library: SoundLi
         used = uses[sample.category]
         chosen: dict[str, Clip] = {}
         for tag in defining + support:
-            clips = cache.setdefault(tag, library.select([tag], licence))
+            if tag not in cache:  # once per tag (setdefault would evaluate the select every time)
+                cache[tag] = library.select([tag], licence)
+            clips = cache[tag]
             if not clips:
                 continue
             key = (sample.category, tag)
