@@ -175,12 +175,10 @@ def test_batch_mates_do_not_change_a_text(speech, fitted):
     assert fitted.transcribe([speech[3], speech[1]]) == [alone[3], alone[1]]
 
 
-def test_a_looping_fitted_text_is_redone_in_a_full_window(speech, fitted, monkeypatch):
-    """Whisper can repeat itself; such a text is not trusted and the clip is transcribed again."""
-    real = fitted.model.model
-    loop = fitted.model.hf_tokenizer.encode(" go" * 60, add_special_tokens=False).ids
+def _first_clip_answers(real, ids: list[int]):
+    """The CTranslate2 model, except that its first generate() answers `ids` for the first clip."""
 
-    class Looping:  # the CTranslate2 model, except that its first generate() loops on the first clip
+    class FirstClipAnswers:
         calls = 0
 
         def __getattr__(self, name):
@@ -189,9 +187,15 @@ def test_a_looping_fitted_text_is_redone_in_a_full_window(speech, fitted, monkey
         def generate(self, features, prompts, **options):
             results = real.generate(features, prompts, **options)
             self.calls += 1
-            return [SimpleNamespace(sequences_ids=[loop])] + results[1:] if self.calls == 1 else results
+            return [SimpleNamespace(sequences_ids=[ids])] + results[1:] if self.calls == 1 else results
 
-    monkeypatch.setattr(fitted.model, "model", Looping())
+    return FirstClipAnswers()
+
+
+def test_a_looping_fitted_text_is_redone_in_a_full_window(speech, fitted, monkeypatch):
+    """Whisper can repeat itself; such a text is not trusted and the clip is transcribed again."""
+    loop = fitted.model.hf_tokenizer.encode(" go" * 60, add_special_tokens=False).ids
+    monkeypatch.setattr(fitted.model, "model", _first_clip_answers(fitted.model.model, loop))
     texts = fitted.transcribe(speech[:3])
     assert fitted.stats.fitted == 2 and fitted.stats.full == 1 and fitted.stats.redone == {"loop": 1}
     assert "go go go" not in " ".join(texts).lower()
@@ -214,24 +218,11 @@ def test_an_untrusted_fitted_text_is_redone_in_a_full_window(speech, fitted, ful
     """The fitted decode of the Reload clip is replaced by one that trails off, stops early, is cut off
     by the token limit or writes the sentence twice; the clip is then transcribed again in a 30 s
     window, exactly as the 30 s path transcribes it."""
-    real = fitted.model.model
     ids = [_timestamp(fitted, t) if isinstance(t, float) else fitted.model.hf_tokenizer.encode(
         t, add_special_tokens=False).ids for t in tokens]
     ids = [i for part in ids for i in (part if isinstance(part, list) else [part])]
-
-    class Stopping:  # the CTranslate2 model, except that its first generate() answers `ids`
-        calls = 0
-
-        def __getattr__(self, name):
-            return getattr(real, name)
-
-        def generate(self, features, prompts, **options):
-            results = real.generate(features, prompts, **options)
-            self.calls += 1
-            return [SimpleNamespace(sequences_ids=[ids])] + results[1:] if self.calls == 1 else results
-
     expected = full.transcribe([speech[2]])
-    monkeypatch.setattr(fitted.model, "model", Stopping())
+    monkeypatch.setattr(fitted.model, "model", _first_clip_answers(fitted.model.model, ids))
     assert fitted.transcribe([speech[2]]) == expected
     assert fitted.stats.fitted == 0 and fitted.stats.full == 1 and fitted.stats.redone == {reason: 1}
 
