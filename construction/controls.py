@@ -68,16 +68,18 @@ def control_for(sample: Sample, kind: str, taxonomy, seed: int) -> Sample | None
 
 def neutral_mix(stage, sample: Sample) -> Sample | Rejected:
     """The speech alone, laid out like a mixture (silence where the scene would be heard)."""
+    from construction.mix import loudness_lufs, render
+
     cfg, sr = stage.config.mix, stage.config.sample_rate
     speech = stage.ws.load_audio(sample.speech)
-    from construction.mix import loudness_lufs
-
     rng = random.Random(stable_seed("neutral", stage.config.seed, sample.sample_id))
     alone_s = round(rng.uniform(cfg.scene_alone_s_min, cfg.scene_alone_s_max), 2)
     after_s = round(rng.uniform(*cfg.after_s[sample.placement]), 2)
-    audio = np.zeros(int(alone_s * sr) + speech.size + int(after_s * sr), dtype=np.float32)
-    gain = 10 ** ((cfg.speech_lufs - loudness_lufs(speech, sr)) / 20)
-    audio[int(alone_s * sr):int(alone_s * sr) + speech.size] = np.clip(speech * gain, -0.89, 0.89)
+    start = int(alone_s * sr)
+    speech_track = np.zeros(start + speech.size + int(after_s * sr))
+    speech_track[start:start + speech.size] = speech * 10 ** ((cfg.speech_lufs - loudness_lufs(speech, sr)) / 20)
+    silence = np.zeros(speech_track.size)
+    audio, _ = render(speech_track, silence, silence, cfg.peak_dbfs)  # mix's peak guard, not a clip at 0.89
     return sample.model_copy(update={"mixture": stage.ws.store_audio(audio, sr),
                                      "custom": {**sample.custom, "scene_alone_s": alone_s, "scene_after_s": after_s}})
 
