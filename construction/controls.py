@@ -39,7 +39,7 @@ def selected(samples: list[Sample], share: float, seed: int) -> list[Sample]:
     for s in samples:
         by_category.setdefault(s.category, []).append(s)
     chosen: set[str] = set()
-    for category, members in by_category.items():
+    for members in by_category.values():
         ranked = sorted(members, key=lambda s: hashlib.sha256(f"{seed}:{s.sample_id}".encode()).hexdigest())
         chosen |= {s.sample_id for s in ranked[:max(1, round(share * len(members)))]}
     return [s for s in samples if s.sample_id in chosen]
