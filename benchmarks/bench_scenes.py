@@ -6,8 +6,9 @@ Reads the manifests of a workspace built with `python -m construction.pipeline` 
 - share of scripts that reach the WER stage with a background (target >= 90 %, every category >= 80 %);
 - share of those kept after WER (target >= 85 %), per category, by reason;
 - share of mixtures whose recipe renders every defining sound of their scene (target 100 %);
-- top clip's share of its category against the smallest share the library allows (1 / clips of the
-  category's scarcest defining sound) (target <= 5 % where the library allows);
+- top clip's share of its category against the smallest share the library allows (a defining sound
+  that n of the category's samples need and k clips carry puts some clip in n/k of them; the largest
+  such share) (target <= 5 % where the library allows);
 - share of mixtures with the scene alone >= 1.5 s (target >= 95 %);
 - a table of clips per defining sound per category, and three kept samples per category described.
 """

@@ -177,8 +177,7 @@ class FasterWhisperASR:
     rounded up to whole seconds) instead of Whisper's fixed 30 s, and clips of the same window
     length are decoded `batch` at a time. A clip whose fitted text is not trusted (_fitted_problem:
     empty, looping, repeated, trailing off, unfinished or ending early) is transcribed again the
-    usual way, and so
-    is a clip too long for a fitted window. window "full": every clip the usual way
+    usual way, and so is a clip too long for a fitted window. window "full": every clip the usual way
     (WhisperModel.transcribe).
     cpu_threads: 0 = every core this process may use.
     """
