@@ -39,20 +39,11 @@ from construction.config import Config, MixConfig
 from construction.errors import WorkbenchError
 from construction.record import MixRecipe, Sample, SceneSound, stable_seed
 from construction.runner import print_summary, run_configured
+from construction.sounds import loudness_lufs
 from construction.workspace import Rejected, Workspace
 
 STAGE = "mix"
 log = logging.getLogger(__name__)
-
-
-def loudness_lufs(audio: np.ndarray, sample_rate: int) -> float:
-    """BS.1770 integrated loudness; clips shorter than one 400 ms gating block are measured padded."""
-    import pyloudnorm
-
-    block = int(0.4 * sample_rate) + 1
-    if audio.size < block:
-        audio = np.pad(audio, (0, block - audio.size))
-    return float(pyloudnorm.Meter(sample_rate).integrated_loudness(audio.astype(np.float64)))
 
 
 def gain_to(audio: np.ndarray, target_lufs: float, sample_rate: int) -> float:

@@ -183,22 +183,26 @@ def _flat_tops(audio: np.ndarray) -> tuple[int, int]:
     return total, longest
 
 
+def loudness_lufs(audio: np.ndarray, sample_rate: int) -> float:
+    """BS.1770 integrated loudness; clips shorter than one 400 ms gating block are measured padded."""
+    import pyloudnorm
+
+    block = int(0.4 * sample_rate) + 1
+    if audio.size < block:
+        audio = np.pad(audio, (0, block - audio.size))
+    return float(pyloudnorm.Meter(sample_rate).integrated_loudness(audio.astype(np.float64)))
+
+
 def measure(audio: np.ndarray, sample_rate: int, *, loudness: bool = True) -> Measurement:
     """Duration, loudness, peak, activity and clipping of `audio` ([frames] or [frames, channels]);
     `loudness=False` skips the (slow) BS.1770 measurement and leaves `lufs` None."""
-    import pyloudnorm
-
     audio = np.asarray(audio, dtype=np.float64)
     channels = audio if audio.ndim == 2 else audio[:, None]
     mono = channels.mean(axis=1)
     peak = float(np.max(np.abs(channels))) if channels.size else 0.0
     levels = frame_db(mono, sample_rate) if mono.size else np.array([-240.0])
     active = float(np.mean(levels > active_threshold_db(levels))) if mono.size and peak > 0 else 0.0
-    lufs = float("nan")
-    if loudness:
-        block = int(0.4 * sample_rate) + 1
-        padded = mono if mono.size >= block else np.pad(mono, (0, block - mono.size))
-        lufs = float(pyloudnorm.Meter(sample_rate).integrated_loudness(padded))
+    lufs = loudness_lufs(mono, sample_rate) if loudness else float("nan")
     flat, longest = _flat_tops(channels)
     return Measurement(duration_s=round(mono.size / sample_rate, 4), sample_rate=sample_rate,
                        lufs=round(lufs, 2) if np.isfinite(lufs) else None,
@@ -327,7 +331,7 @@ def _check_file(path: Path, clip: Clip, check_audio: bool) -> tuple[str | None, 
     if peak < 10 ** (SILENCE_PEAK_DBFS / 20):
         return f"file is silent (peak {20 * np.log10(max(peak, 1e-12)):.1f} dBFS): {path}", clip
     if clip.kind is None:  # a catalog older than `kind`: the measured default
-        clip = clip.model_copy(update={"kind": default_kind(measure(audio, rate))})
+        clip = clip.model_copy(update={"kind": default_kind(measure(audio, rate, loudness=False))})  # kind needs no loudness
     return None, clip
 
 

@@ -14,10 +14,16 @@ import soundfile as sf
 import yaml
 
 from construction.config import load_config
-from construction.mix import MixStage, bed_track, loudness_lufs
+from construction.mix import MixStage, bed_track
 from construction.record import Sample, make_sample_id
 from construction.runner import run_stage
-from construction.sounds import Clip, load_library, sha256_file, write_catalog
+from construction.sounds import (
+    Clip,
+    load_library,
+    loudness_lufs,
+    sha256_file,
+    write_catalog,
+)
 from construction.workspace import Workspace
 from tests.conftest import MINI_TAXONOMY, run_module
 
