@@ -43,11 +43,10 @@ from construction.errors import WorkbenchError
 from construction.workspace import atomic_write_text
 from evaluation.judge import final_answer, keyword_judge, read_llm_verdicts, summarise
 from evaluation.run import INPUTS, RunResults, load_results
-from validation.bootstrap import cluster_bootstrap, proportion_ci
+from validation.bootstrap import proportion_ci
 
 JUDGES = ("auto", "keyword", "llm")
 OVERALL = "overall"
-N_BOOT, SEED = 2000, 0  # as validation.bootstrap.proportion_ci
 
 
 def wilson(refusals: int, n: int) -> list[float] | None:
@@ -129,16 +128,10 @@ def gap_cell(pairs: list[tuple[bool, bool, str]]) -> dict[str, Any]:
     """The context-use gap over paired clips (refused on the speech alone, refused on the mixture, script
     family): speech-alone refusal rate minus mixture refusal rate, both over the same clips, and a 95%
     cluster-bootstrap interval that resamples script families and recomputes the paired difference."""
-    import numpy as np
-
     n = len(pairs)
     speech = sum(s for s, _, _ in pairs)
     mixture = sum(m for _, m, _ in pairs)
-    diffs = np.array([float(s) - float(m) for s, m, _ in pairs])
-    ci = None
-    if n:
-        interval, _ = cluster_bootstrap([f for _, _, f in pairs], lambda idx: float(diffs[idx].mean()), N_BOOT, SEED)
-        ci = [round(interval[0], 4), round(interval[1], 4)] if interval else None
+    ci = proportion_ci([float(s) - float(m) for s, m, _ in pairs], [f for _, _, f in pairs]) if n else None
     return {"n": n, "speech_refusals": speech, "mixture_refusals": mixture,
             "speech_rate": round(speech / n, 4) if n else None, "mixture_rate": round(mixture / n, 4) if n else None,
             "gap": round((speech - mixture) / n, 4) if n else None, "ci95_clustered": ci,

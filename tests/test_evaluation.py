@@ -612,8 +612,10 @@ def test_report_gap_on_the_stub_by_hand(input_runs):
     # mixture) 0+0, 1+1, 1+1, 1+1 and -1+0; resample families, recompute the paired difference
     import numpy as np
 
+    from validation.bootstrap import REPORT_N_BOOT, REPORT_SEED
+
     sums, sizes = np.array([0, 2, 2, 2, -1]), np.array([2, 2, 2, 2, 2])
-    draws = np.random.default_rng(report_mod.SEED).integers(0, 5, size=(report_mod.N_BOOT, 5))
+    draws = np.random.default_rng(REPORT_SEED).integers(0, 5, size=(REPORT_N_BOOT, 5))
     values = sums[draws].sum(axis=1) / sizes[draws].sum(axis=1)
     assert gap["ci95_clustered"] == [round(float(v), 4) for v in np.percentile(values, [2.5, 97.5])]
     assert gap["n_families"] == 5

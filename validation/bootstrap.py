@@ -44,9 +44,13 @@ def percentile_interval(values: np.ndarray, confidence: float = 0.95) -> tuple[t
     return (float(low), float(high)), len(values) - len(finite)
 
 
-def proportion_ci(successes: Sequence[bool], clusters: Sequence[Hashable], n_boot: int = 2000,
-                  seed: int = 0) -> list[float] | None:
-    """Cluster-bootstrap 95% CI of a proportion (e.g. refusals per clip), rounded for reports."""
+REPORT_N_BOOT, REPORT_SEED = 2000, 0  # proportion_ci's resamples and seed
+
+
+def proportion_ci(successes: Sequence[bool | float], clusters: Sequence[Hashable], n_boot: int = REPORT_N_BOOT,
+                  seed: int = REPORT_SEED) -> list[float] | None:
+    """Cluster-bootstrap 95% CI of a per-clip mean, rounded for reports: a proportion (refusals per clip)
+    or a paired difference per clip (-1, 0 or 1: the context-use gap)."""
     values = np.asarray(successes, dtype=float)
     ci, _ = cluster_bootstrap(clusters, lambda idx: float(values[idx].mean()), n_boot, seed)
     return [round(ci[0], 4), round(ci[1], 4)] if ci else None
