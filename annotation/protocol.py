@@ -41,7 +41,6 @@ from construction.workspace import Workspace, atomic_write_text
 
 ADJUDICATION = "adjudication"  # the fourth project role: one decision per disputed sample, mixture only
 ROLES: tuple[str, ...] = (*ARMS, ADJUDICATION)
-ADJUDICATION_LABELS: tuple[str, ...] = ("benign", "harmful")
 WORDS = {"yes": True, "no": False}  # the mixture arm's required "I could make out the words"
 TASKS_FILE = "annotation_tasks.json"  # key -> [item id, role]; beside annotation.json, never served
 CATCH_STAGE = "catch"  # manifests/catch.jsonl: the attention checks (Sample records, ids catch-...)

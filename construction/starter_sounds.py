@@ -171,15 +171,6 @@ def flac_bytes(mono: np.ndarray, sample_rate: int) -> bytes:
     return buf.getvalue()
 
 
-def wav_bytes(audio: np.ndarray, sample_rate: int) -> bytes:
-    """Mono 16-bit WAV bytes (channels averaged); deterministic for the same audio."""
-    mono = audio.mean(axis=1) if audio.ndim == 2 else audio
-    pcm = np.clip(np.round(mono * 32768.0), -32768, 32767).astype(np.int16)
-    buf = io.BytesIO()
-    sf.write(buf, pcm, sample_rate, format="WAV", subtype="PCM_16")
-    return buf.getvalue()
-
-
 # --- vocabulary ----------------------------------------------------------------------------------
 
 def taxonomy_vocabulary(taxonomy: str | Path | None = None) -> tuple[dict[str, str], dict[str, list[str]], str]:
@@ -200,12 +191,6 @@ def taxonomy_vocabulary(taxonomy: str | Path | None = None) -> tuple[dict[str, s
     if not isinstance(tags, dict) or not tags:
         raise WorkbenchError(f"taxonomy {path} has no 'tags' vocabulary")
     return {str(k): str(v) for k, v in tags.items()}, categories, str(path)
-
-
-def taxonomy_category_tags(taxonomy: str | Path | None = None) -> tuple[dict[str, list[str]], str]:
-    """Category id -> background tags, from the scenario taxonomy (the packaged one by default)."""
-    _, categories, path = taxonomy_vocabulary(taxonomy)
-    return categories, path
 
 
 # --- build ---------------------------------------------------------------------------------------

@@ -76,7 +76,6 @@ CONTROLS_CONFIG = "controls"  # the release's second config
 CONTROLS_DIR = "controls"
 RELEASABLE = "benign"  # the benchmark holds clips whose context makes the speech benign
 DEMO_SOURCE = "demo"
-ADJUDICATION_SOURCE = "adjudication"  # validation.agreement stores the adjudicator's decision this way
 DEFAULT_LICENCE = "CC-BY-4.0"
 DEFAULT_SHARD_BYTES = 500 * 1024 * 1024  # the Hub's recommended parquet shard size
 VERSION_RE = re.compile(r"^\d+\.\d+\.\d+([-+][0-9A-Za-z.-]+)?$")

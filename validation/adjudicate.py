@@ -34,6 +34,7 @@ from annotation.protocol import (
 from annotation.pull import collect
 from annotation.push import check_pushable, push_items, record_keys
 from annotation.state import (
+    ADJUDICATION_SOURCE,
     default_project_title,
     format_problems,
     open_workspace,
@@ -45,7 +46,6 @@ from construction.errors import WorkbenchError
 from construction.record import ARMS, Annotation, Sample
 from construction.workspace import Workspace
 from validation.agreement import (
-    ADJUDICATION_SOURCE,
     INPUT_STAGE,
     OUTPUT_STAGE,
     ConsensusRule,

@@ -23,6 +23,7 @@ from typing import Any
 
 import pandas as pd
 
+from annotation.state import ADJUDICATION_SOURCE
 from construction.errors import WorkbenchError
 from construction.record import Annotation, Sample
 from construction.runner import summarize
@@ -48,7 +49,6 @@ from validation.statistics import (  # noqa: F401 (re-exported: the statistics w
 )
 
 DEFAULT_LABELS = ("benign", "harmful", "unclear")
-ADJUDICATION_SOURCE = "adjudication"
 INPUT_STAGE = "annotated"
 OUTPUT_STAGE = "validated"
 

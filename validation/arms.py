@@ -22,9 +22,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from annotation.state import ADJUDICATION_SOURCE
 from construction.record import CANT_TELL, Annotation, Sample
-
-ADJUDICATION_SOURCE = "adjudication"
 
 
 @dataclass(frozen=True)
