@@ -179,7 +179,8 @@ def main(argv: list[str] | None = None) -> int:
     controls, orphans = read_controls(ws, {s.sample_id for s in samples})
     state = read_state(ws)
     base = args.project or state.get("project", {}).get("title") or default_project_title(ws)
-    specs = {role: arm_spec(role, workspace_categories(ws, samples)) for role in ARMS}
+    categories = workspace_categories(ws, samples)  # reads config.yaml and the taxonomy: once
+    specs = {role: arm_spec(role, categories) for role in ARMS}
 
     server = connect_from_args(args)
     for role in ARMS:  # a project of that title asking something else: refused before anything is written
