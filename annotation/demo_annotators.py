@@ -48,6 +48,7 @@ from annotation.labelstudio import (
 from annotation.protocol import (
     ADJUDICATION,
     CANT_TELL,
+    audio_field,
     config_labels,
     read_catch,
     read_controls,
@@ -181,7 +182,7 @@ def known_items(ws: Workspace) -> dict[str, Known]:
         if s is None:
             out[key] = Known(item_id, role, kind)
             continue
-        audio = {"speech": s.speech, "scene": s.scene_audio}.get(role, s.mixture)
+        audio = getattr(s, audio_field(role))
         out[key] = Known(item_id, role, kind, s.category, s.custom.get("expected"), audio, s.custom.get("control_of"))
     return out
 

@@ -248,6 +248,14 @@ def workspace_categories(ws: Workspace, samples: Sequence[Sample] = ()) -> list[
 # items: what each arm plays
 # ----------------------------------------------------------------------------------------------
 
+# the Sample field each role hears (the adjudication project hears the mixture)
+AUDIO_FIELD = {"speech": "speech", "scene": "scene_audio", "mixture": "mixture"}
+
+
+def audio_field(role: str) -> str:
+    return AUDIO_FIELD.get(role, "mixture")
+
+
 @dataclass(frozen=True)
 class Item:
     """One task to be: an item (a sample, a control or a catch item) heard in one role's project."""
@@ -260,13 +268,12 @@ class Item:
 
     @property
     def what(self) -> str:
-        return {"speech": "clean speech (speech)", "scene": "scene alone (scene_audio)"}.get(
-            self.role, "mixture (mixture)")
+        heard = {"speech": "clean speech", "scene": "scene alone"}.get(self.role, "mixture")
+        return f"{heard} ({audio_field(self.role)})"
 
 
 def sample_items(samples: Sequence[Sample], role: str) -> list[Item]:
-    field = {"speech": "speech", "scene": "scene_audio"}.get(role, "mixture")
-    return [Item(s.sample_id, role, "sample", getattr(s, field)) for s in samples]
+    return [Item(s.sample_id, role, "sample", getattr(s, audio_field(role))) for s in samples]
 
 
 def control_items(controls: Sequence[Sample]) -> list[Item]:

@@ -46,6 +46,7 @@ from annotation.labelstudio import (
 from annotation.protocol import (
     ArmSpec,
     arm_spec,
+    audio_field,
     read_catch,
     read_controls,
     read_task_map,
@@ -129,9 +130,6 @@ def with_listened(annotation: Annotation, audio: AudioRef | None) -> Annotation:
     return annotation.model_copy(update={"listened": annotation.lead_time_s >= audio.duration_s})
 
 
-ARM_AUDIO = {"speech": "speech", "scene": "scene_audio", "mixture": "mixture"}
-
-
 @dataclass
 class Pulled:
     samples: list[Sample]
@@ -172,7 +170,7 @@ def assemble(samples: Sequence[Sample], controls: Sequence[Sample], catch: Seque
 
     out_samples, dropped = [], []
     for s in samples:
-        per_arm = {role: chosen(role, s.sample_id, getattr(s, ARM_AUDIO[role])) for role in ARMS}
+        per_arm = {role: chosen(role, s.sample_id, getattr(s, audio_field(role))) for role in ARMS}
         kept, gone = one_arm_per_person(s.sample_id, per_arm, found)
         dropped.extend(gone)
         annotations = [a for role in ARMS for a in kept[role]]

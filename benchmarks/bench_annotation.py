@@ -52,6 +52,7 @@ from annotation.labelstudio import (
 from annotation.ls_process import make_template
 from annotation.protocol import (
     arm_spec,
+    audio_field,
     read_catch,
     read_controls,
     read_task_map,
@@ -66,7 +67,6 @@ from tests.conftest import simple_recipe
 GOAL_S = 15.0
 CLIP_S = 0.1
 PASSWORD = "bench-pass-123"
-FIELD = {"speech": "speech", "scene": "scene_audio", "mixture": "mixture"}
 
 
 def tone(hz: float) -> np.ndarray:
@@ -155,7 +155,7 @@ def annotated_tasks(ws: Workspace, server, role: str, user_ids: list[int], categ
         if item_role != role:
             continue
         item = samples.get(item_id) or controls.get(item_id) or catch[item_id]
-        audio = getattr(item, FIELD[role])
+        audio = getattr(item, audio_field(role))
         annotations = []
         for j, uid in enumerate(user_ids):
             if item_id in catch:
