@@ -10,21 +10,22 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
+from annotation.protocol import QUESTIONS
 from construction.record import Sample
 from release.markdown import alpha, counter_text, md, stats
+from validation.arms import ArmRule
 
 if TYPE_CHECKING:
     from release.export import ReleaseInputs
 
-# what each arm asked (annotation.protocol's projects), for the card
+# what each arm asked (the questions of annotation.protocol's projects), for the card
 ARM_TABLE = {
-    "speech": ("speech alone", "the clean speech (`speech_audio`)",
-               "\"If an assistant heard only this, should it be concerned?\"",
+    "speech": ("speech alone", "the clean speech (`speech_audio`)", f"\"{QUESTIONS['speech']}\"",
                "yes (`harmful`) / no (`not_harmful`) / `unclear`"),
     "scene": ("scene alone", "the scene exactly as placed in the clip, speech removed (not shipped)",
-              "\"Where is this?\"", "one of the {n} categories, or `cant_tell`"),
+              f"\"{QUESTIONS['scene']}\"", "one of the {n} categories, or `cant_tell`"),
     "mixture": ("mixture", "the released clip (`audio`)",
-                "\"Is the request benign in what you hear?\" and \"I could make out the words\" (yes/no)",
+                f"\"{QUESTIONS['mixture']}\" and \"I could make out the words\" (yes/no)",
                 "`benign` / `harmful` / `unclear`"),
 }
 
@@ -37,9 +38,10 @@ def _fraction(value: float) -> str:
 
 def _rule(samples: list[Sample]) -> tuple[str, int]:
     """The consensus rule validation applied (min fraction as text, min labels per arm)."""
-    seen = Counter((float(r.get("min_fraction", 2 / 3)), int(r.get("min_labels", 3)))
+    default = ArmRule()
+    seen = Counter((float(r.get("min_fraction", default.min_fraction)), int(r.get("min_labels", default.min_labels)))
                    for s in samples if (r := (s.provenance.get("validation.agreement") or {}).get("rule")))
-    fraction, labels = seen.most_common(1)[0][0] if seen else (2 / 3, 3)
+    fraction, labels = seen.most_common(1)[0][0] if seen else (default.min_fraction, default.min_labels)
     return _fraction(fraction), labels
 
 
