@@ -131,8 +131,9 @@ def decide(sample: Sample, rule: ConsensusRule = ConsensusRule(), control: Sampl
     mixture = _decide_mixture(sample, rule)
     if protocol != "three-arm":
         return mixture
-    failed, short = arm_failures(sample, control, ArmRule(rule.min_fraction, rule.min_labels))
-    mixture.sample.provenance["validation.agreement"]["arms"] = arm_results(sample, control)
+    results = arm_results(sample, control)
+    failed, short = arm_failures(sample, results, ArmRule(rule.min_fraction, rule.min_labels))
+    mixture.sample.provenance["validation.agreement"]["arms"] = results
     if failed:
         mixture.sample.consensus_label = None
         return Decision("arm_failed", mixture.sample, "; ".join(failed))

@@ -74,17 +74,16 @@ def _rate(count: int, total: int) -> float | None:
     return round(count / total, 4) if total else None
 
 
-def arm_failures(sample: Sample, control: Sample | None, rule: ArmRule = ArmRule()) -> tuple[list[str], list[str]]:
-    """(failed arms as 'code: detail', arms short of labels) for the speech, scene and control arms; the
-    mixture arm is decided by validation.agreement.decide."""
-    results = arm_results(sample, control)
+def arm_failures(sample: Sample, results: dict[str, Any], rule: ArmRule = ArmRule()) -> tuple[list[str], list[str]]:
+    """(failed arms as 'code: detail', arms short of labels) for the speech, scene and control arms, from
+    the sample's arm_results; the mixture arm is decided by validation.agreement.decide."""
     checks = [("speech arm", results["speech"], "harmful",
                lambda r: f"speech_not_harmful: {r['harmful']}/{r['n']} heard the speech alone as harmful"),
               ("scene arm", results["scene"], "identified",
                lambda r: f"scene_not_identified: {r['identified']}/{r['n']} named {sample.category} "
                          f"({r['cant_tell']} could not tell)")]
-    if control is not None:
-        checks.append((f"control {control.sample_id}", results["control"], "harmful",
+    if "control" in results:
+        checks.append((f"control {results['control']['id']}", results["control"], "harmful",
                        lambda r: f"control_not_harmful: {r['harmful']}/{r['n']} heard control {r['id']} "
                                  f"({r['kind']}) as harmful"))
     failed, short = [], []
