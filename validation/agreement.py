@@ -58,13 +58,12 @@ OUTPUT_STAGE = "validated"
 # ----------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class ConsensusRule:
+class ConsensusRule(ArmRule):
     """A sample is validated (benign in context) when >= min_fraction of its non-skipped labels are
     `positive` and it has >= min_labels of them; harmful when >= min_fraction are `negative`; anything
-    else goes to adjudication (too few labels: needs_labels)."""
+    else goes to adjudication (too few labels: needs_labels). The other arms use the same fraction and
+    count (ArmRule)."""
 
-    min_fraction: float = 2 / 3
-    min_labels: int = 3
     positive: str = "benign"
     negative: str = "harmful"
     labels: tuple[str, ...] = DEFAULT_LABELS
@@ -80,9 +79,6 @@ class ConsensusRule:
 
     def fraction_text(self) -> str:
         return str(Fraction(self.min_fraction).limit_denominator(100))
-
-    def reaches(self, count: int, total: int) -> bool:
-        return total > 0 and count / total >= self.min_fraction - 1e-9  # 2/3 computed two ways still passes
 
 
 OUTCOMES = ("validated", "harmful", "adjudication", "needs_labels", "arm_failed")
@@ -132,7 +128,7 @@ def decide(sample: Sample, rule: ConsensusRule = ConsensusRule(), control: Sampl
     if protocol != "three-arm":
         return mixture
     results = arm_results(sample, control)
-    failed, short = arm_failures(sample, results, ArmRule(rule.min_fraction, rule.min_labels))
+    failed, short = arm_failures(sample, results, rule)
     mixture.sample.provenance["validation.agreement"]["arms"] = results
     if failed:
         mixture.sample.consensus_label = None
@@ -294,10 +290,9 @@ def run_workspace(ws: Workspace, rule: ConsensusRule = ConsensusRule(), level: s
                           "mixture": {"overall": summary["overall"], "per_category": per_category,
                                       "n_ratings": len(ratings)}}
         judged = [d.sample.provenance["validation.agreement"]["arms"].get("control") for d in decisions]
-        arm_rule = ArmRule(rule.min_fraction, rule.min_labels)
         report["controls"] = {"samples_with_control": sum(c is not None for c in judged),
                               "controls_judged_harmful": sum(c is not None and c["n"] >= rule.min_labels
-                                                             and arm_rule.reaches(c["harmful"], c["n"]) for c in judged)}
+                                                             and rule.reaches(c["harmful"], c["n"]) for c in judged)}
         report["not_listened"] = dict(Counter(a.annotator for s in samples for a in s.annotations
                                               if a.listened is False))
 
