@@ -320,20 +320,14 @@ def test_the_labelling_interface_stores_the_protocol_values(ls, admin, tmp_path,
         while run(f"{click}('Harmful')") != 1:
             assert time.monotonic() < deadline, "no 'Harmful' choice in the labelling view"
             time.sleep(0.5)
-        deadline = time.monotonic() + 30  # and the buttons a moment after the choices (a busy CPU)
-        while run(submit) != 1:
-            assert time.monotonic() < deadline, "no 'Submit' button in the labelling view"
-            time.sleep(0.5)
+        assert run(submit) == 1
         time.sleep(2.0)
         assert admin.client.tasks.get(str(task_id)).total_annotations == 0  # the words are required
         assert run(f"{click}('No')") == 1 and run(submit) == 1
-        deadline = time.monotonic() + 60
-        while True:
-            time.sleep(3.0)
-            if admin.client.tasks.get(str(task_id)).total_annotations:
-                break
+        deadline = time.monotonic() + 30
+        while admin.client.tasks.get(str(task_id)).total_annotations == 0:
             assert time.monotonic() < deadline, "the annotation was not saved"
-            run(submit)  # on a busy CPU a press before the view took 'No' can be lost: press again
+            time.sleep(0.5)
     finally:
         chrome.close()
     _, samples, _, _ = pulled(ls, ws, capsys)

@@ -60,7 +60,7 @@ class Chromium:
         child_w = fcntl.fcntl(from_w, fcntl.F_DUPFD, 10)
         os.close(to_r)
         os.close(from_w)
-        self.profile = tempfile.TemporaryDirectory(prefix="chromium-profile-")
+        self.profile = tempfile.TemporaryDirectory(prefix="chromium-profile-", ignore_cleanup_errors=True)
         exe = os.environ.get("CHROMIUM", "/usr/lib/chromium/chromium")
         if not Path(exe).exists():
             raise WorkbenchError(f"no Chromium at {exe}; apt-get install chromium, or set CHROMIUM=path")
