@@ -5,9 +5,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
 
-# Debian: offline voices (flite, espeak-ng), wavpack (Teeworlds sounds), and the sound packages the
-# starter background library is cut from.
-APT_PACKAGES="espeak-ng flite wavpack openttd-opensfx freedoom teeworlds-data sound-theme-freedesktop"
+# Debian: offline voices (flite, espeak-ng), wavpack (Teeworlds sounds), the sound packages the
+# starter background library is cut from, and Chromium (the labelling interface is tested in a real
+# browser, and scripts/screenshot/arms.py takes the arm screenshots with it).
+APT_PACKAGES="espeak-ng flite wavpack openttd-opensfx freedoom teeworlds-data sound-theme-freedesktop chromium"
 missing=""
 for pkg in $APT_PACKAGES; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing="$missing $pkg"

@@ -276,13 +276,35 @@ def test_controls_and_their_samples(ls, admin, accounts, tmp_path, capsys):
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/lib/chromium/chromium")
 
+# The editor's own state, read from the page: a choice's radio input, the bottom bar's Submit/Update
+# button (disabled until there is something to submit; 'Update' once the annotation is stored) and the
+# warning Label Studio shows when a required choice is missing.
+CHOICE_JS = """(want => { const l = [...document.querySelectorAll('label')].filter(x => x.textContent.trim()
+    .startsWith(want)); const i = l.length ? l[0].querySelector('input') : null;
+    return i === null ? 'missing' : (i.checked ? 'checked' : 'unchecked'); })"""
+CLICK_JS = """(want => { const l = [...document.querySelectorAll('label')].filter(x => x.textContent.trim()
+    .startsWith(want)); if (l.length) l[0].click(); return l.length; })"""
+BUTTON_JS = """(text => { const b = [...document.querySelectorAll('button')].filter(x => x.textContent.trim()
+    === text); return b.length ? (b[0].disabled ? 'disabled' : 'enabled') : 'missing'; })"""
+PRESS_JS = """(text => { const b = [...document.querySelectorAll('button')].filter(x => x.textContent.trim()
+    === text && !x.disabled); if (b.length) b[0].click(); return b.length; })"""
+WARNING_JS = """(() => [...document.querySelectorAll('.ant-modal-body')].map(m => m.textContent.trim()).join(' | '))()"""
 
-@pytest.mark.skipif(not Path(CHROMIUM).exists(),
-                    reason="needs Chromium (apt-get install chromium)")
+
+def test_chromium_is_installed():
+    """Set-up installs Chromium (scripts/setup.sh): the labelling interface is tested in a real browser on
+    every machine, never skipped."""
+    assert Path(CHROMIUM).exists(), f"no Chromium at {CHROMIUM}: run make setup (it installs Debian's chromium)"
+
+
 def test_the_labelling_interface_stores_the_protocol_values(ls, admin, tmp_path, capsys):
     """In headless Chromium, an annotator picks 'Harmful' alone and presses Submit: refused, since 'I
     could make out the words' is required. Then 'No' too: the annotation stores harmful / no (the
-    choices' aliases, not the texts shown), with the browser's own lead time."""
+    choices' aliases, not the texts shown), with the browser's own lead time.
+
+    Every step waits on Label Studio's own state, never on time: a choice is clicked until its input is
+    checked, Submit is pressed once and only when the editor enables it, and the test then waits for the
+    editor's submitted state ('Update') and the annotation through the API."""
     import sys
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts" / "screenshot"))
@@ -301,10 +323,28 @@ def test_the_labelling_interface_stores_the_protocol_values(ls, admin, tmp_path,
     def run(js: str):
         return chrome.send("Runtime.evaluate", {"expression": js, "returnByValue": True}, sid_)["result"].get("value")
 
-    click = """(want => { const l = [...document.querySelectorAll('label')].filter(x => x.textContent.trim()
-        .startsWith(want)); if (l.length) l[0].click(); return l.length; })"""
-    submit = """(() => { const b = [...document.querySelectorAll('button')].filter(x => x.textContent.trim()
-        === 'Submit'); if (b.length) b[0].click(); return b.length; })()"""
+    def state() -> str:
+        return (f"Submit {run(BUTTON_JS + '(' + repr('Submit') + ')')}, Update {run(BUTTON_JS + '(' + repr('Update') + ')')}, "
+                f"warning {run(WARNING_JS)!r}")
+
+    def until(what: str, check, seconds: float = 60):
+        deadline = time.monotonic() + seconds
+        while not check():
+            assert time.monotonic() < deadline, f"{what} ({state()})"
+            time.sleep(0.3)
+
+    def choose(text: str):
+        """Click a choice until the editor shows it checked (a click before React has bound is lost)."""
+        until(f"no '{text}' choice in the labelling view", lambda: run(f"{CHOICE_JS}('{text}')") != "missing")
+        deadline = time.monotonic() + 30
+        while run(f"{CHOICE_JS}('{text}')") != "checked":
+            assert time.monotonic() < deadline, f"'{text}' was not checked ({state()})"
+            run(f"{CLICK_JS}('{text}')")
+            time.sleep(0.3)
+
+    def saved() -> int:
+        return admin.client.tasks.get(str(task_id)).total_annotations
+
     try:
         target = chrome.send("Target.createTarget", {"url": "about:blank"})["targetId"]
         sid_ = chrome.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
@@ -312,22 +352,21 @@ def test_the_labelling_interface_stores_the_protocol_values(ls, admin, tmp_path,
         chrome.send("Network.setCookie", {"name": "sessionid", "value": cookie, "url": ls.url}, sid_)
         chrome.send("Page.enable", session=sid_)
         chrome.send("Page.navigate", {"url": f"{ls.url}/projects/{pid}/data?task={task_id}"}, sid_)
-        deadline = time.monotonic() + 90
-        while not run(READY_JS):
-            assert time.monotonic() < deadline, "the labelling view did not load"
-            time.sleep(0.5)
-        deadline = time.monotonic() + 30  # the choices may draw a moment after the player
-        while run(f"{click}('Harmful')") != 1:
-            assert time.monotonic() < deadline, "no 'Harmful' choice in the labelling view"
-            time.sleep(0.5)
-        assert run(submit) == 1
-        time.sleep(2.0)
-        assert admin.client.tasks.get(str(task_id)).total_annotations == 0  # the words are required
-        assert run(f"{click}('No')") == 1 and run(submit) == 1
-        deadline = time.monotonic() + 30
-        while admin.client.tasks.get(str(task_id)).total_annotations == 0:
-            assert time.monotonic() < deadline, "the annotation was not saved"
-            time.sleep(0.5)
+        until("the labelling view did not load", lambda: run(READY_JS), seconds=90)
+        choose("Harmful")
+        until("Submit was not enabled after 'Harmful'", lambda: run(f"{BUTTON_JS}('Submit')") == "enabled")
+        assert run(f"{PRESS_JS}('Submit')") == 1
+        # refused by the editor itself: its warning names the required choice, and nothing is stored
+        until("no warning about the required choice", lambda: "required" in run(WARNING_JS))
+        assert saved() == 0
+        assert run(f"{PRESS_JS}('OK')") == 1  # the annotator closes the warning, as a person would
+        until("the warning did not close", lambda: "required" not in run(WARNING_JS), seconds=30)
+        choose("No")
+        assert run(f"{CHOICE_JS}('Harmful')") == "checked"
+        until("Submit was not enabled after 'No'", lambda: run(f"{BUTTON_JS}('Submit')") == "enabled")
+        assert run(f"{PRESS_JS}('Submit')") == 1
+        until("the editor did not reach its submitted state", lambda: run(f"{BUTTON_JS}('Update')") != "missing")
+        until("the annotation was not saved", lambda: saved() == 1, seconds=30)
     finally:
         chrome.close()
     _, samples, _, _ = pulled(ls, ws, capsys)
