@@ -440,11 +440,11 @@ def prepare_out(out: Path, settings: dict[str, Any], restart: bool) -> None:
     atomic_write_text(path, json.dumps(settings, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
 
 
-def _remove_empty_run(out: Path) -> None:
+def _remove_empty_run(out: Path, made_out: bool) -> None:
     """Remove what a run that recorded nothing wrote, so `evaluations/*` does not pick it up as a run."""
     for name in (RESPONSES_FILE, SETTINGS_FILE):
         (out / name).unlink(missing_ok=True)
-    for folder in (out / "cache" / "responses", out / "cache", out):
+    for folder in (out / "cache" / "responses", out / "cache", *([out] if made_out else [])):
         if folder.is_dir() and not any(folder.iterdir()):
             folder.rmdir()
 
@@ -547,7 +547,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out) if args.out else default_out(args.model, args.prompt_variant, args.input)
     endpoint = ChatEndpoint(args.base_url, args.model, args.api_key_env, out / "cache" / "responses",
                             args.max_retries, args.timeout_s, what="model endpoint")
-    fresh = not (out / SETTINGS_FILE).exists()
+    fresh, made_out = not (out / SETTINGS_FILE).exists(), not out.exists()
     prepare_out(out, settings, args.restart)
     responses = out / RESPONSES_FILE
     trim_partial_line(responses)
@@ -567,7 +567,7 @@ def main(argv: list[str] | None = None) -> int:
                          args.quiet)
     except WorkbenchError:
         if fresh and not read_jsonl(responses):
-            _remove_empty_run(out)  # a run that stopped before its first answer leaves no run folder
+            _remove_empty_run(out, made_out)  # a run that stopped before its first answer leaves no run folder
         raise
 
     from evaluation.judge import keyword_judge_run  # judge imports this module: import it late
