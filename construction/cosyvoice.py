@@ -66,6 +66,28 @@ STYLE_INSTRUCTIONS: dict[str, str] = {
 # Styles that mean "no instruction": plain zero-shot cloning of the prompt voice.
 NEUTRAL_STYLES = frozenset({"", "neutral", "normal", "calm"})
 
+# The instructions each model version was trained on: only these are known to be rendered; the model may
+# ignore any other. CosyVoice 3: cosyvoice/utils/common.py `instruct_list` (without its system prompt and
+# <|endofprompt|>). CosyVoice 2: upstream publishes no list; its one documented instruct2 example
+# (example.py) is a dialect.
+TRAINED_INSTRUCTIONS: dict[int, frozenset[str]] = {
+    3: frozenset({
+        *(f"请用{dialect}表达。" for dialect in ("广东话", "东北话", "甘肃话", "贵州话", "河南话", "湖北话", "湖南话",
+                                             "江西话", "闽南话", "宁夏话", "山西话", "陕西话", "山东话", "上海话",
+                                             "四川话", "天津话", "云南话")),
+        "Please say a sentence as loudly as possible.", "Please say a sentence in a very soft voice.",
+        "请用尽可能慢地语速说一句话。", "请用尽可能快地语速说一句话。", "请非常开心地说一句话。",
+        "请非常伤心地说一句话。", "请非常生气地说一句话。", "我想体验一下小猪佩奇风格，可以吗？",
+        "你可以尝试用机器人的方式解答吗？"}),
+    2: frozenset({"用四川话说这句话"}),
+}
+
+# The stock runtime/python/fastapi/server.py passes load_wav's tensor where the frontend loads a file; that
+# fails inside the StreamingResponse generator, after HTTP 200: the client sees a broken or empty stream.
+STOCK_SERVER_HINT = (" (the stock runtime/python/fastapi/server.py fails on prompt endpoints because it passes a"
+                     " tensor where the frontend expects a path, after it has answered HTTP 200, so the stream"
+                     " breaks off or comes back empty; run a patched server)")
+
 PROMPT_FIELDS = ("voice_id", "wav", "transcript", "gender", "accent", "licence")
 _VOICE_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _ACCENT_RE = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]{1,8})*$")  # BCP 47 shape, as in construction.tts
@@ -277,6 +299,17 @@ class _CosyVoiceBackend:
             raise WorkbenchError(f"CosyVoice: no instruction for speaker style {style!r} (known: {known})")
         return self.style_instructions[key]
 
+    def style_rendering(self, style: str | None) -> tuple[bool, str | None]:
+        """(whether this model version speaks the style, the reason when it does not). A style is rendered
+        only through an instruction the version was trained on; a neutral style needs none."""
+        instruction = self.instruction_for_style(style)
+        if instruction is None:
+            return True, None
+        if instruction.strip() in TRAINED_INSTRUCTIONS[self.version]:
+            return True, None
+        return False, (f"instruction {instruction!r} for style {style!r} is not one CosyVoice{self.version} was "
+                       "trained on; the model may ignore it")
+
     def _prompt_for(self, voice: Voice) -> CosyVoicePrompt:
         if voice.backend != BACKEND_NAME:
             raise WorkbenchError(f"CosyVoice cannot speak voice {voice.voice_id!r} of backend {voice.backend!r}")
@@ -434,10 +467,7 @@ class CosyVoiceHTTP(_CosyVoiceBackend):
                 last_problem = f"no response within {self.timeout_s:g} s"
             except requests.exceptions.ChunkedEncodingError as exc:
                 last_problem = f"stream broke off ({_reason(exc)})"
-        hint = ""
-        if last_problem.startswith("HTTP 5"):
-            hint = (" (the stock runtime/python/fastapi/server.py fails on prompt endpoints because it passes a"
-                    " tensor where the frontend expects a path; run a patched server)")
+        hint = STOCK_SERVER_HINT if last_problem.startswith(("HTTP 5", "stream broke off")) else ""
         raise WorkbenchError(f"CosyVoice server {url} failed after {self.retries + 1} attempts: {last_problem}{hint}")
 
     def _read_pcm(self, response: requests.Response, url: str, text: str) -> bytes:
@@ -456,7 +486,7 @@ class CosyVoiceHTTP(_CosyVoiceBackend):
                     f"for {len(text)} characters ({text[:60]!r}); stopped reading"
                 )
         if not body:
-            raise WorkbenchError(f"CosyVoice server {url} sent an empty body for {text!r}")
+            raise WorkbenchError(f"CosyVoice server {url} sent an empty body for {text!r}{STOCK_SERVER_HINT}")
         if _looks_like_text(bytes(body)):
             raise WorkbenchError(f"CosyVoice server {url} sent text, not raw PCM: {_snippet(bytes(body))}")
         if len(body) % 2:

@@ -23,8 +23,8 @@ from pathlib import Path
 import soundfile as sf
 
 from construction.errors import WorkbenchError
-from construction.sounds import (CATALOG, RELEASE_RULES, TAG_RE, Clip, default_kind, load_library, measure,
-                                 normalise_licence, read_catalog, write_catalog)
+from construction.sounds import (CATALOG, RELEASE_RULES, SAMPLING_PLUS, TAG_RE, Clip, default_kind, load_library,
+                                 measure, normalise_licence, read_catalog, write_catalog)
 from construction.workspace import sha256_file
 
 log = logging.getLogger(__name__)
@@ -120,10 +120,36 @@ def _add_clip(report: ImportReport, path: Path, out: Path, **fields: object) -> 
         log.warning("skipped %s: unreadable (%s)", path, exc)
 
 
+# one line of ESC-50's LICENSE: "- [1-100032-A.ogg]: clip derived from TITLE (URL) by CREATOR [CC0]"
+ESC50_LICENSE_LINE = re.compile(r"^- \[(?P<file>[^\]]+)\]:\s*clip derived from (?P<title>.*) "
+                                r"\((?P<url>https?://[^\s)]+)\) by (?P<creator>.*?) \[(?P<licence>[^\]]+)\]\s*$")
+# the upstream freesound licences ESC-50 names; Freesound's CC-BY was 3.0 when ESC-50 was made (2015)
+ESC50_LICENCES = {"CC0": "CC0-1.0", "CC-BY": "CC-BY-3.0", "CC-Sampling+": SAMPLING_PLUS}
+
+
+def esc50_licences(path: Path) -> dict[str, dict[str, str]]:
+    """ESC-50's LICENSE, per clip: '<fold>-<freesound id>-<take>' -> title, url, creator, licence (SPDX-like)."""
+    entries = {}
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        match = ESC50_LICENSE_LINE.match(line.strip())
+        if match:
+            entry = {k: v.strip() for k, v in match.groupdict().items()}
+            entries[Path(entry.pop("file")).stem] = entry
+    if not entries:
+        raise WorkbenchError(f"ESC-50: {path} lists no clip licences "
+                             "(expected lines like '- [1-100032-A.ogg]: clip derived from ... by ... [CC0]')")
+    return entries
+
+
 def import_esc50(src: Path, out: Path) -> ImportReport:
-    """ESC-50: meta/esc50.csv (filename,fold,target,category,esc10,src_file,take) + audio/."""
+    """ESC-50: meta/esc50.csv (filename,fold,target,category,esc10,src_file,take) + audio/, and LICENSE for
+    each clip's upstream licence and creator. The dataset as a whole is CC-BY-NC-3.0, but its LICENSE gives
+    each clip's freesound licence: the clip keeps it (CC0 or CC-BY), credited to its creator; Sampling+
+    sources are left out. A clip LICENSE does not list is left out, except one of the ESC-10 subset, which
+    is CC-BY-3.0 as a whole."""
     meta = _need(src / "meta" / "esc50.csv", "meta/esc50.csv", "ESC-50")
     audio_dir = _need(src / "audio", "audio/", "ESC-50")
+    licences = esc50_licences(_need(src / "LICENSE", "LICENSE (per-clip licences)", "ESC-50"))
     rows = _csv_rows(meta, {"filename", "fold", "target", "category", "esc10", "src_file", "take"}, "ESC-50")
     report = ImportReport(clips=[])
     for row in rows:
@@ -132,11 +158,26 @@ def import_esc50(src: Path, out: Path) -> ImportReport:
             report.skip(f"category not used: {row['category']}")
             continue
         fs_id = row["src_file"].strip()
+        entry = licences.get(f"{row['fold'].strip()}-{fs_id}-{row['take'].strip()}")
+        credit = f"ESC-50 (K. J. Piczak, 2015), clip {row['filename']}"
+        if entry is None and row["esc10"].strip().lower() == "true":
+            licence, attribution = "CC-BY-3.0", f"{credit}, excerpt of freesound.org sound {fs_id} (ESC-10)"
+            source_url = f"https://freesound.org/s/{fs_id}/"
+        elif entry is None:
+            report.skip("no per-clip licence in LICENSE")
+            continue
+        else:
+            licence, source_url = ESC50_LICENCES.get(entry["licence"]), entry["url"].replace("http://", "https://", 1)
+            attribution = f'"{entry["title"]}" by {entry["creator"]} (freesound.org sound {fs_id}), via {credit}'
+        if licence is None:
+            report.skip(f"unknown licence in LICENSE: {entry['licence']}")
+            continue
+        if licence == SAMPLING_PLUS:
+            report.skip("Sampling+ source (not a free licence)")
+            continue
         _add_clip(report, audio_dir / row["filename"], out,
-                  clip_id=f"esc50-{Path(row['filename']).stem}", tags=tags, licence="CC-BY-NC-3.0",
-                  attribution=f"ESC-50 (K. J. Piczak, 2015), clip {row['filename']}, excerpt of "
-                              f"freesound.org sound {fs_id}",
-                  source_url=f"https://freesound.org/s/{fs_id}/", title=row["category"], source="esc50")
+                  clip_id=f"esc50-{Path(row['filename']).stem}", tags=tags, licence=licence,
+                  attribution=attribution, source_url=source_url, title=row["category"], source="esc50")
     return report
 
 

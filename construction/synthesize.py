@@ -106,6 +106,7 @@ class SynthesizeStage:
         except WorkbenchError as exc:
             return Rejected(sample, f"unpronounceable: {exc}")
         backend = self.backend(voice.backend)  # a missing model is the whole run's problem: raises
+        style_rendered, style_note = False, "an offline voice changes the speaking rate only"
         if voice.backend == "cosyvoice":  # speaks the style itself (instruct mode)
             speed = 1.0
             call = lambda: backend.synthesize(text, voice, speed, style=sample.speaker_style)  # noqa: E731
@@ -114,6 +115,8 @@ class SynthesizeStage:
             call = lambda: backend.synthesize(text, voice, speed)  # noqa: E731
         try:
             audio, sample_rate = call()
+            if voice.backend == "cosyvoice":  # only the instructions its model version was trained on
+                style_rendered, style_note = backend.style_rendering(sample.speaker_style)
         except WorkbenchError as exc:
             return Rejected(sample, f"tts_failed: {voice.voice_id}: {exc}")
         audio = np.clip(np.asarray(audio, dtype=np.float32), -1.0, 1.0)
@@ -133,7 +136,7 @@ class SynthesizeStage:
                       STAGE: {"backend": voice.backend, "voice": voice.voice_id, "gender": voice.gender,
                               "accent": voice.accent, "voice_licence": voice.licence, "speed": speed,
                               "style_requested": sample.speaker_style,
-                              "style_rendered": voice.backend == "cosyvoice",
+                              "style_rendered": style_rendered, "style_note": style_note,
                               "text": text, "native_sample_rate": sample_rate}}
         return sample.model_copy(update={"voice_id": voice.voice_id, "speech": ref, "provenance": provenance})
 

@@ -6,7 +6,8 @@ a model run on several inputs, its context use.
 
 Give the runs of one or more models, on any of the inputs (evaluation.run --input mixture|speech|controls).
 Each run is one column of the first table. Runs are then grouped by model, prompt variant and release
-version (from each run.json); a group holds at most one run per input. For a group with more than one
+version (from each run.json); a group holds at most one run per input, all of one export (runs whose
+release_samples_fingerprint differs are refused: their clips cannot be paired). For a group with more than one
 input the second table gives, per category and overall:
   speech alone     refusal rate on the clean speech (people judged it harmful alone: refusing is expected)
   mixture          refusal rate on the benchmark clip: the over-refusal rate
@@ -22,7 +23,8 @@ intervals: the Wilson score interval (statsmodels proportion_confint, method="wi
 clips as independent, and a cluster-bootstrap interval that resamples whole script families (clips of
 one speech skeleton, or one speech line over several scenes, are correlated; validation.bootstrap),
 which is the one to read. --judge auto (default) uses the LLM judge's verdicts for a run where
-evaluation.judge judged every answer, else the keyword judge, and says which. Clips recorded as errors
+evaluation.judge gave every answer a class (unparsed or failed outputs give none), else the keyword
+judge, and says which. Clips recorded as errors
 are left out and counted; --empty-as-refusal counts empty answers as refusals instead (VoiceBench's
 convention). Every AOR-Bench clip is benign in its context, so every refusal is an over-refusal.
 
@@ -76,7 +78,9 @@ def verdicts_for(results: RunResults, judge: str) -> tuple[str, dict[str, bool],
     if judge == "llm" and not llm:
         raise WorkbenchError(f"{results.root} has no LLM judge verdicts for its current answers: run "
                              "python -m evaluation.judge --results DIR --judge-base-url URL --judge-model M")
-    if judge == "llm" or (judge == "auto" and answered and set(llm) >= answered):
+    # auto: the LLM judge only where it gave a verdict for every answer (unparsed or failed ones have none)
+    has_verdict = {sid for sid, r in llm.items() if r["refusal"] is not None}
+    if judge == "llm" or (judge == "auto" and answered and has_verdict >= answered):
         model = next(iter(llm.values()))["judge_model"]
         return "llm", {sid: r["refusal"] for sid, r in llm.items() if r["refusal"] is not None}, model
     verdicts = {}
@@ -152,6 +156,14 @@ def group_runs(runs: list[tuple[RunResults, dict[str, Any]]]) -> list[dict[str, 
             raise WorkbenchError(f"two runs of {report['model']} [{report['variant']}] on the {report['input']} input "
                                  f"of release {key[2]}: {other} and {report['results_dir']}; give one of them "
                                  "(the context table pairs one run per input), or report them separately")
+        mine = results.settings.get("release_samples_fingerprint")
+        for name, (other, _) in group["runs"].items():
+            theirs = other.settings.get("release_samples_fingerprint")
+            if mine and theirs and mine != theirs:
+                raise WorkbenchError(
+                    f"{other.root} ({name}) and {results.root} ({report['input']}) were run on different "
+                    f"exports of release {key[2]} (their release fingerprints differ), so their clips cannot be "
+                    "paired; run both inputs on the same export, or report them separately")
         group["runs"][report["input"]] = (results, report)
     return list(groups.values())
 

@@ -18,7 +18,9 @@ OUT (default evaluations/<model>-<variant>-<input>/):
                       is refused
     responses.jsonl   one line per clip: id, input, category, speech_text, script_family, audio_sha256 (of
                       the audio sent), status (ok | error), reason, response (the raw text), finish_reason,
-                      request_key, from_cache; controls also control_of and control_kind
+                      request_key, from_cache, truncated; controls also control_of and control_kind.
+                      Known secrets (the key, secret-looking env values, key-shaped strings) are masked in
+                      an answer before it is stored, cached or judged; an answer is cut at MAX_ANSWER_CHARS
     cache/responses/  answers by request hash: model, variant, messages (the audio sent, by its sha256),
                       params; the speech, the mixture and a control differ in their audio, so in their key
 
@@ -31,7 +33,8 @@ Resumable: each answer is appended and flushed as one line; a line cut by a kill
 recorded are skipped (errors too, unless --retry-errors). --restart discards the results but keeps the
 cache, so no request is ever sent twice. The client retries 429/5xx/timeouts with exponential backoff
 itself (--max-retries); a request that still fails, an empty answer or a malformed one is recorded as an
-error with its reason. An unreachable server, a rejected key or an unknown model stop the run (exit 2).
+error with its reason. An unreachable server, a rejected key or an unknown model stop the run (exit 2); a
+run stopped before its first answer removes the folder it made, so `evaluations/*` finds finished runs only.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ import re
 import sys
 import threading
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,6 +79,8 @@ DERIVED_FILES = ("llm_judge.jsonl", "judge_summary.json")  # stale once the resp
 HUB_ID_RE = re.compile(r"^[\w.-]+/[\w.-]+$")
 INPUTS = ("mixture", "speech", "controls")
 DEFAULT_INPUT = "mixture"  # runs made before --input heard the mixture
+MAX_ANSWER_CHARS = 20_000  # a stored answer is cut here: --max-tokens 1024 is ~5,000 characters, a server
+# that ignores it must not fill responses.jsonl, the cache and the judge's prompt
 CONTROLS_CONFIG = "controls"  # release.export's second config
 # the audio column and its sha256 column, per input
 INPUT_COLUMNS = {"mixture": ("audio", "audio_sha256"), "speech": ("speech_audio", "speech_audio_sha256"),
@@ -165,6 +171,9 @@ class Release:
         # the set of clips, so a rerun against a different release is noticed
         self.fingerprint = hashlib.sha256(
             "\n".join(f"{c.id} {c.audio_sha256}" for c in self.clips).encode()).hexdigest()
+        # the same for every input of one export, so evaluation.report pairs only runs of one export
+        self.samples_fingerprint = samples_fingerprint(
+            ds if config is None else load_dataset(target, None, revision=revision)[split])
         self._lock = threading.Lock()
 
     def audio(self, clip: Clip) -> bytes:
@@ -177,6 +186,15 @@ class Release:
         if not (data[:4] == b"RIFF" and data[8:12] == b"WAVE"):
             raise WorkbenchError(f"{clip.id}: the audio is not a WAV file (AOR-Bench releases embed WAV)")
         return data
+
+
+def samples_fingerprint(ds: Any) -> str:
+    """sha256 over the default config's ids and audio hashes (mixture and clean speech): two exports of one
+    version with other audio differ in it."""
+    columns = [c for c in ("id", "audio_sha256", "speech_audio_sha256") if c in ds.column_names]
+    table = ds.select_columns(columns).to_dict()
+    lines = sorted(" ".join(str(v) for v in row) for row in zip(*(table[c] for c in columns), strict=True))
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()
 
 
 def _release_info(path: Path) -> dict[str, Any]:
@@ -211,6 +229,7 @@ class Reply:
     error: str | None  # the reason, when text is None
     from_cache: bool
     key: str
+    truncated: bool = False  # the answer was longer than MAX_ANSWER_CHARS and was cut
 
 
 class ChatEndpoint:
@@ -245,7 +264,9 @@ class ChatEndpoint:
         path = self.cache_dir / f"{key}.json"
         if path.exists():
             cached = json.loads(path.read_text())
-            return Reply(cached["text"], cached.get("finish_reason"), None, True, key)
+            # redacted again: a cache written before answers were redacted may hold the key
+            return Reply(redact(cached["text"], self.secrets), cached.get("finish_reason"), None, True, key,
+                         cached.get("truncated", False))
         oa = self.openai
         with self._lock:
             self.sent += 1
@@ -277,9 +298,13 @@ class ChatEndpoint:
         finish = getattr(choice, "finish_reason", None)
         if not isinstance(text, str) or not text.strip():
             return Reply(None, finish, f"empty_response (finish_reason {finish})", False, key)
-        atomic_write_text(path, json.dumps({"model": self.model, "text": text, "finish_reason": finish},
-                                           ensure_ascii=False))
-        return Reply(text, finish, None, False, key)
+        # a server may echo the key in a normal answer: it is masked before anything stores or forwards it
+        text = redact(text, self.secrets)
+        truncated = len(text) > MAX_ANSWER_CHARS
+        text = text[:MAX_ANSWER_CHARS]
+        atomic_write_text(path, json.dumps({"model": self.model, "text": text, "finish_reason": finish,
+                                            "truncated": truncated}, ensure_ascii=False))
+        return Reply(text, finish, None, False, key, truncated)
 
     def _message(self, exc: Exception) -> str:
         return redact(_message(exc), self.secrets)
@@ -298,8 +323,9 @@ def _message(exc: Exception) -> str:
 
 # --- results ----------------------------------------------------------------------------------------
 
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """Every complete line; a last line without newline (cut by a kill) is not a record."""
+def read_jsonl(path: Path, check: Callable[[Any], str | None] | None = None) -> list[dict[str, Any]]:
+    """Every complete line; a last line without newline (cut by a kill) is not a record. `check` returns
+    what is wrong with a row (None: nothing), which becomes an error naming the file and line."""
     if not path.exists():
         return []
     rows = []
@@ -309,10 +335,29 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
                 break
             if line.strip():
                 try:
-                    rows.append(json.loads(line))
+                    row = json.loads(line)
                 except json.JSONDecodeError as exc:
                     raise WorkbenchError(f"{path}:{line_no}: not valid JSON ({exc.msg}); edited by hand?") from None
+                problem = check(row) if check else None
+                if problem:
+                    raise WorkbenchError(f"{path}:{line_no}: {problem}; edited by hand, or not written by "
+                                         "python -m evaluation.run?")
+                rows.append(row)
     return rows
+
+
+def response_problem(row: Any) -> str | None:
+    """What makes a line of responses.jsonl unusable, or None."""
+    if not isinstance(row, dict):
+        return "not a JSON object"
+    for name in ("id", "category"):
+        if not isinstance(row.get(name), str) or not row[name]:
+            return f"'{name}' is missing or not a non-empty string (got {row.get(name)!r})"
+    if row.get("status") not in ("ok", "error"):
+        return f"'status' must be ok or error (got {row.get('status')!r})"
+    if row["status"] == "ok" and not isinstance(row.get("response"), str):
+        return f"an ok answer needs 'response' as a string (got {type(row.get('response')).__name__})"
+    return None
 
 
 def trim_partial_line(path: Path) -> None:
@@ -356,7 +401,7 @@ def load_results(results_dir: str | Path) -> RunResults:
         raise WorkbenchError(f"{root / SETTINGS_FILE} is not an {FORMAT} run")
     settings.setdefault("input", DEFAULT_INPUT)  # runs made before --input heard the mixture
     records: dict[str, dict[str, Any]] = {}
-    for row in read_jsonl(root / RESPONSES_FILE):
+    for row in read_jsonl(root / RESPONSES_FILE, response_problem):
         records[row["id"]] = row
     return RunResults(root, settings, records)
 
@@ -383,6 +428,8 @@ def prepare_out(out: Path, settings: dict[str, Any], restart: bool) -> None:
         except json.JSONDecodeError as exc:
             raise WorkbenchError(f"{path} is not valid JSON ({exc.msg}); pass --restart to start over") from None
         old.setdefault("input", DEFAULT_INPUT)  # runs made before --input heard the mixture
+        # runs made before it was recorded: release_fingerprint already ties them to their clips
+        old.setdefault("release_samples_fingerprint", settings.get("release_samples_fingerprint"))
         changed = sorted(k for k in settings if k not in ("base_url", "release", "release_version")
                          and old.get(k) != settings[k])
         if changed:
@@ -391,6 +438,15 @@ def prepare_out(out: Path, settings: dict[str, Any], restart: bool) -> None:
         settings = {**old, "base_url": settings["base_url"]}
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, json.dumps(settings, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+
+
+def _remove_empty_run(out: Path, made_out: bool) -> None:
+    """Remove what a run that recorded nothing wrote, so `evaluations/*` does not pick it up as a run."""
+    for name in (RESPONSES_FILE, SETTINGS_FILE):
+        (out / name).unlink(missing_ok=True)
+    for folder in (out / "cache" / "responses", out / "cache", *([out] if made_out else [])):
+        if folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
 
 
 def _scrub_url(url: str) -> str:
@@ -412,7 +468,7 @@ def evaluate(release: Release, clips: list[Clip], endpoint: ChatEndpoint, varian
                   "speech_text": clip.speech_text, "script_family": clip.script_family,
                   "audio_sha256": clip.audio_sha256, "status": "error" if reply.error else "ok",
                   "reason": reply.error, "response": reply.text, "finish_reason": reply.finish_reason,
-                  "request_key": key, "from_cache": reply.from_cache}
+                  "request_key": key, "from_cache": reply.from_cache, "truncated": reply.truncated}
         if clip.control_of is not None:
             record.update(control_of=clip.control_of, control_kind=clip.control_kind)
         return record
@@ -483,6 +539,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = {"format": FORMAT, "model": args.model, "variant": args.prompt_variant, "input": args.input,
                 "base_url": _scrub_url(args.base_url), "release": args.release,
                 "release_version": release.version, "release_fingerprint": release.fingerprint,
+                "release_samples_fingerprint": release.samples_fingerprint,
                 "split": args.split, "instruction": INSTRUCTION,
                 "system_prompt": COT_SYSTEM_PROMPT if args.prompt_variant == "cot" else None,
                 "final_marker": FINAL_MARKER if args.prompt_variant == "cot" else None,
@@ -490,10 +547,11 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out) if args.out else default_out(args.model, args.prompt_variant, args.input)
     endpoint = ChatEndpoint(args.base_url, args.model, args.api_key_env, out / "cache" / "responses",
                             args.max_retries, args.timeout_s, what="model endpoint")
+    fresh, made_out = not (out / SETTINGS_FILE).exists(), not out.exists()
     prepare_out(out, settings, args.restart)
     responses = out / RESPONSES_FILE
     trim_partial_line(responses)
-    records = {r["id"]: r for r in read_jsonl(responses)}
+    records = {r["id"]: r for r in read_jsonl(responses, response_problem)}
     if args.retry_errors and any(r["status"] != "ok" for r in records.values()):
         # drop the error lines first, so every id keeps exactly one line
         kept = [r for r in records.values() if r["status"] == "ok"]
@@ -504,8 +562,13 @@ def main(argv: list[str] | None = None) -> int:
           f"{len(clips) - len(todo)} already done; sending up to {len(todo)} to {args.model} at "
           f"{_scrub_url(args.base_url)} [{args.prompt_variant}]", file=sys.stderr)
 
-    tally = evaluate(release, todo, endpoint, args.prompt_variant, params, responses, args.concurrency,
-                     args.quiet)
+    try:
+        tally = evaluate(release, todo, endpoint, args.prompt_variant, params, responses, args.concurrency,
+                         args.quiet)
+    except WorkbenchError:
+        if fresh and not read_jsonl(responses):
+            _remove_empty_run(out, made_out)  # a run that stopped before its first answer leaves no run folder
+        raise
 
     from evaluation.judge import keyword_judge_run  # judge imports this module: import it late
 

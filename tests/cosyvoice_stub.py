@@ -32,7 +32,8 @@ TONE_HZ = {path: 200.0 + 50.0 * i for i, path in enumerate(ENDPOINTS)}
 SECONDS_PER_CHAR = 0.04
 CHUNK_BYTES = 1001  # odd on purpose: int16 samples straddle chunk boundaries, as in a real stream
 
-MODES = ("ok", "error500", "json", "json_untyped", "html", "empty", "odd", "silence", "slow", "huge", "truncate")
+MODES = ("ok", "error500", "json", "json_untyped", "html", "empty", "odd", "silence", "slow", "huge", "truncate",
+         "crash_after_200")
 
 
 def expected_pcm(path: str, tts_text: str, sample_rate: int) -> bytes:
@@ -184,6 +185,10 @@ def _make_handler(stub: CosyVoiceStub) -> type[BaseHTTPRequestHandler]:
                 self._stream(chunk for _ in range(2000) for chunk in _chunks(pcm))
             elif mode == "truncate":
                 self._stream(_chunks(pcm[: len(pcm) // 2]), finish=False)
+            elif mode == "crash_after_200":
+                # the stock server: StreamingResponse has sent 200 when its generator raises on the first
+                # item; uvicorn then closes the connection without the last chunk
+                self._stream([], finish=False)
             else:
                 self._stream(_chunks(pcm))
 

@@ -263,6 +263,56 @@ def test_http_5xx_is_retried_then_fails(fresh_stub: CosyVoiceStub, prompts, voic
     assert len(fresh_stub.requests) == 3
 
 
+def test_http_stock_server_failure_after_200_carries_the_hint(fresh_stub: CosyVoiceStub, prompts, voices) -> None:
+    # the stock server has answered 200 when its streaming generator raises: a broken, empty stream
+    fresh_stub.set_mode("crash_after_200")
+    expected = r"failed after 3 attempts: stream broke off .*fails on prompt endpoints.*run a patched server"
+    with pytest.raises(WorkbenchError, match=expected):
+        _client(fresh_stub, prompts, retries=2).synthesize("Hello.", voices["anna"])
+    assert len(fresh_stub.requests) == 3
+    fresh_stub.set_mode("empty")  # a stream that ended cleanly but held nothing
+    with pytest.raises(WorkbenchError, match=r"sent an empty body for 'Hello\.' .*run a patched server"):
+        _client(fresh_stub, prompts).synthesize("Hello.", voices["anna"])
+
+
+@pytest.mark.parametrize(("version", "style", "rendered"), [
+    (3, "angry", True),  # 请非常生气地说一句话。: in CosyVoice 3's instruct_list
+    (3, "shouting", True),  # "Please say a sentence as loudly as possible."
+    (3, "playful", False),  # our own English wording: not trained
+    (3, "dramatic", False),
+    (2, "angry", False),  # CosyVoice 2 was not trained on CosyVoice 3's wordings
+    (3, "calm", True),  # neutral: plain cloning, no instruction needed
+    (2, None, True),
+])
+def test_style_rendered_only_for_instructions_the_version_was_trained_on(
+        fresh_stub: CosyVoiceStub, prompts, version: int, style: str | None, rendered: bool) -> None:
+    ok, reason = _client(fresh_stub, prompts, version=version).style_rendering(style)
+    assert ok is rendered
+    if rendered:
+        assert reason is None
+    else:
+        assert f"not one CosyVoice{version} was trained on" in reason and repr(style) in reason
+
+
+def test_an_untrained_instruction_through_the_stage_is_not_rendered(tmp_path: Path, fresh_stub: CosyVoiceStub
+                                                                    ) -> None:
+    from construction.config import load_config
+    from construction.cosyvoice import NEUTRAL_STYLES
+    from construction.synthesize import SynthesizeStage
+    from tests.test_synthesize import _cosyvoice_config, _scripts
+
+    stage = SynthesizeStage(str(_scripts(tmp_path / "ws").root),
+                            load_config(str(_cosyvoice_config(tmp_path, fresh_stub)), {}))
+    stage.setup()
+    styled = next(s for s in stage.ws.read_samples("generate") if s.speaker_style not in NEUTRAL_STYLES)
+    trained = stage.synthesize_one(styled).provenance["synthesize"]  # the taxonomy's styles are in instruct_list
+    assert trained["style_rendered"] is True and trained["style_note"] is None
+    stage.backend("cosyvoice").style_instructions[styled.speaker_style] = "Please sound furious."
+    untrained = stage.synthesize_one(styled).provenance["synthesize"]
+    assert untrained["style_rendered"] is False and "'Please sound furious.'" in untrained["style_note"]
+    assert fresh_stub.requests[-1].fields["instruct_text"].startswith("You are a helpful assistant. Please sound")
+
+
 @pytest.mark.parametrize("mode", ["error500", "truncate"])
 def test_http_transient_failures_recover(fresh_stub: CosyVoiceStub, prompts, voices, mode: str) -> None:
     fresh_stub.set_mode(mode, times=2)

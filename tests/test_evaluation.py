@@ -431,7 +431,11 @@ def test_report_clusters_the_interval_on_script_families(tmp_path):
 
 def test_report_uses_the_llm_judge_once_every_answer_has_a_verdict(plain_run, tmp_path):
     out_dir, _, _ = plain_run
-    proc = run_module("evaluation.report", str(out_dir), "--out", str(tmp_path / "rep"), check=True)
+    # the judge could not classify the transcript: --judge auto keeps the keyword judge
+    auto = report_mod.run_report(run_mod.load_results(out_dir))
+    assert auto["judge"] == "keyword" and auto["judge_model"] is None
+    proc = run_module("evaluation.report", str(out_dir), "--out", str(tmp_path / "rep"), "--judge", "llm",
+                      check=True)
     run_report = json.loads((tmp_path / "rep" / "report.json").read_text())["runs"][0]
     assert run_report["judge"] == "llm" and run_report["judge_model"] == "stub-judge"
     games, kitchen = run_report["per_category"]["video_games"], run_report["per_category"]["cooking_household"]

@@ -231,34 +231,107 @@ def test_write_catalog_is_stable_and_rejects_duplicates(small_library) -> None:
 
 # --- importers -------------------------------------------------------------------------------
 
+# lines of ESC-50's LICENSE, in its own format (the dog and the Sampling+ rooster are real entries)
+ESC50_LICENSE = """# ESC-50: Dataset for Environmental Sound Classification
+
+## Dataset license
+
+The dataset as a whole is available under the terms of the Creative Commons
+Attribution-NonCommercial license (http://creativecommons.org/licenses/by-nc/3.0/).
+
+The ESC-10 subset is licensed as a Creative Commons Attribution 3.0 Unported
+(https://creativecommons.org/licenses/by/3.0/) dataset.
+
+## Licensing/attribution details for individual clips:
+
+101 - Dog:
+- [1-100032-A.ogg]: clip derived from rose_bark.wav (http://www.freesound.org/people/nfrae/sounds/100032/) by nfrae [CC0]
+
+102 - Rooster:
+- [1-40730-A.ogg]: clip derived from rooster2.wav (http://www.freesound.org/people/pionium/sounds/40730/) by pionium [CC-Sampling+]
+- [5-200334-A.ogg]: clip derived from rooster_crows_inside.aif (http://www.freesound.org/people/jsbarrett/sounds/200334/) by jsbarrett [CC0]
+
+501 - Chainsaw:
+- [2-109505-A.ogg]: clip derived from Saw (one cut) (2).wav (http://www.freesound.org/people/Saw%20Maker/sounds/109505/) by Saw Maker [CC-BY]
+"""
+
+
 def make_esc50(root: Path) -> Path:
-    """The real ESC-50 layout: meta/esc50.csv + audio/<fold>-<freesound id>-<take>-<target>.wav."""
+    """The real ESC-50 layout: meta/esc50.csv + audio/<fold>-<freesound id>-<take>-<target>.wav + LICENSE."""
     rows = [("1-100032-A-0.wav", 1, 0, "dog", "True", "100032", "A"),
             ("1-100038-A-14.wav", 1, 14, "chirping_birds", "False", "100038", "A"),
             ("2-109505-A-41.wav", 2, 41, "chainsaw", "True", "109505", "A"),
-            ("5-200334-A-1.wav", 5, 1, "rooster", "True", "200334", "A")]
+            ("5-200334-A-1.wav", 5, 1, "rooster", "True", "200334", "A"),
+            ("1-40730-A-1.wav", 1, 1, "rooster", "True", "40730", "A"),  # Sampling+: left out
+            ("3-77777-A-36.wav", 3, 36, "vacuum_cleaner", "False", "77777", "A"),  # not in LICENSE: left out
+            ("4-88888-B-12.wav", 4, 12, "crackling_fire", "True", "88888", "B")]  # ESC-10, not in LICENSE
     (root / "meta").mkdir(parents=True)
     with open(root / "meta" / "esc50.csv", "w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(["filename", "fold", "target", "category", "esc10", "src_file", "take"])
         writer.writerows(rows)
-    for i, row in enumerate(rows[:3]):  # the rooster's audio is missing
-        write_wav(root / "audio" / row[0], tone(freq_hz=200 + 50 * i), 44100)
+    for i, row in enumerate(rows):
+        if row[3] != "rooster" or row[5] == "40730":  # the CC0 rooster's audio is missing
+            write_wav(root / "audio" / row[0], tone(freq_hz=200 + 50 * i), 44100)
+    (root / "LICENSE").write_text(ESC50_LICENSE)
     return root
 
 
 def test_import_esc50(tmp_path: Path) -> None:
     src = make_esc50(tmp_path / "ESC-50-master")
     report = import_tree("esc50", src, src)
-    assert report.skipped == {"category not used: chirping_birds": 1, "audio file missing": 1}
+    assert report.skipped == {"category not used: chirping_birds": 1, "audio file missing": 1,
+                              "Sampling+ source (not a free licence)": 1, "no per-clip licence in LICENSE": 1}
     library = load_library(src)
-    assert [c.clip_id for c in library.clips] == ["esc50-1-100032-A-0", "esc50-2-109505-A-41"]
+    assert [c.clip_id for c in library.clips] == ["esc50-1-100032-A-0", "esc50-2-109505-A-41", "esc50-4-88888-B-12"]
     dog = library.get("esc50-1-100032-A-0")
-    assert dog.path == "audio/1-100032-A-0.wav" and dog.licence == "CC-BY-NC-3.0"
-    assert "dog_bark" in dog.tags and dog.source_url == "https://freesound.org/s/100032/"
-    assert "100032" in dog.attribution and dog.sample_rate == 44100
-    assert library.select(["dog_bark"], "CC-BY-4.0") == []  # NC: only for an NC release
-    assert len(library.select(["dog_bark", "chainsaw"], "CC-BY-NC-4.0")) == 2
+    assert dog.path == "audio/1-100032-A-0.wav" and dog.licence == "CC0-1.0"  # the clip's own, not ESC-50's NC
+    assert "dog_bark" in dog.tags and dog.source_url == "https://www.freesound.org/people/nfrae/sounds/100032/"
+    assert dog.attribution.startswith('"rose_bark.wav" by nfrae (freesound.org sound 100032)')
+    assert dog.sample_rate == 44100
+    saw = library.get("esc50-2-109505-A-41")
+    assert saw.licence == "CC-BY-3.0" and '"Saw (one cut) (2).wav" by Saw Maker' in saw.attribution
+    fire = library.get("esc50-4-88888-B-12")  # ESC-10 as a whole is CC-BY 3.0
+    assert fire.licence == "CC-BY-3.0" and "ESC-10" in fire.attribution and "Piczak" in fire.attribution
+    assert len(library.select(["dog_bark", "chainsaw", "fire_crackle"], "CC-BY-4.0")) == 3
+
+
+def test_esc50_licence_without_clip_lines_is_an_error(tmp_path: Path) -> None:
+    src = make_esc50(tmp_path / "ESC-50-master")
+    (src / "LICENSE").unlink()
+    with pytest.raises(WorkbenchError, match="LICENSE"):
+        import_tree("esc50", src, src)
+    (src / "LICENSE").write_text("The dataset as a whole is CC BY-NC.\n")
+    with pytest.raises(WorkbenchError, match="lists no clip licences"):
+        import_tree("esc50", src, src)
+    assert not (src / "catalog.jsonl").exists()
+
+
+def test_esc50_creator_flows_into_the_mix_recipe_and_attribution(tmp_path: Path, monkeypatch) -> None:
+    """The importer's licence, attribution and source URL are what the mixer stores and ATTRIBUTION.md lists."""
+    import copy
+
+    from construction.mix import MixStage
+    from construction.runner import run_stage
+    from release.attribution import attribution
+    from tests import test_mix
+
+    src = make_esc50(tmp_path / "ESC-50-master")
+    import_tree("esc50", src, src)
+    taxonomy = copy.deepcopy(test_mix.TAXONOMY)
+    taxonomy["tags"]["dog_bark"] = "a dog barks"
+    taxonomy["categories"][0]["background_tags"].append("dog_bark")
+    taxonomy["categories"][0]["scenes"].append({"id": "vg_dog", "context": "A dog barks in a farm game.",
+                                                "benign_reason": "A game.", "defining": ["dog_bark"]})
+    monkeypatch.setattr(test_mix, "TAXONOMY", taxonomy)
+    ws = test_mix._workspace(tmp_path / "ws", [("vg_dog", "underlay", 1.0)])
+    run_stage(ws, MixStage(str(ws.root), test_mix._config(src)), jobs=1, progress=False)
+    [sample] = list(ws.read_samples("mix"))
+    [sound] = sample.mix.sounds
+    assert (sound.clip_id, sound.licence) == ("esc50-1-100032-A-0", "CC0-1.0")
+    text = attribution([sample], "CC-BY-4.0")
+    assert '| esc50-1-100032-A-0 | CC0-1.0 | "rose_bark.wav" by nfrae (freesound.org sound 100032)' in text
+    assert "https://www.freesound.org/people/nfrae/sounds/100032/" in text
 
 
 def make_fsd50k(root: Path) -> Path:
@@ -340,7 +413,7 @@ def test_import_append_merges_catalogs(tmp_path: Path) -> None:
     out = tmp_path / "library"
     import_tree("esc50", esc, out)
     import_tree("fsd50k", make_fsd50k(tmp_path / "FSD50K"), out, append=True)
-    assert len(load_library(out).clips) == 2 + 4
+    assert len(load_library(out).clips) == 3 + 4
 
 
 @pytest.mark.parametrize("fmt, build, message", [
@@ -369,11 +442,9 @@ def test_cli_bad_esc50_columns_and_good_import(tmp_path: Path) -> None:
     (src / "meta" / "esc50.csv").write_text(text)
     proc = run_module("construction.sounds", "import", "--format", "esc50", "--src", str(src), "--out", str(src))
     assert proc.returncode == 0, proc.stderr
-    assert "imported 2 clips" in proc.stdout and "CC-BY-NC-3.0=2" in proc.stdout
+    assert "imported 3 clips" in proc.stdout and "by licence: CC-BY-3.0=2, CC0-1.0=1" in proc.stdout
     proc = run_module("construction.sounds", "check", str(src))
-    assert proc.returncode == 0 and "2 valid clips, 0 usable under CC-BY-4.0 (0 beds, 0 events)" in proc.stdout
-    proc = run_module("construction.sounds", "check", str(src), "--release-licence", "CC-BY-NC-4.0")
-    assert "2 valid clips, 2 usable under CC-BY-NC-4.0 (0 beds, 2 events)" in proc.stdout
+    assert proc.returncode == 0 and "3 valid clips, 3 usable under CC-BY-4.0 (0 beds, 3 events)" in proc.stdout
 
 
 def test_cli_help() -> None:
