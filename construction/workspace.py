@@ -119,6 +119,12 @@ def cache_root() -> Path:
     return Path(os.environ.get("AORBENCH_CACHE") or Path.home() / ".cache" / "aor-bench")
 
 
+def default_cache_dir() -> Path:
+    """Where set-up puts downloaded assets (starter sounds, Kokoro voices): $XDG_CACHE_HOME/aor-bench or
+    ~/.cache/aor-bench, outside any checkout, so every clone finds them."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "aor-bench"
+
+
 def assemble_parts(parts: list[Path], out: Path, sha256: str) -> str:
     """Join a model shipped in parts into `out` (temp file + rename) if the whole has this sha256.
     Returns the sha256 found; `out` is left untouched when it differs."""
