@@ -177,6 +177,14 @@ def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
                                      "the manifest was edited by hand or is corrupt") from exc
 
 
+def require_manifest(root: str | Path, stage: str, needs: str) -> None:
+    """A stage whose input manifest is missing is refused before anything is created or written."""
+    path = Path(root).expanduser().resolve() / "manifests" / f"{needs}.jsonl"
+    if not path.is_file():
+        raise WorkbenchError(f"stage '{stage}' needs the '{needs}' manifest in {path.parent.parent}; "
+                             "run that stage first")
+
+
 class Workspace:
     def __init__(self, root: str | Path, read_only: bool = False):
         """`read_only`: only read an existing workspace (export of an archived build); nothing is created."""
@@ -214,6 +222,10 @@ class Workspace:
     # manifests -------------------------------------------------------------------------------
     def has_manifest(self, stage: str) -> bool:
         return self.manifest_path(stage).exists()
+
+    def has_output(self, stage: str) -> bool:
+        """The stage wrote at least one row, kept or rejected."""
+        return any(p.is_file() and p.stat().st_size > 0 for p in (self.manifest_path(stage), self.rejected_path(stage)))
 
     def read_samples(self, stage: str) -> Iterator[Sample]:
         """The stage's samples in order. A row that is not a sample, or a sample listed twice (a
