@@ -21,7 +21,6 @@ from typing import Any, Protocol
 import numpy as np
 from tqdm import tqdm
 
-from construction.errors import WorkbenchError
 from construction.record import Sample
 from construction.workspace import Rejected, Workspace, require_manifest
 

@@ -225,7 +225,8 @@ class Workspace:
 
     def has_output(self, stage: str) -> bool:
         """The stage wrote at least one row, kept or rejected."""
-        return any(p.is_file() and p.stat().st_size > 0 for p in (self.manifest_path(stage), self.rejected_path(stage)))
+        paths = (self.manifest_path(stage), self.rejected_path(stage))
+        return any(p.is_file() and p.stat().st_size > 0 for p in paths)
 
     def read_samples(self, stage: str) -> Iterator[Sample]:
         """The stage's samples in order. A row that is not a sample, or a sample listed twice (a
