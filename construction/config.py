@@ -1,11 +1,13 @@
 """One YAML config validated into typed config; unknown keys are errors naming the key.
 
-CLI flags override the file. Secrets are never config values: the config names the environment
-variable that holds them (e.g. `api_key_env: OPENAI_API_KEY`).
+A workspace's resolved config (W/config.yaml) is the base of its later runs, a --config file overrides
+the keys it names and CLI flags override both (construction.cli.run_config). Secrets are never config
+values: the config names the environment variable that holds them (e.g. `api_key_env: OPENAI_API_KEY`).
 """
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any, Literal
 
@@ -176,38 +178,72 @@ class Config(Section):
     wer: WerConfig = WerConfig()
 
 
-def _describe(exc: ValidationError, source: str) -> str:
-    problems = []
+def _read_yaml(path: str | Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    except FileNotFoundError:
+        raise WorkbenchError(f"config file not found: {path}") from None
+    except IsADirectoryError:
+        raise WorkbenchError(f"config file {path} is a directory; pass a YAML file") from None
+    except UnicodeDecodeError as exc:
+        raise WorkbenchError(f"config file {path} is not UTF-8 text (byte {exc.start}); "
+                             "save it as UTF-8 YAML") from None
+    except OSError as exc:
+        raise WorkbenchError(f"cannot read config file {path}: {exc.strerror or exc}") from None
+    except yaml.YAMLError as exc:
+        raise WorkbenchError(f"config file {path} is not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise WorkbenchError(f"config file {path} must hold a mapping of sections")
+    return data
+
+
+def _merged(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
+    """`top` over `base`, section by section (a key `top` does not name keeps its value in `base`)."""
+    out = dict(base)
+    for key, value in top.items():
+        out[key] = _merged(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
+def _keys(data: Any, prefix: str = "") -> set[str]:
+    """The dotted keys of a nested mapping, sections included."""
+    if not isinstance(data, dict):
+        return set()
+    return {f"{prefix}{k}" for k in data} | {key for k, v in data.items() for key in _keys(v, f"{prefix}{k}.")}
+
+
+def _related(key: str, other: str) -> bool:
+    """One dotted key is the other or lies inside it (a section's error, a list item's)."""
+    return key == other or key.startswith(other + ".") or other.startswith(key + ".")
+
+
+def _describe(exc: ValidationError, sources: list[tuple[str, set[str]]]) -> str:
+    """Each problem is reported against where its value came from: the first of `sources` (a flag, a
+    config file, the workspace's config) that set that key, else the defaults."""
+    problems: dict[str, list[str]] = {}
     for err in exc.errors():
         key = ".".join(str(p) for p in err["loc"])
+        source = next((name for name, keys in sources if any(_related(key, k) for k in keys)), "config (defaults)")
         if err["type"] == "extra_forbidden":
-            problems.append(f"unknown key '{key}'")
+            problems.setdefault(source, []).append(f"unknown key '{key}'")
+        elif source.startswith("--"):
+            shown = f" {err['input']}" if isinstance(err["input"], int | float | str) else ""
+            problems.setdefault(f"{source}{shown}", []).append(f"{err['msg']} (config '{key}')")
         else:
-            problems.append(f"'{key}': {err['msg']}")
-    return f"invalid config {source}: " + "; ".join(problems)
+            problems.setdefault(source, []).append(f"'{key}': {err['msg']}")
+    return "; ".join(f"invalid {source}: " + "; ".join(found) for source, found in problems.items())
 
 
-def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> Config:
-    """Read YAML (if given), apply dotted-key overrides from the CLI, validate."""
-    data: dict[str, Any] = {}
-    source = "(defaults)"
-    if path is not None:
-        source = str(path)
-        try:
-            data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-        except FileNotFoundError:
-            raise WorkbenchError(f"config file not found: {path}") from None
-        except IsADirectoryError:
-            raise WorkbenchError(f"config file {path} is a directory; pass a YAML file") from None
-        except UnicodeDecodeError as exc:
-            raise WorkbenchError(f"config file {path} is not UTF-8 text (byte {exc.start}); "
-                                 "save it as UTF-8 YAML") from None
-        except OSError as exc:
-            raise WorkbenchError(f"cannot read config file {path}: {exc.strerror or exc}") from None
-        except yaml.YAMLError as exc:
-            raise WorkbenchError(f"config file {path} is not valid YAML: {exc}") from None
-        if not isinstance(data, dict):
-            raise WorkbenchError(f"config file {path} must hold a mapping of sections")
+def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None, *,
+                base: str | Path | None = None, flags: dict[str, str] | None = None) -> Config:
+    """Read `base` (a workspace's config.yaml) if given, the YAML file `path` over it, then the dotted-key
+    overrides from the CLI (`flags` names the flag of each); validate. A bad value is reported against
+    the flag, the file or the workspace config it came from."""
+    base_data = _read_yaml(base) if base is not None else {}
+    base_data.pop("runner", None)  # where stages run is each run's own, never the build's (another machine)
+    file_data = _read_yaml(path) if path is not None else {}
+    data = copy.deepcopy(_merged(base_data, file_data))  # the flags below must not edit either
+    set_by_flags: list[tuple[str, set[str]]] = []
     for dotted, value in (overrides or {}).items():
         if value is None:
             continue
@@ -216,7 +252,9 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
         for part in parents:
             node = node.setdefault(part, {})
         node[leaf] = value
+        set_by_flags.append(((flags or {}).get(dotted, "overrides"), {dotted}))
     try:
         return Config.model_validate(data)
     except ValidationError as exc:
-        raise WorkbenchError(_describe(exc, source)) from None
+        sources = [*set_by_flags, (f"config {path}", _keys(file_data)), (f"config {base}", _keys(base_data))]
+        raise WorkbenchError(_describe(exc, sources)) from None

@@ -23,10 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from construction.cli import base_parser, config_from_args, run_main
+from construction.cli import base_parser, keep_config, run_config, run_main
 from construction.config import Config
 from construction.record import Sample, stable_seed
-from construction.workspace import Rejected, Workspace
+from construction.workspace import Rejected, Workspace, require_manifest
 
 STAGE = "controls"
 INPUT_STAGE = "wer"
@@ -89,6 +89,7 @@ def run_controls(ws: Workspace, config: Config, share: float = 0.1, kinds: tuple
     from construction.mix import MixStage
     from construction.taxonomy import load_taxonomy
 
+    require_manifest(ws.root, STAGE, INPUT_STAGE)
     taxonomy, _ = load_taxonomy(config.generate.taxonomy)
     with ws.lock():
         ws.check_lineage(INPUT_STAGE)
@@ -119,8 +120,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not 0 < args.share <= 1:
         parser.error("--share must be in (0, 1]")
-    config = config_from_args(args)
-    stats = run_controls(Workspace(args.workspace), config, args.share)
+    require_manifest(args.workspace, STAGE, INPUT_STAGE)  # before anything is created
+    config = run_config(args)  # the build's own mix settings: controls are mixed like its samples
+    ws = Workspace(args.workspace)
+    with ws.lock():
+        keep_config(ws, config, args, runs=(STAGE,), replaces=True)
+        stats = run_controls(ws, config, args.share)
     print(f"controls: {sum(v for k, v in stats.items() if k.endswith('_kept'))} mixed from {stats['from']} samples "
           f"({', '.join(f'{k} {v}' for k, v in stats.items() if k.endswith(('_kept', '_rejected')))})")
     return 0

@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 from rapidfuzz import fuzz, process
 from tqdm import tqdm
 
-from construction.cli import base_parser, config_from_args, run_main
+from construction.cli import base_parser, keep_config, run_config, run_main
 from construction.config import Config, GenerateConfig
 from construction.errors import WorkbenchError
 from construction.record import Sample, make_sample_id, stable_seed
@@ -157,13 +157,14 @@ def generate_category(category: Category, taxonomy: Taxonomy, cfg: GenerateConfi
     for row in rejects:
         out.write(row)
     return {"kept": len(kept), "rejected": rejected, **counts}, \
-        [Kept(s.speech_text, s.speech_id, s.script_family) for s in kept]
+        [Kept(s.speech_text, s.speech_id, s.script_family, s.sample_id) for s in kept]
 
 
 class Kept(NamedTuple):
     speech_text: str
     speech_id: str | None
     script_family: str | None
+    sample_id: str
 
 
 def diversity(kept: dict[str, list[Kept]], threshold: float, seed: int) -> dict[str, dict[str, Any]]:
@@ -183,7 +184,9 @@ def diversity(kept: dict[str, list[Kept]], threshold: float, seed: int) -> dict[
     return out
 
 
-def run_generate(ws: Workspace, config: Config, progress: bool = True) -> dict[str, Any]:
+def run_generate(ws: Workspace, config: Config, progress: bool = True, restart: bool = False) -> dict[str, Any]:
+    """Writes the manifest whole; a run that would drop scripts an earlier run made (another taxonomy
+    file, another LLM answer) is refused unless `restart`."""
     from construction.llm import HarmScreen, make_llm
     from construction.scenes import open_library, unrenderable_scenes
 
@@ -200,11 +203,18 @@ def run_generate(ws: Workspace, config: Config, progress: bool = True) -> dict[s
         started = time.monotonic()
         per_category: dict[str, dict[str, int]] = {}
         kept: dict[str, list[Kept]] = {}
+        made = set() if restart else {s.sample_id for s in ws.read_samples(STAGE)}
         with ws.replacing(STAGE) as out:
             for category in tqdm(categories, desc=STAGE, unit="category", disable=not progress):
                 counts, kept[category.id] = generate_category(category, taxonomy, cfg, config.seed, llm, screen,
                                                               taxonomy_hash, out, unrenderable)
                 per_category[category.id] = {**counts, "shortfall": cfg.per_category - counts["kept"]}
+            lost = sorted(made - {k.sample_id for ks in kept.values() for k in ks})
+            if lost:  # raised inside the block: the manifest stays as it was
+                shown = ", ".join(lost[:3]) + (" ..." if len(lost) > 3 else "")
+                raise WorkbenchError(f"this run would drop {len(lost)} of the {len(made)} scripts in "
+                                     f"{ws.manifest_path(STAGE)} ({shown}): the taxonomy or the LLM's answers changed "
+                                     "since they were made; use a fresh --workspace, or pass --restart to replace them")
         for category, figures in diversity(kept, cfg.near_duplicate_ratio, config.seed).items():
             per_category[category].update(figures)
         everything = [k for ks in kept.values() for k in ks]
@@ -232,15 +242,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--llm-base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1")
     parser.add_argument("--llm-model", help="model name at that endpoint")
     args = parser.parse_args(argv)
-    config = config_from_args(args, {
+    config = run_config(args, {
         "generate.per_category": args.per_category, "generate.backend": args.backend,
         "generate.taxonomy": args.taxonomy, "generate.llm_base_url": args.llm_base_url,
         "generate.llm_model": args.llm_model,
         "generate.categories": args.categories.split(",") if args.categories else None})
     ws = Workspace(args.workspace)
     with ws.lock():  # first, so a run refused by the lock leaves config.yaml as it was
-        ws.snapshot_config(config.model_dump(mode="json"))
-        stats = run_generate(ws, config, progress=not args.quiet)
+        keep_config(ws, config, args, runs=(STAGE,))
+        stats = run_generate(ws, config, progress=not args.quiet, restart=args.restart)
     print_generate_summary(stats)
     return 1 if any(c["shortfall"] > 0 for c in stats["per_category"].values()) else 0
 

@@ -34,13 +34,13 @@ from typing import Any
 
 import numpy as np
 
-from construction.cli import base_parser, config_from_args, run_main
+from construction.cli import base_parser, keep_config, run_config, run_main
 from construction.config import Config, MixConfig
 from construction.errors import WorkbenchError
 from construction.record import MixRecipe, Sample, SceneSound, stable_seed
 from construction.runner import print_summary, run_configured
 from construction.sounds import loudness_lufs
-from construction.workspace import Rejected, Workspace
+from construction.workspace import Rejected, Workspace, require_manifest
 
 STAGE = "mix"
 log = logging.getLogger(__name__)
@@ -314,10 +314,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = base_parser("python -m construction.mix", __doc__.splitlines()[0])
     parser.add_argument("--sounds", help="sound library directory (config mix.sounds)")
     args = parser.parse_args(argv)
-    config = config_from_args(args, {"mix.sounds": args.sounds})
+    require_manifest(args.workspace, STAGE, MixStage.input_stage)
+    config = run_config(args, {"mix.sounds": args.sounds})
     ws = Workspace(args.workspace)
-    stats = run_configured(ws, MixStage(str(ws.root), config), config, restart=args.restart,
-                           retry_rejected=args.retry_rejected, progress=not args.quiet)
+    with ws.lock():
+        keep_config(ws, config, args, runs=(STAGE,))
+        stats = run_configured(ws, MixStage(str(ws.root), config), config, restart=args.restart,
+                               retry_rejected=args.retry_rejected, progress=not args.quiet)
     print_mix_summary(stats)
     return 0
 

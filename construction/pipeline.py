@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 import time
 
-from construction.cli import base_parser, config_from_args, run_main
+from construction.cli import base_parser, keep_config, run_config, run_main
 from construction.config import Config
 from construction.generate import print_generate_summary, run_generate
 from construction.runner import print_summary, run_configured
@@ -35,7 +35,7 @@ def run_pipeline(ws: Workspace, config: Config, *, restart: bool = False, retry_
     timings = {}
     started = time.monotonic()
     stages = automatic_stages(ws, config)
-    stats = run_generate(ws, config, progress=progress)
+    stats = run_generate(ws, config, progress=progress, restart=restart)
     timings["generate"] = stats["seconds_this_run"]
     print_generate_summary(stats)
     all_stats = {"generate": stats}
@@ -58,11 +58,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backend", choices=["catalog", "openai"], help="script backend (generate.backend)")
     parser.add_argument("--sounds", help="sound library directory (config mix.sounds)")
     args = parser.parse_args(argv)
-    config = config_from_args(args, {"generate.per_category": args.per_category,
-                                     "generate.backend": args.backend, "mix.sounds": args.sounds})
+    config = run_config(args, {"generate.per_category": args.per_category,
+                               "generate.backend": args.backend, "mix.sounds": args.sounds})
     ws = Workspace(args.workspace)
     with ws.lock():  # first, so a refused run changes nothing; held across every stage
-        ws.snapshot_config(config.model_dump(mode="json"))
+        keep_config(ws, config, args, runs=("generate", "synthesize", "mix", "wer"))
         run_pipeline(ws, config, restart=args.restart, retry_rejected=args.retry_rejected,
                      progress=not args.quiet)
     print(f"workspace: {ws.root}")

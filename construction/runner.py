@@ -21,9 +21,8 @@ from typing import Any, Protocol
 import numpy as np
 from tqdm import tqdm
 
-from construction.errors import WorkbenchError
 from construction.record import Sample
-from construction.workspace import Rejected, Workspace
+from construction.workspace import Rejected, Workspace, require_manifest
 
 
 class Stage(Protocol):
@@ -168,9 +167,7 @@ def run_stage(ws: Workspace, stage: Stage, *, jobs: int | None = None, batch_siz
               restart: bool = False, retry_rejected: bool = False, progress: bool = True,
               executor: str = "local", ray_address: str | None = None, num_gpus: float = 0.0) -> dict[str, Any]:
     """Run `stage` over `ws`; returns the stage's stats (also written to stats/<stage>.json)."""
-    if not ws.has_manifest(stage.input_stage):
-        raise WorkbenchError(f"stage '{stage.name}' needs the '{stage.input_stage}' manifest in {ws.root}; "
-                             f"run that stage first")
+    require_manifest(ws.root, stage.name, stage.input_stage)
     jobs = jobs or default_jobs()
     if stage.max_jobs:
         jobs = min(jobs, stage.max_jobs)

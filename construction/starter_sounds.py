@@ -24,7 +24,6 @@ import dataclasses
 import hashlib
 import io
 import json
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,7 +41,7 @@ from construction.sounds import (CATALOG, Clip, catalog_text, compatible, covera
                                  frame_db, active_threshold_db, load_library, measure, normalise_licence,
                                  quality_problem, sha256_file)
 from construction.taxonomy import DEFAULT_TAXONOMY
-from construction.workspace import atomic_write_bytes, atomic_write_text
+from construction.workspace import atomic_write_bytes, atomic_write_text, default_cache_dir
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[1] / "configs" / "starter_sounds.yaml"
 REPORT_LICENCES = ("CC-BY-4.0", "CC-BY-SA-4.0")
@@ -289,10 +288,6 @@ class BuildReport:
                 "notes": dict(sorted(self.notes.items())),
                 "licence_notes": dict(sorted(self.licence_notes.items())),
                 "missing_sources": self.missing_sources}
-
-
-def default_cache_dir() -> Path:
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "aor-bench"
 
 
 def inputs_digest(config_path: Path, packages: dict[str, str], vocabulary: list[str],

@@ -16,12 +16,12 @@ from typing import Any
 
 import numpy as np
 
-from construction.cli import base_parser, config_from_args, run_main
+from construction.cli import base_parser, keep_config, run_config, run_main
 from construction.config import Config, SynthesizeConfig
 from construction.errors import WorkbenchError
 from construction.record import Sample, stable_seed
 from construction.runner import print_summary, run_configured
-from construction.workspace import Rejected, Workspace
+from construction.workspace import Rejected, Workspace, require_manifest
 
 STAGE = "synthesize"
 
@@ -157,11 +157,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = base_parser("python -m construction.synthesize", __doc__.splitlines()[0])
     parser.add_argument("--voices", help="comma-separated voice ids (default: the offline bank)")
     args = parser.parse_args(argv)
-    config = config_from_args(args, {"synthesize.voices": args.voices.split(",") if args.voices else None})
+    require_manifest(args.workspace, STAGE, SynthesizeStage.input_stage)
+    config = run_config(args, {"synthesize.voices": args.voices.split(",") if args.voices else None})
+    voice_bank(config.synthesize)  # fail fast, before any worker starts (or the config is kept)
     ws = Workspace(args.workspace)
-    voice_bank(config.synthesize)  # fail fast, before any worker starts
-    stats = run_configured(ws, SynthesizeStage(str(ws.root), config), config, restart=args.restart,
-                           retry_rejected=args.retry_rejected, progress=not args.quiet)
+    with ws.lock():
+        keep_config(ws, config, args, runs=(STAGE,))
+        stats = run_configured(ws, SynthesizeStage(str(ws.root), config), config, restart=args.restart,
+                               retry_rejected=args.retry_rejected, progress=not args.quiet)
     print_summary(stats)
     return 0
 

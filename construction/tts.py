@@ -33,7 +33,7 @@ import soundfile as sf
 from num2words import num2words
 
 from construction.errors import WorkbenchError
-from construction.workspace import assemble_parts, cache_root, sha256_file
+from construction.workspace import assemble_parts, cache_root, default_cache_dir, sha256_file
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -293,14 +293,20 @@ _KOKORO_MAX_PHONEMES = 510  # 512 positions less the two pads; the style table h
 _KOKORO_STYLE_SHAPE = (510, 1, 256)
 
 
-_KOKORO_VOICES_HINT = ("in the repo root run `npm install --prefix .cache/npm --ignore-scripts kokoro-js@1.2.1`, "
-                       "or set AORBENCH_KOKORO_VOICES to a kokoro-js voices/ directory")
+KOKORO_JS = "kokoro-js-1.2.1"  # the npm package whose voices/*.bin scripts/kokoro_voices.sh unpacks
+_KOKORO_VOICES_HINT = ("run `make setup` (scripts/kokoro_voices.sh puts them in your cache), or set "
+                       "AORBENCH_KOKORO_VOICES to a kokoro-js voices/ directory")
 
 
 def kokoro_voices_dir() -> Path:
-    """kokoro-js voice styles: AORBENCH_KOKORO_VOICES, else <repo>/.cache/npm/node_modules/kokoro-js/voices."""
+    """kokoro-js voice styles: AORBENCH_KOKORO_VOICES, else the user's cache where set-up puts them (so
+    every clone finds them), else <repo>/.cache/npm/..., where set-up put them before."""
     env = os.environ.get("AORBENCH_KOKORO_VOICES")
-    return Path(env) if env else REPO_ROOT / ".cache" / "npm" / "node_modules" / "kokoro-js" / "voices"
+    if env:
+        return Path(env)
+    cached = default_cache_dir() / KOKORO_JS / "voices"
+    in_checkout = REPO_ROOT / ".cache" / "npm" / "node_modules" / "kokoro-js" / "voices"
+    return in_checkout if not cached.is_dir() and in_checkout.is_dir() else cached
 
 
 def kokoro_model_path() -> Path:

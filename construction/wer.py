@@ -20,12 +20,12 @@ from typing import Any
 
 import numpy as np
 
-from construction.cli import base_parser, config_from_args, run_main
+from construction.cli import base_parser, keep_config, run_config, run_main
 from construction.config import Config
 from construction.errors import WorkbenchError
 from construction.record import Sample
 from construction.runner import print_summary, run_configured
-from construction.workspace import Rejected, Workspace
+from construction.workspace import Rejected, Workspace, require_manifest
 
 STAGE = "wer"
 
@@ -219,10 +219,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-wer", type=float, help="keep samples with mixture WER <= this (wer.max_wer)")
     parser.add_argument("--resynthesize", type=int, help="re-synthesis attempts (wer.resynthesize_attempts)")
     args = parser.parse_args(argv)
-    config = config_from_args(args, {"wer.max_wer": args.max_wer, "wer.resynthesize_attempts": args.resynthesize})
+    require_manifest(args.workspace, STAGE, WerStage.input_stage)
+    config = run_config(args, {"wer.max_wer": args.max_wer, "wer.resynthesize_attempts": args.resynthesize},
+                        flags={"wer.resynthesize_attempts": "--resynthesize"})
     ws = Workspace(args.workspace)
-    stats = run_configured(ws, WerStage(str(ws.root), config), config, batch_size=config.wer.batch_size,
-                           restart=args.restart, retry_rejected=args.retry_rejected, progress=not args.quiet)
+    with ws.lock():
+        keep_config(ws, config, args, runs=(STAGE,))
+        stats = run_configured(ws, WerStage(str(ws.root), config), config, batch_size=config.wer.batch_size,
+                               restart=args.restart, retry_rejected=args.retry_rejected, progress=not args.quiet)
     print_wer_summary(stats)
     return 0
 

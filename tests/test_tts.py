@@ -21,6 +21,7 @@ from construction.tts import (
     offline_voice_bank,
     voice_by_id,
 )
+from tests.conftest import REPO
 
 SENTENCE = "Finish him off, the crowd is going wild tonight."
 BANK_VOICES = [voice_by_id(i) for i in dict.fromkeys(DEFAULT_BANK_IDS + KOKORO_BANK_IDS)]  # both banks, once
@@ -179,6 +180,40 @@ def test_missing_kokoro_voices_raise_naming_the_path(tmp_path, monkeypatch):
     (tmp_path / "am_adam.bin").write_bytes(b"\0" * 1024)
     with pytest.raises(WorkbenchError, match="expected 510"):
         backend.synthesize(SHORT, voice_by_id("kokoro:am_adam"))
+
+
+def test_kokoro_voices_come_from_the_user_cache_set_up_fills(tmp_path, monkeypatch):
+    """A fresh clone finds the voices scripts/kokoro_voices.sh (make setup) put in the user's cache, not
+    in some other checkout; until then the error says to run `make setup`."""
+    import os
+    import subprocess
+
+    monkeypatch.delenv("AORBENCH_KOKORO_VOICES", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(tts, "REPO_ROOT", tmp_path / "clone")  # a clone where set-up never ran
+    cached = tmp_path / "cache" / "aor-bench" / "kokoro-js-1.2.1" / "voices"
+    assert tts.kokoro_voices_dir() == cached
+    with pytest.raises(WorkbenchError, match=re.escape(str(cached)) + ".*make setup"):
+        tts.KokoroBackend(threads=1)
+    # the set-up step, with an npm that packs a tarball shaped like kokoro-js's (no network in tests)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "npm").write_text('#!/bin/sh\n[ "$1 $3" = "pack kokoro-js@1.2.1" ] || exit 9\n'
+                                 "mkdir -p package/voices && printf style > package/voices/af_heart.bin\n"
+                                 "tar -czf kokoro-js-1.2.1.tgz package && rm -r package\n")
+    (bin_dir / "npm").chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    for _ in range(2):  # idempotent: the second run finds them
+        subprocess.run(["bash", str(REPO / "scripts" / "kokoro_voices.sh")], env=env, check=True, timeout=60)
+    assert (cached / "af_heart.bin").read_bytes() == b"style"
+    assert [p.name for p in cached.parent.iterdir()] == ["voices"]  # no temp folder left
+    # a checkout set up before still works while the cache has no voices
+    old = tmp_path / "clone" / ".cache" / "npm" / "node_modules" / "kokoro-js" / "voices"
+    old.mkdir(parents=True)
+    assert tts.kokoro_voices_dir() == cached
+    (cached / "af_heart.bin").unlink()
+    cached.rmdir()
+    assert tts.kokoro_voices_dir() == old
 
 
 def test_kokoro_long_text_is_spoken_per_sentence(monkeypatch):
