@@ -17,6 +17,7 @@ import json
 import logging
 import os
 import re
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -304,16 +305,41 @@ def set_task_overlap(server: Server, task_ids: Sequence[int], overlap: int) -> N
 
 
 def import_tasks(server: Server, project_id: int, tasks: Sequence[dict[str, Any]],
-                 chunk_size: int = IMPORT_CHUNK) -> list[int]:
-    """Bulk JSON import in chunks; returns the new task ids."""
+                 chunk_size: int = IMPORT_CHUNK, poll_s: float = 1.0, timeout_s: float = 600.0) -> list[int] | None:
+    """Bulk JSON import in chunks; returns the new task ids, or None when the server did not say them.
+
+    Community edition imports at once and answers the ids (`task_ids`, a field the SDK does not declare);
+    Enterprise answers {"import": id} and imports in the background: wait until that import is done."""
     ids: list[int] = []
     for start in range(0, len(tasks), chunk_size):
         chunk = list(tasks[start:start + chunk_size])
-        with server.errors(f"importing tasks {start + 1}-{start + len(chunk)} of {len(tasks)} into project {project_id}",
-                           not_found=f"project {project_id} no longer exists (deleted?)"):
+        what = f"importing tasks {start + 1}-{start + len(chunk)} of {len(tasks)} into project {project_id}"
+        with server.errors(what, not_found=f"project {project_id} no longer exists (deleted?)"):
             result = server.client.projects.import_tasks(project_id, request=chunk, return_task_ids=True)
-        ids.extend(result.task_ids or [])
+            chunk_ids = getattr(result, "task_ids", None)
+            if chunk_ids is None and result.import_ is not None:
+                chunk_ids = wait_for_import(server, project_id, result.import_, what, poll_s, timeout_s)
+        if chunk_ids is None:
+            return None
+        ids.extend(int(i) for i in chunk_ids)
     return ids
+
+
+def wait_for_import(server: Server, project_id: int, import_id: int, what: str, poll_s: float,
+                    timeout_s: float) -> list[int] | None:
+    """Poll an asynchronous import until it is completed (-> its task ids, when it says them) or failed."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        status = server.client.tasks.create_many_status(project_id, import_id)
+        if status.status == "completed":
+            return None if status.task_ids is None else list(status.task_ids)
+        if status.status == "failed":
+            raise WorkbenchError(f"Label Studio at {server.url} failed {what} (import {import_id}): "
+                                 f"{(status.error or 'no reason given')[:300]}")
+        if time.monotonic() > deadline:
+            raise WorkbenchError(f"Label Studio at {server.url} had not finished {what} (import {import_id}) after "
+                                 f"{timeout_s:.0f} s; push again once it has: only missing tasks are imported")
+        time.sleep(poll_s)
 
 
 def export_tasks(server: Server, project_id: int) -> list[dict[str, Any]]:
