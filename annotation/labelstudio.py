@@ -190,6 +190,9 @@ def find_project(server: Server, title: str) -> Any | None:
     return found[0] if found else None
 
 
+DELETED_HINT = "it was deleted with its labels; pass another --project title to start again in new projects"
+
+
 def get_project(server: Server, project_id: int, title: str = "", not_found: str = "") -> Any:
     """The project of that id, whatever it is titled now (anyone may rename a project): a workspace's
     projects are bound by the ids it recorded, never found again by title."""
@@ -221,9 +224,7 @@ def ensure_project(server: Server, title: str, spec: ArmSpec, overlap: int | Non
     if len(title.strip()) < 3:
         raise WorkbenchError(f"project title {title!r} is too short (Label Studio needs 3+ characters)")
     if project_id is not None:
-        project = get_project(server, project_id, title, not_found=(
-            f"this workspace's project {project_id} ({title!r}) was deleted with its labels; pass another "
-            "--project title to start again in new projects"))
+        project = get_project(server, project_id, title, not_found=DELETED_HINT)
     else:
         project = find_project(server, title)
     if project is None:

@@ -77,7 +77,6 @@ from annotation.state import (
 )
 from construction.errors import WorkbenchError
 from construction.record import ARMS, Annotation, AudioRef, Sample
-from construction.workspace import Workspace
 
 
 @dataclass
@@ -223,6 +222,16 @@ def assemble(samples: Sequence[Sample], controls: Sequence[Sample], catch: Seque
     return Pulled(out_samples, out_controls, report, dropped)
 
 
+def note_configs(state: dict[str, Any], projects: dict[str, Any], edits: dict[str, str], now: str) -> bool:
+    """state.note_config for each arm recorded with the project pulled; -> whether the state changed."""
+    changed = False
+    for role, edited in edits.items():
+        entry = (state.get("arms") or {}).get(role)
+        if isinstance(entry, dict) and entry.get("id") == projects[role].id:
+            changed |= note_config(entry, bool(edited), now)
+    return changed
+
+
 def resolve_arms(server: Server, state: dict[str, Any], title: str | None) -> dict[str, Any]:
     """role -> the Label Studio project of that arm: by --project TITLE (exact titles '<TITLE> — <arm>'),
     else the projects recorded at push time, by id (whatever they are titled now)."""
@@ -322,11 +331,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     ws = open_workspace(args.workspace)
-    with ws.lock():  # from the first read to the last write: adjudicate pull rewrites 'annotated' too
-        return pull_workspace(ws, args)
-
-
-def pull_workspace(ws: Workspace, args: Any) -> int:
     if not ws.has_manifest(INPUT_STAGE):
         raise WorkbenchError(f"no '{INPUT_STAGE}' manifest at {ws.manifest_path(INPUT_STAGE)}; nothing to pull onto")
     ws.check_lineage(INPUT_STAGE)  # a row added by hand to the wer manifest is never labelled
@@ -334,7 +338,6 @@ def pull_workspace(ws: Workspace, args: Any) -> int:
     controls, _ = read_controls(ws, {s.sample_id for s in samples})
     catch = read_catch(ws)
     state = read_state(ws)
-    had_salt = bool(state.get("pseudonym_salt"))
     salt = pseudonym_salt(state)
     task_map = read_task_map(ws)
 
@@ -349,34 +352,40 @@ def pull_workspace(ws: Workspace, args: Any) -> int:
     heard = {"speech": samples, "scene": samples, "mixture": [*samples, *controls, *catch]}
     audio = {role: {s.sample_id: getattr(s, audio_field(role)) for s in heard[role]} for role in ARMS}
     specs = {role: arm_spec(role, categories) for role in ARMS}
-    save_state = not had_salt
-    for role in ARMS:  # the arms' labelling configs as push set them?
-        edited = config_changed(projects[role].label_config or "", specs[role])
-        entry = (state.get("arms") or {}).get(role)
-        if isinstance(entry, dict) and entry.get("id") == projects[role].id:
-            save_state |= note_config(entry, bool(edited), utc_now())
+    edits = {role: config_changed(projects[role].label_config or "", specs[role]) for role in ARMS}
+    now = utc_now()
+    note_configs(state, projects, edits, now)
+    for role, edited in edits.items():  # the arms' labelling configs as push set them?
         if edited:
             print(f"warning: the {role} arm's labelling config was edited ({edited}): labels made since push last "
                   "checked it are not counted; push sets it back")
     windows = {role: ((state.get("arms") or {}).get(role) or {}).get("config_edited") or [] for role in ARMS}
     found = {role: collect(server, projects[role].id, specs[role], task_map, audio[role], salt,
                            demo_annotators(state), windows[role]) for role in ARMS}
-    previous: dict[str, list[Annotation]] = {}
-    if ws.has_manifest(OUTPUT_STAGE):
-        for s in ws.read_samples(OUTPUT_STAGE):
-            kept = [a for a in s.annotations if a.source == ADJUDICATION_SOURCE]
-            if kept:
-                previous[s.sample_id] = kept
-    pulled = assemble(samples, controls, catch, found, previous)
-    report = annotator_report(pulled, found)
     overlaps = {role: projects[role].maximum_annotations or 3 for role in ARMS}
     problems = [p for role in ARMS for p in found[role].problems]
-
-    ws.write_manifest(OUTPUT_STAGE, pulled.samples)
-    ws.write_manifest(CONTROLS_OUTPUT_STAGE, pulled.controls)
-    ws.write_stats(OUTPUT_STAGE, stats(pulled, report, projects, overlaps, found, problems))
-    if save_state:
-        write_state(ws, state)
+    # 'annotated' (the adjudication decisions on it) and annotation.json are read again and written under the
+    # lock: validation.adjudicate pull and push write them too, and neither write may be lost.
+    with ws.lock():
+        current = read_state(ws)
+        if current.get("pseudonym_salt", salt) != salt:
+            raise WorkbenchError(f"{ws.root / 'annotation.json'} changed while pulling (another run?); pull again")
+        save_state = not current.get("pseudonym_salt")
+        current["pseudonym_salt"] = salt
+        save_state |= note_configs(current, projects, edits, now)
+        previous: dict[str, list[Annotation]] = {}
+        if ws.has_manifest(OUTPUT_STAGE):
+            for s in ws.read_samples(OUTPUT_STAGE):
+                kept = [a for a in s.annotations if a.source == ADJUDICATION_SOURCE]
+                if kept:
+                    previous[s.sample_id] = kept
+        pulled = assemble(samples, controls, catch, found, previous)
+        report = annotator_report(pulled, found)
+        ws.write_manifest(OUTPUT_STAGE, pulled.samples)
+        ws.write_manifest(CONTROLS_OUTPUT_STAGE, pulled.controls)
+        ws.write_stats(OUTPUT_STAGE, stats(pulled, report, projects, overlaps, found, problems))
+        if save_state:
+            write_state(ws, current)
 
     n = sum(len(s.annotations) for s in [*pulled.samples, *pulled.controls]) - sum(map(len, previous.values()))
     print(f"pulled {n} annotation(s) from {len(ARMS)} arm projects at {server.url} onto {len(samples)} sample(s) "

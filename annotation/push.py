@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from annotation.labelstudio import (
+    DELETED_HINT,
     Server,
     add_server_args,
     check_config,
@@ -203,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     server = connect_from_args(args)
     bound = recorded_arms(state, args.project)
     for role in ARMS:  # a project asking something else: refused before anything is written
-        project = (get_project(server, bound[role], arm_title(base, role)) if role in bound
+        project = (get_project(server, bound[role], arm_title(base, role), DELETED_HINT) if role in bound
                    else find_project(server, arm_title(base, role)))
         if project is not None:
             check_config(server, project, specs[role])

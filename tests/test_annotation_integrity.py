@@ -4,11 +4,16 @@ issue 26, item 4).
 
 One real Label Studio for the module (tests.annotation_helpers.ls). The annotators act through the API
 with their own tokens, as the reproductions did. The Enterprise import answer cannot come from a real
-server here: the real SDK client talks to an HTTP handler that answers as Enterprise does."""
+server here: the real SDK client talks to a stub on 127.0.0.1 that answers as Enterprise does."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import httpx
 import pytest
@@ -66,36 +71,58 @@ def as_annotator(ls, tokens, email: str) -> httpx.Client:
 # 6. the import response of either edition
 # ----------------------------------------------------------------------------------------------
 
-def enterprise_server(states: list[dict]) -> tuple[Server, list[str]]:
-    """A Server whose real SDK client talks to a handler answering as Label Studio Enterprise: the import
-    is {"import": 7}, then /imports/7 answers each of `states` in turn."""
+@contextlib.contextmanager
+def enterprise_server(states: list[dict]) -> Iterator[tuple[Server, list[str]]]:
+    """A Server whose real SDK client talks, over HTTP on 127.0.0.1, to a stub answering as Label Studio
+    Enterprise: the import is {"import": 7}, then /imports/7/ answers each of `states` in turn."""
     asked: list[str] = []
 
-    def answer(request: httpx.Request) -> httpx.Response:
-        asked.append(f"{request.method} {request.url.path}")
-        if request.url.path == "/api/projects/3/import":
-            return httpx.Response(201, json={"import": 7})
-        if request.url.path.rstrip("/") == "/api/projects/3/imports/7":
-            return httpx.Response(200, json={"id": 7, "project": 3, **states.pop(0)})
-        return httpx.Response(404, json={"detail": "Not found."})
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):  # keep pytest output clean
+            pass
 
-    client = make_client("http://enterprise.test", "token-of-a-test")
-    client._client_wrapper.httpx_client.httpx_client = httpx.Client(transport=httpx.MockTransport(answer))
-    return Server("http://enterprise.test", __import__("pathlib").Path("/srv"), None, client), asked
+        def answer(self, code: int, body: dict) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            asked.append(f"POST {self.path.split('?')[0]}")
+            self.answer(201, {"import": 7}) if self.path.startswith("/api/projects/3/import") else \
+                self.answer(404, {"detail": "Not found."})
+
+        def do_GET(self):
+            asked.append(f"GET {self.path}")
+            self.answer(200, {"id": 7, "project": 3, **states.pop(0)}) if self.path == "/api/projects/3/imports/7/" \
+                else self.answer(404, {"detail": "Not found."})
+
+    stub = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=stub.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{stub.server_address[1]}"
+    try:
+        yield Server(url, Path("/srv"), None, make_client(url, "token-of-a-test")), asked
+    finally:
+        stub.shutdown()
+        stub.server_close()
 
 
 def test_an_enterprise_import_is_waited_for():
     """Enterprise answers {"import": id} (no task_ids): push polls the import until it is completed and
     takes its task ids; an import that fails is a clear error; one that never says its ids gives None
     (push then looks the tasks up by key)."""
-    server, asked = enterprise_server([{"status": "in_progress"}, {"status": "completed", "task_ids": [11, 12]}])
-    assert import_tasks(server, 3, [{"data": {"key": "a"}}, {"data": {"key": "b"}}], poll_s=0) == [11, 12]
+    with enterprise_server([{"status": "in_progress"}, {"status": "completed", "task_ids": [11, 12]}]) as (server,
+                                                                                                        asked):
+        assert import_tasks(server, 3, [{"data": {"key": "a"}}, {"data": {"key": "b"}}]) == [11, 12]
     assert asked == ["POST /api/projects/3/import", "GET /api/projects/3/imports/7/", "GET /api/projects/3/imports/7/"]
-    server, _ = enterprise_server([{"status": "completed"}])
-    assert import_tasks(server, 3, [{"data": {"key": "a"}}], poll_s=0) is None
-    server, _ = enterprise_server([{"status": "failed", "error": "bad audio URL"}])
-    with pytest.raises(WorkbenchError, match=r"failed importing tasks 1-1 of 1 into project 3 \(import 7\): bad audio"):
-        import_tasks(server, 3, [{"data": {"key": "a"}}], poll_s=0)
+    with enterprise_server([{"status": "completed"}]) as (server, _):
+        assert import_tasks(server, 3, [{"data": {"key": "a"}}]) is None
+    with enterprise_server([{"status": "failed", "error": "bad audio URL"}]) as (server, _):
+        with pytest.raises(WorkbenchError, match=r"failed importing tasks 1-1 of 1 into project 3 \(import 7\): bad"):
+            import_tasks(server, 3, [{"data": {"key": "a"}}])
 
 
 # ----------------------------------------------------------------------------------------------
@@ -211,6 +238,12 @@ def test_arms_are_bound_by_the_recorded_project_id(ls, admin, accounts, tokens, 
     assert admin.client.projects.get(decoy.json()["id"]).task_number in (0, None)
     _, samples, _ = pulled(ls, ws, capsys)
     assert [a.label for a in human(samples[sid], "speech")] == ["harmful"]
+    # the arm deleted: push says so, and never takes the decoy instead
+    admin.client.projects.delete(pid)
+    code, _, err = cli(push.main, "--workspace", str(ws.root), "--catch", "0", "--data-dir", str(ls.data_dir),
+                       capsys=capsys)
+    assert code == 2 and f"project {pid} ('Bound — speech')" in err and "was deleted with its labels" in err
+    assert read_state(ws)["arms"]["speech"]["id"] == pid
 
 
 def test_labels_made_under_an_edited_config_are_not_counted(ls, admin, accounts, tokens, tmp_path, capsys):
@@ -251,8 +284,11 @@ def test_labels_made_under_an_edited_config_are_not_counted(ls, admin, accounts,
 # ----------------------------------------------------------------------------------------------
 
 def test_the_two_pulls_never_interleave(ls, admin, accounts, tmp_path, capsys, monkeypatch):
-    """annotation.pull run while validation.adjudicate pull is between its read and its write (and the
-    other way round) is refused as 'in use', instead of succeeding and then being overwritten."""
+    """annotation.pull run while validation.adjudicate pull is exporting: its label survives the
+    adjudicate write (which reads 'annotated' again under the lock). validation.adjudicate pull run while
+    annotation.pull is between its read of 'annotated' and its write: refused as 'in use'."""
+    from construction.cli import run_main
+
     ws = pushed(ls, tmp_path, capsys, "Lock")
     _, speech = arm_tasks(admin, ws, "speech")
     s1, _ = sorted(speech)
@@ -262,28 +298,23 @@ def test_the_two_pulls_never_interleave(ls, admin, accounts, tmp_path, capsys, m
     server = ["--workspace", str(ws.root), "--data-dir", str(ls.data_dir)]
     nested: list[tuple[int, str]] = []
 
-    def during(main, *argv):
-        def wrapped(real):
-            def call(*args, **kwargs):
-                if not nested:
-                    with pytest.raises(SystemExit) as done:
-                        from construction.cli import run_main
-                        run_main(main, list(argv))
-                    nested.append((done.value.code, capsys.readouterr().err))
-                return real(*args, **kwargs)
-            return call
-        return wrapped
+    def during(real, main, *argv):
+        def call(*args, **kwargs):
+            if not nested:
+                with pytest.raises(SystemExit) as done:
+                    run_main(main, list(argv))
+                nested.append((done.value.code, capsys.readouterr().err))
+            return real(*args, **kwargs)
+        return call
 
-    monkeypatch.setattr(adjudicate, "collect", during(pull.main, *server)(adjudicate.collect))
+    monkeypatch.setattr(adjudicate, "collect", during(adjudicate.collect, pull.main, *server))
     code, _, err = cli(adjudicate.main, "pull", *server, "--project", "Lock — mixture", capsys=capsys)
-    assert code == 0, err
-    (nested_code, nested_err), = nested
-    labels = [a.annotator for a in human(next(ws.read_samples("annotated")))]
-    assert nested_code == 2 and "is in use by another run" in nested_err, (nested_code, labels)
+    assert code == 0 and nested[0][0] == 0, (err, nested)
+    assert {a.annotator for a in human(next(ws.read_samples("annotated")))} == {who(ws, A), who(ws, B)}
     monkeypatch.undo()
     nested.clear()
-    monkeypatch.setattr(pull, "assemble", during(adjudicate.main, "pull", *server, "--project",
-                                                 "Lock — mixture")(pull.assemble))
+    monkeypatch.setattr(pull, "assemble", during(pull.assemble, adjudicate.main, "pull", *server, "--project",
+                                                 "Lock — mixture"))
     pulled(ls, ws, capsys)
     assert nested[0][0] == 2 and "is in use by another run" in nested[0][1]
 

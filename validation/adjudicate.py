@@ -142,7 +142,6 @@ def pull(ws: Workspace, args: argparse.Namespace) -> int:
     if not args.project and not state.get("adjudication") and not read_queue(ws):
         print("the adjudication queue is empty and no adjudication project was pushed: nothing to record")
         return 0
-    had_salt = bool(state.get("pseudonym_salt"))
     salt = pseudonym_salt(state)
     server = connect_from_args(args)
     project = resolve_project(server, state.get("adjudication"), args.project, "adjudication project")
@@ -151,14 +150,21 @@ def pull(ws: Workspace, args: argparse.Namespace) -> int:
                     demo_annotators(state))
     by_sample = {sid: [p.annotation for p in items] for sid, items in found.by_item.items()}
     decisions = latest_decisions(by_sample, spec.labels)
-    # Label Studio is the source of truth: earlier decisions are replaced by what the project holds now.
-    stripped = [s.model_copy(deep=True, update={"annotations": [a for a in s.annotations
-                                                                if a.source != ADJUDICATION_SOURCE]})
-                for s in samples]
-    decided = apply_adjudication(stripped, decisions, ConsensusRule())
-    ws.write_manifest(INPUT_STAGE, decided)
-    if not had_salt:
-        write_state(ws, state)
+    # 'annotated' and annotation.json are read again and written under the lock: annotation.pull rewrites
+    # them too, and neither write may be lost.
+    with ws.lock():
+        current = read_state(ws)
+        if current.get("pseudonym_salt", salt) != salt:
+            raise WorkbenchError(f"{ws.root / 'annotation.json'} changed while pulling (another run?); pull again")
+        samples = list(ws.read_samples(INPUT_STAGE))
+        # Label Studio is the source of truth: earlier decisions are replaced by what the project holds now.
+        stripped = [s.model_copy(deep=True, update={"annotations": [a for a in s.annotations
+                                                                    if a.source != ADJUDICATION_SOURCE]})
+                    for s in samples]
+        decided = apply_adjudication(stripped, decisions, ConsensusRule())
+        ws.write_manifest(INPUT_STAGE, decided)
+        if not current.get("pseudonym_salt"):
+            write_state(ws, {**current, "pseudonym_salt": salt})
     counts = Counter(a.label for a in decisions.values())
     waiting = found.task_count - len(found.unknown_tasks) - len(decisions)
     print(f"recorded {len(decisions)} adjudication decision(s) from {project.title!r} (id {project.id}) on "
@@ -196,10 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     add_server_args(parser)
     args = parser.parse_args(argv)
     ws = open_workspace(args.workspace)
-    if args.command == "push":
-        return push(ws, args)
-    with ws.lock():  # from the first read to the last write: annotation.pull rewrites 'annotated' too
-        return pull(ws, args)
+    return push(ws, args) if args.command == "push" else pull(ws, args)
 
 
 if __name__ == "__main__":
