@@ -3,8 +3,8 @@
 Workspace state lives in <W>/annotation.json: the arms' title, each arm project's id/title/url, the
 adjudication project, the per-workspace salt of the annotator pseudonyms and the secret of the task
 keys, when push last found each arm's labelling config intact (and when it was not), the pseudonyms of
-the scripted demo accounts; <W>/annotation_tasks.json maps each task key to its item and arm. No token or email is ever
-written there, and the server's document root must hold neither file.
+the scripted demo accounts; <W>/annotation_tasks.json maps each task key to its item and arm. No token
+or email is ever written there, and the server's document root must hold neither file.
 
 Also here: the pseudonyms, what a task holds and which audio may be served, and how an exported
 annotation becomes a pseudonymous Annotation. The calls to Label Studio are annotation.labelstudio.
