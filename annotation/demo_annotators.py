@@ -17,9 +17,10 @@ The labels are deterministic given the seed and plausible: the speech arm mostly
 mostly the sample's own category, the mixture mostly benign, controls mostly harmful, catch items
 mostly as asked. Annotator K errs at its own rate (5 %, 12 %, 20 %), and the least careful one
 sometimes submits before the clip could have played through. The demo reads the workspace (the task
-key map, the samples' categories) to script this; a real annotator sees only the audio. annotation.pull
-recognises the demo domain and marks these annotations source="demo"; a release built from them says so
-on its card and is never pushed to the Hub.
+key map, the samples' categories) to script this; a real annotator sees only the audio. The accounts it
+uses are recorded in the workspace (annotation.json, as pseudonyms), and annotation.pull marks their
+annotations source="demo" (never by the email domain, which anyone can sign up with); a release built
+from them says so on its card and is never pushed to the Hub.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ from annotation.protocol import (
     read_task_map,
 )
 from annotation.pull import resolve_arms
-from annotation.state import DEMO_EMAIL_DOMAIN, INPUT_STAGE, open_workspace, read_state
+from annotation.state import DEMO_EMAIL_DOMAIN, INPUT_STAGE, open_workspace, read_state, record_demo_annotators
 from construction.errors import WorkbenchError
 from construction.record import ARMS, AudioRef, Sample, stable_seed
 from construction.workspace import Workspace
@@ -229,6 +230,7 @@ def run_arms(server: Server, ws: Workspace, projects: dict[str, Any], per_arm: i
     """3 x per_arm accounts label the three arm projects. -> labels submitted per arm."""
     known = known_items(ws)
     accounts = [(k, demo_email(k)) for k in range(1, len(ARMS) * per_arm + 1)]
+    record_demo_annotators(ws, [email for _, email in accounts])
     invite: list[str] = []
 
     def wanted(k: int, item: Known) -> bool:
@@ -256,12 +258,16 @@ def main(argv: list[str] | None = None) -> int:
     state = read_state(ws)
     server = connect_from_args(args)
     if args.project or args.adjudication:
+        if args.adjudication and not state.get("adjudication"):
+            print("DEMO: no adjudication project was pushed (nothing needed adjudication): nothing to label")
+            return 0
         if args.adjudication:
             project = resolve_project(server, state.get("adjudication"), None, "adjudication project")
             accounts = [(1, ADJUDICATOR_EMAIL)]
         else:
             project = resolve_project(server, None, args.project, "project")
             accounts = [(k, demo_email(k)) for k in range(1, args.annotators + 1)]
+        record_demo_annotators(ws, [email for _, email in accounts])
         submitted = {project.title: label_project(server, project, accounts, known_items(ws), args.seed,
                                                   lambda k, item: True, [])}
         who = f"{len(accounts)} scripted account(s)"

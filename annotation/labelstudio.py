@@ -17,6 +17,7 @@ import json
 import logging
 import os
 import re
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +26,7 @@ from typing import Any
 import httpx
 
 from annotation.ls_process import api_token
-from annotation.protocol import ArmSpec, config_labels
+from annotation.protocol import ArmSpec, config_changed, config_labels
 from annotation.server import default_data_dir, read_server_info
 from construction.errors import WorkbenchError
 
@@ -177,28 +178,34 @@ def connect_from_args(args: argparse.Namespace) -> Server:
 # ----------------------------------------------------------------------------------------------
 
 def find_project(server: Server, title: str) -> Any | None:
+    """The one project of exactly this title; an error when several have it (anyone may make a project
+    of any title: a decoy is never chosen by guess)."""
     with server.errors(f"looking for project {title!r}"):
         # list(title=...) is a case-insensitive substring filter: compare exactly.
-        for project in server.client.projects.list(title=title):
-            if project.title == title:
-                return project
-    return None
+        found = [p for p in server.client.projects.list(title=title) if p.title == title]
+    if len(found) > 1:
+        raise WorkbenchError(f"{len(found)} projects at {server.url} are titled {title!r} (ids "
+                             f"{', '.join(str(p.id) for p in found)}); rename or delete all but yours, or pass "
+                             "another --project title")
+    return found[0] if found else None
 
 
-def get_project(server: Server, project_id: int, title: str = "") -> Any:
+DELETED_HINT = "it was deleted with its labels; pass another --project title to start again in new projects"
+
+
+def get_project(server: Server, project_id: int, title: str = "", not_found: str = "") -> Any:
+    """The project of that id, whatever it is titled now (anyone may rename a project): a workspace's
+    projects are bound by the ids it recorded, never found again by title."""
     name = f"project {project_id}" + (f" ({title!r})" if title else "")
-    with server.errors(f"reading {name}", not_found=f"{name} no longer exists there (deleted?); "
+    with server.errors(f"reading {name}", not_found=not_found or f"{name} no longer exists there (deleted?); "
                        "push again to recreate it"):
-        project = server.client.projects.get(project_id)
-    if title and project.title != title:
-        raise WorkbenchError(f"{name} at {server.url} is now titled {project.title!r}; the server was reset "
-                             "or the project renamed: pass --project TITLE")
-    return project
+        return server.client.projects.get(project_id)
 
 
 def resolve_project(server: Server, state_entry: dict[str, Any] | None, title: str | None, what: str) -> Any:
-    """--project TITLE wins (exact title); else the project recorded at push time."""
-    if title:
+    """--project TITLE wins (exact title), unless it is the recorded project's; else the project recorded
+    at push time, by id."""
+    if title and title != (state_entry or {}).get("title"):
         project = find_project(server, title)
         if project is None:
             raise WorkbenchError(f"no project titled {title!r} at {server.url}; push first")
@@ -208,14 +215,18 @@ def resolve_project(server: Server, state_entry: dict[str, Any] | None, title: s
     return get_project(server, int(state_entry["id"]), state_entry.get("title", ""))
 
 
-def ensure_project(server: Server, title: str, spec: ArmSpec, overlap: int | None) -> tuple[Any, bool, list[str]]:
-    """Find the project by exact title or create it with the role's labelling config, instructions and
-    the blind settings. -> (project, created, settings reset). An existing project must ask the same
-    question (its stored choices); its settings are reset to the blind ones, and it gets the overlap when
-    one is given and differs."""
+def ensure_project(server: Server, title: str, spec: ArmSpec, overlap: int | None,
+                   project_id: int | None = None) -> tuple[Any, bool, list[str]]:
+    """The project recorded as project_id, else the one of exactly this title, else a new one with the
+    role's labelling config, instructions and the blind settings. -> (project, created, settings reset).
+    An existing project must ask the same question (its stored choices); its title and settings are reset
+    to the wanted ones, and it gets the overlap when one is given and differs."""
     if len(title.strip()) < 3:
         raise WorkbenchError(f"project title {title!r} is too short (Label Studio needs 3+ characters)")
-    project = find_project(server, title)
+    if project_id is not None:
+        project = get_project(server, project_id, title, not_found=DELETED_HINT)
+    else:
+        project = find_project(server, title)
     if project is None:
         with server.errors(f"creating project {title!r}"):
             project = server.client.projects.create(
@@ -224,8 +235,9 @@ def ensure_project(server: Server, title: str, spec: ArmSpec, overlap: int | Non
                 **BLIND_SETTINGS)
         ensure_blind_view(server, project.id)
         return project, True, []
-    check_config(server, project, spec)
-    update: dict[str, Any] = {k: v for k, v in BLIND_SETTINGS.items() if getattr(project, k, v) != v}
+    edited = check_config(server, project, spec)
+    wanted = {**BLIND_SETTINGS, "title": title, "label_config": spec.label_config() if edited else None}
+    update: dict[str, Any] = {k: v for k, v in wanted.items() if v is not None and getattr(project, k, v) != v}
     reset = sorted(update)
     if (project.expert_instruction or "") != spec.instructions():
         update["expert_instruction"] = spec.instructions()
@@ -238,14 +250,16 @@ def ensure_project(server: Server, title: str, spec: ArmSpec, overlap: int | Non
     return project, False, reset
 
 
-def check_config(server: Server, project: Any, spec: ArmSpec) -> None:
-    """An existing project must ask what this role asks (the same stored choices, the votes or not)."""
+def check_config(server: Server, project: Any, spec: ArmSpec) -> str:
+    """An existing project must ask what this role asks (the same stored choices, the votes or not).
+    -> how its choices were edited ("" when they were not): push sets them back."""
     config = project.label_config or ""
     have = config_labels(config)
-    if have != list(spec.labels) or "$audio" not in config or ("$votes" in config) != spec.with_votes:
+    if sorted(have) != sorted(spec.labels) or "$audio" not in config or ("$votes" in config) != spec.with_votes:
         raise WorkbenchError(f"project {project.title!r} at {server.url} has another labelling config "
                              f"(labels {have}, wanted {list(spec.labels)}"
                              + (", with the votes" if spec.with_votes else "") + "); choose another --project title")
+    return config_changed(config, spec)
 
 
 def ensure_blind_view(server: Server, project_id: int) -> None:
@@ -304,16 +318,41 @@ def set_task_overlap(server: Server, task_ids: Sequence[int], overlap: int) -> N
 
 
 def import_tasks(server: Server, project_id: int, tasks: Sequence[dict[str, Any]],
-                 chunk_size: int = IMPORT_CHUNK) -> list[int]:
-    """Bulk JSON import in chunks; returns the new task ids."""
+                 chunk_size: int = IMPORT_CHUNK, poll_s: float = 1.0, timeout_s: float = 600.0) -> list[int] | None:
+    """Bulk JSON import in chunks; returns the new task ids, or None when the server did not say them.
+
+    Community edition imports at once and answers the ids (`task_ids`, a field the SDK does not declare);
+    Enterprise answers {"import": id} and imports in the background: wait until that import is done."""
     ids: list[int] = []
     for start in range(0, len(tasks), chunk_size):
         chunk = list(tasks[start:start + chunk_size])
-        with server.errors(f"importing tasks {start + 1}-{start + len(chunk)} of {len(tasks)} into project {project_id}",
-                           not_found=f"project {project_id} no longer exists (deleted?)"):
+        what = f"importing tasks {start + 1}-{start + len(chunk)} of {len(tasks)} into project {project_id}"
+        with server.errors(what, not_found=f"project {project_id} no longer exists (deleted?)"):
             result = server.client.projects.import_tasks(project_id, request=chunk, return_task_ids=True)
-        ids.extend(result.task_ids or [])
+            chunk_ids = getattr(result, "task_ids", None)
+            if chunk_ids is None and result.import_ is not None:
+                chunk_ids = wait_for_import(server, project_id, result.import_, what, poll_s, timeout_s)
+        if chunk_ids is None:
+            return None
+        ids.extend(int(i) for i in chunk_ids)
     return ids
+
+
+def wait_for_import(server: Server, project_id: int, import_id: int, what: str, poll_s: float,
+                    timeout_s: float) -> list[int] | None:
+    """Poll an asynchronous import until it is completed (-> its task ids, when it says them) or failed."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        status = server.client.tasks.create_many_status(project_id, import_id)
+        if status.status == "completed":
+            return None if status.task_ids is None else list(status.task_ids)
+        if status.status == "failed":
+            raise WorkbenchError(f"Label Studio at {server.url} failed {what} (import {import_id}): "
+                                 f"{(status.error or 'no reason given')[:300]}")
+        if time.monotonic() > deadline:
+            raise WorkbenchError(f"Label Studio at {server.url} had not finished {what} (import {import_id}) after "
+                                 f"{timeout_s:.0f} s; push again once it has: only missing tasks are imported")
+        time.sleep(poll_s)
 
 
 def export_tasks(server: Server, project_id: int) -> list[dict[str, Any]]:

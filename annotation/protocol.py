@@ -28,6 +28,7 @@ from xml.sax.saxutils import quoteattr
 
 import numpy as np
 
+from annotation.server import TASKS_FILE  # key -> [item id, role]; beside annotation.json, never served
 from construction.errors import WorkbenchError
 from construction.record import (
     ARMS,
@@ -42,7 +43,6 @@ from construction.workspace import Workspace, atomic_write_text
 ADJUDICATION = "adjudication"  # the fourth project role: one decision per disputed sample, mixture only
 ROLES: tuple[str, ...] = (*ARMS, ADJUDICATION)
 WORDS = {"yes": True, "no": False}  # the mixture arm's required "I could make out the words"
-TASKS_FILE = "annotation_tasks.json"  # key -> [item id, role]; beside annotation.json, never served
 CATCH_STAGE = "catch"  # manifests/catch.jsonl: the attention checks (Sample records, ids catch-...)
 CONTROLS_STAGE = "controls"  # written by construction.controls
 CATCH_OVERLAP = 10_000  # a catch task stays open until every annotator of the mixture arm has met it
@@ -198,21 +198,40 @@ def instructions(spec: ArmSpec) -> str:
     return body + skip
 
 
-def config_labels(config: str) -> list[str]:
-    """The stored values of the 'label' control of a labelling config: the alias where a choice has one."""
+def config_choices(config: str, name: str = "label") -> list[tuple[str, str]]:
+    """(text shown, value stored) of each choice of a Choices control of a labelling config: Label Studio
+    shows a choice's `value` and stores its `alias` where it has one."""
     import re
 
-    match = re.search(r'<Choices\s[^>]*name="label"[^>]*>(.*?)</Choices>', config or "", re.DOTALL)
+    match = re.search(rf'<Choices\s[^>]*name="{name}"[^>]*>(.*?)</Choices>', config or "", re.DOTALL)
     if not match:
         return []
-    labels = []
+    choices = []
     for tag in re.findall(r"<Choice\s[^>]*/?>", match.group(1)):
         alias = re.search(r'\balias="([^"]*)"', tag)
         value = re.search(r'\bvalue="([^"]*)"', tag)
-        chosen = alias or value
-        if chosen:
-            labels.append(html.unescape(chosen.group(1)))
-    return labels
+        if value or alias:
+            text = html.unescape((value or alias).group(1))
+            choices.append((text, html.unescape((alias or value).group(1))))
+    return choices
+
+
+def config_labels(config: str) -> list[str]:
+    """The stored values of the 'label' control of a labelling config: the alias where a choice has one."""
+    return [stored for _, stored in config_choices(config)]
+
+
+def config_changed(config: str, spec: ArmSpec) -> str:
+    """How a project's labelling config asks otherwise than the role's own ("" when it does not): a
+    choice whose text shown no longer goes with its stored value (the "Yes" text stored as not_harmful),
+    a choice added or gone, in the label control or the mixture's words."""
+    wanted = spec.label_config()
+    for name in ("label", "words"):
+        have, want = sorted(config_choices(config, name)), sorted(config_choices(wanted, name))
+        if have != want:
+            shown = ", ".join(f"{text!r} stores {stored!r}" for text, stored in have) or "none"
+            return f"its {name!r} choices are {shown}"
+    return ""
 
 
 def workspace_categories(ws: Workspace, samples: Sequence[Sample] = ()) -> list[tuple[str, str]]:

@@ -18,6 +18,9 @@ label. The rules:
     cancelled one only when that is all they did);
   - whoever changed it owns it: an annotation last changed by someone other than its author (Label Studio
     lets any user update anyone's annotation) is credited to that person, with updated_by set;
+  - not counted, and listed: malformed annotations, those Label Studio records no maker of, those of a
+    task that does not play what push sent for its key, those made while the arm's config was edited;
+    pushed tasks that are gone are listed as missing;
   - one arm per person and sample: a person who heard a sample in two arms keeps the judgement of the arm
     they heard first (their earliest annotation, a skip included); the later arm's is dropped and reported;
   - catch items (attention checks) are scored per annotator, never written to a sample.
@@ -47,6 +50,7 @@ from annotation.protocol import (
     ArmSpec,
     arm_spec,
     audio_field,
+    config_changed,
     read_catch,
     read_controls,
     read_task_map,
@@ -58,12 +62,17 @@ from annotation.state import (
     INPUT_STAGE,
     OUTPUT_STAGE,
     Parsed,
+    demo_annotators,
     format_problems,
+    made_while_edited,
+    note_config,
     one_per_annotator,
     open_workspace,
     parse_annotation,
+    plays_audio,
     pseudonym_salt,
     read_state,
+    utc_now,
     write_state,
 )
 from construction.errors import WorkbenchError
@@ -81,40 +90,60 @@ class ProjectAnnotations:
     problems: list[str] = field(default_factory=list)
     unknown_tasks: list[str] = field(default_factory=list)  # tasks whose key maps to nothing pulled here
     reattributed: list[dict[str, str]] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)  # items pushed here whose task is gone (deleted?)
     task_count: int = 0
 
 
 def collect(server: Server, project_id: int, spec: ArmSpec, task_map: dict[str, tuple[str, str]],
-            item_ids: set[str], salt: str) -> ProjectAnnotations:
-    """Export a project and turn its annotations into pseudonymous Annotation records per item."""
+            audio: dict[str, AudioRef | None], salt: str, demo: frozenset[str] = frozenset(),
+            edited: Sequence[Sequence[str | None]] = ()) -> ProjectAnnotations:
+    """Export a project and turn its annotations into pseudonymous Annotation records per item.
+    audio: item id -> the audio push sends for it in this project (the items pulled here); edited: the
+    windows in which its labelling config was edited (state.note_config): what was labelled then is
+    not counted."""
     tasks = export_tasks(server, project_id)
     emails = user_emails(server)
     parsed: dict[str, list[Parsed]] = defaultdict(list)
     out = ProjectAnnotations(spec.role, {}, task_count=len(tasks))
     tasks_per_item: Counter = Counter()
+    with_key: set[str] = set()  # items with a task of their key, whatever it plays
     for task in tasks:
-        key = str((task.get("data") or {}).get("key") or "")
+        data = task.get("data") or {}
+        key = str(data.get("key") or "")
         item_id, role = task_map.get(key, ("", ""))
-        if not key or item_id not in item_ids or role != spec.role:
+        if not key or item_id not in audio or role != spec.role:
             why = ("no key" if not key else "a key this workspace never made" if key not in task_map
                    else f"a key of the {role} arm" if role != spec.role else f"{item_id}, not in this workspace now")
             out.unknown_tasks.append(f"task {task.get('id')}: {why}")
             continue
+        with_key.add(item_id)
+        if not plays_audio(data.get("audio"), audio[item_id]):
+            n = len(task.get("annotations") or [])
+            shown = str(data.get("audio"))[:120]
+            out.problems.append(f"{spec.role} task {task.get('id')} ({item_id}): its audio {shown!r} is not what push "
+                                f"sent for its key; its {n} annotation(s) are not counted")
+            continue
         tasks_per_item[item_id] += 1
         for raw in task.get("annotations") or []:
             where = f"{spec.role} task {task.get('id')} ({item_id}) annotation {raw.get('id')}"
-            p = parse_annotation(raw, where, emails, salt, spec)
+            p = parse_annotation(raw, where, emails, salt, spec, demo)
             out.problems.extend(p.problems)
+            if p.not_counted:
+                continue
+            if made_while_edited(p.updated_at, edited):
+                out.problems.append(f"{where}: made while the project's labelling config was edited; not counted")
+                continue
             parsed[item_id].append(p)
-            heard = [(p.author, p.created_at)]
             if p.reattributed:
-                heard.append((p.annotation.annotator, p.updated_at))
                 out.reattributed.append({"arm": spec.arm, "item": item_id, "credited_to": p.annotation.annotator,
                                          "author": p.author})
+            # who heard it, and when: the person who made it (the author named may be anyone: see parse_annotation)
+            person, when = p.annotation.annotator, (p.updated_at if p.reattributed else p.created_at)
             met = out.first_heard.setdefault(item_id, {})
-            for person, when in heard:
-                if when and (person not in met or when < met[person]):
-                    met[person] = when
+            if when and (person not in met or when < met[person]):
+                met[person] = when
+    pushed = {item_id for item_id, role in task_map.values() if role == spec.role and item_id in audio}
+    out.missing = sorted(pushed - with_key)
     for item_id, n in sorted(tasks_per_item.items()):
         if n > 1:
             out.problems.append(f"{item_id}: {n} tasks in the {spec.role} project {project_id}; their annotations "
@@ -193,10 +222,20 @@ def assemble(samples: Sequence[Sample], controls: Sequence[Sample], catch: Seque
     return Pulled(out_samples, out_controls, report, dropped)
 
 
+def note_configs(state: dict[str, Any], projects: dict[str, Any], edits: dict[str, str], now: str) -> bool:
+    """state.note_config for each arm recorded with the project pulled; -> whether the state changed."""
+    changed = False
+    for role, edited in edits.items():
+        entry = (state.get("arms") or {}).get(role)
+        if isinstance(entry, dict) and entry.get("id") == projects[role].id:
+            changed |= note_config(entry, bool(edited), now)
+    return changed
+
+
 def resolve_arms(server: Server, state: dict[str, Any], title: str | None) -> dict[str, Any]:
     """role -> the Label Studio project of that arm: by --project TITLE (exact titles '<TITLE> — <arm>'),
-    else the projects recorded at push time."""
-    if title:
+    else the projects recorded at push time, by id (whatever they are titled now)."""
+    if title and title != (state.get("project") or {}).get("title"):
         projects = {}
         for role in ARMS:
             project = find_project(server, f"{title} — {role}")
@@ -299,34 +338,54 @@ def main(argv: list[str] | None = None) -> int:
     controls, _ = read_controls(ws, {s.sample_id for s in samples})
     catch = read_catch(ws)
     state = read_state(ws)
-    had_salt = bool(state.get("pseudonym_salt"))
     salt = pseudonym_salt(state)
     task_map = read_task_map(ws)
 
     server = connect_from_args(args)
     projects = resolve_arms(server, state, args.project)
+    for role in ARMS:
+        recorded = ((state.get("arms") or {}).get(role) or {}).get("title")
+        if recorded and projects[role].title != recorded:
+            print(f"note: the {role} arm (project {projects[role].id}) is now titled {projects[role].title!r}, not "
+                  f"{recorded!r}; pulled by its id (push sets the title back)")
     categories = workspace_categories(ws, samples)
-    ids = {"speech": {s.sample_id for s in samples}, "scene": {s.sample_id for s in samples},
-           "mixture": {s.sample_id for s in [*samples, *controls, *catch]}}
-    found = {role: collect(server, projects[role].id, arm_spec(role, categories), task_map, ids[role], salt)
-             for role in ARMS}
-    previous: dict[str, list[Annotation]] = {}
-    if ws.has_manifest(OUTPUT_STAGE):
-        for s in ws.read_samples(OUTPUT_STAGE):
-            kept = [a for a in s.annotations if a.source == ADJUDICATION_SOURCE]
-            if kept:
-                previous[s.sample_id] = kept
-    pulled = assemble(samples, controls, catch, found, previous)
-    report = annotator_report(pulled, found)
+    heard = {"speech": samples, "scene": samples, "mixture": [*samples, *controls, *catch]}
+    audio = {role: {s.sample_id: getattr(s, audio_field(role)) for s in heard[role]} for role in ARMS}
+    specs = {role: arm_spec(role, categories) for role in ARMS}
+    edits = {role: config_changed(projects[role].label_config or "", specs[role]) for role in ARMS}
+    now = utc_now()
+    note_configs(state, projects, edits, now)
+    for role, edited in edits.items():  # the arms' labelling configs as push set them?
+        if edited:
+            print(f"warning: the {role} arm's labelling config was edited ({edited}): labels made since push last "
+                  "checked it are not counted; push sets it back")
+    windows = {role: ((state.get("arms") or {}).get(role) or {}).get("config_edited") or [] for role in ARMS}
+    found = {role: collect(server, projects[role].id, specs[role], task_map, audio[role], salt,
+                           demo_annotators(state), windows[role]) for role in ARMS}
     overlaps = {role: projects[role].maximum_annotations or 3 for role in ARMS}
     problems = [p for role in ARMS for p in found[role].problems]
-
+    # 'annotated' (the adjudication decisions on it) and annotation.json are read again and written under the
+    # lock: validation.adjudicate pull and push write them too, and neither write may be lost.
     with ws.lock():
+        current = read_state(ws)
+        if current.get("pseudonym_salt", salt) != salt:
+            raise WorkbenchError(f"{ws.root / 'annotation.json'} changed while pulling (another run?); pull again")
+        save_state = not current.get("pseudonym_salt")
+        current["pseudonym_salt"] = salt
+        save_state |= note_configs(current, projects, edits, now)
+        previous: dict[str, list[Annotation]] = {}
+        if ws.has_manifest(OUTPUT_STAGE):
+            for s in ws.read_samples(OUTPUT_STAGE):
+                kept = [a for a in s.annotations if a.source == ADJUDICATION_SOURCE]
+                if kept:
+                    previous[s.sample_id] = kept
+        pulled = assemble(samples, controls, catch, found, previous)
+        report = annotator_report(pulled, found)
         ws.write_manifest(OUTPUT_STAGE, pulled.samples)
         ws.write_manifest(CONTROLS_OUTPUT_STAGE, pulled.controls)
         ws.write_stats(OUTPUT_STAGE, stats(pulled, report, projects, overlaps, found, problems))
-        if not had_salt:
-            write_state(ws, state)
+        if save_state:
+            write_state(ws, current)
 
     n = sum(len(s.annotations) for s in [*pulled.samples, *pulled.controls]) - sum(map(len, previous.values()))
     print(f"pulled {n} annotation(s) from {len(ARMS)} arm projects at {server.url} onto {len(samples)} sample(s) "
@@ -349,6 +408,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{len(changed)} annotation(s) were last changed by someone other than their author and are "
               "credited to that person:\n" + format_problems(
                   [f"{c['arm']} {c['item']}: credited to {c['credited_to']}, author {c['author']}" for c in changed]))
+    missing = [f"{role}: {item_id}" for role in ARMS for item_id in found[role].missing]
+    if missing:
+        print(f"missing: {len(missing)} pushed task(s) are no longer in their project (deleted in Label Studio?); "
+              f"their labels are lost, push again to recreate them:\n{format_problems(missing)}")
     unknown = [f"{role}: {t}" for role in ARMS for t in found[role].unknown_tasks]
     if unknown:
         print(f"note: {len(unknown)} task(s) are not this workspace's current samples, controls or catch items "
@@ -383,7 +446,8 @@ def stats(pulled: Pulled, report: dict[str, dict[str, Any]], projects: dict[str,
             "controls_labels": sum(1 for c in pulled.controls for a in c.annotations if not a.cancelled and a.label),
             "annotators": report, "cross_arm_dropped": pulled.dropped,
             "reattributed": [c for role in ARMS for c in found[role].reattributed],
-            "unknown_tasks": sum(len(found[role].unknown_tasks) for role in ARMS), "problems": problems}
+            "unknown_tasks": sum(len(found[role].unknown_tasks) for role in ARMS),
+            "missing_tasks": {role: found[role].missing for role in ARMS}, "problems": problems}
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from annotation.labelstudio import (
+    DELETED_HINT,
     Server,
     add_server_args,
     check_config,
@@ -30,6 +31,7 @@ from annotation.labelstudio import (
     ensure_local_storage,
     ensure_project,
     find_project,
+    get_project,
     import_tasks,
     set_task_overlap,
     task_keys,
@@ -57,11 +59,13 @@ from annotation.state import (
     audio_problems,
     default_project_title,
     format_problems,
+    note_config,
     open_workspace,
     pseudonym_salt,
     read_state,
     salt_problem,
     task_data,
+    utc_now,
     write_state,
 )
 from construction.errors import WorkbenchError
@@ -121,11 +125,13 @@ def record_keys(ws: Workspace, state: dict[str, Any], items: Sequence[Item]) -> 
 
 
 def push_items(ws: Workspace, server: Server, spec: ArmSpec, title: str, keyed: dict[str, Item], overlap: int | None,
-               extra_data: dict[str, dict[str, Any]] | None = None, seed: int = 0) -> PushResult:
-    """Import the items not yet in the project `title` (created when missing), in a seeded shuffled
-    order. extra_data adds task data per item id (the adjudication project's votes, when asked for)."""
+               extra_data: dict[str, dict[str, Any]] | None = None, seed: int = 0,
+               project_id: int | None = None) -> PushResult:
+    """Import the items not yet in the project (the recorded project_id, else the one titled `title`,
+    created when missing), in a seeded shuffled order. extra_data adds task data per item id (the
+    adjudication project's votes, when asked for)."""
     started = time.monotonic()
-    project, created, reset = ensure_project(server, title, spec, overlap)
+    project, created, reset = ensure_project(server, title, spec, overlap, project_id)
     ensure_local_storage(server, project.id, ws.root / "audio",
                          [ws.audio_path(item.audio) for item in keyed.values() if item.audio is not None])
     existing = {} if created else task_keys(server, project.id)
@@ -138,11 +144,24 @@ def push_items(ws: Workspace, server: Server, spec: ArmSpec, title: str, keyed: 
     # overlap to the project's (and so does changing "annotations per task" in the UI): set it each push.
     catch_keys = {key for key, item in keyed.items() if item.kind == "catch"}
     if catch_keys:
-        by_key = {**{k: ids for k, ids in existing.items() if k in catch_keys},
-                  **{key: [i] for (key, _), i in zip(todo, new_ids) if key in catch_keys}}
+        if new_ids is None or len(new_ids) != len(todo):  # the server did not say which: look them up
+            by_key = {k: ids for k, ids in task_keys(server, project.id).items() if k in catch_keys}
+        else:
+            by_key = {**{k: ids for k, ids in existing.items() if k in catch_keys},
+                      **{key: [i] for (key, _), i in zip(todo, new_ids) if key in catch_keys}}
         set_task_overlap(server, sorted(i for ids in by_key.values() for i in ids), CATCH_OVERLAP)
     return PushResult(spec.role, project.id, title, created, len(tasks), len(keyed) - len(todo),
                       len(existing) + len(tasks), time.monotonic() - started, reset)
+
+
+def recorded_arms(state: dict[str, Any], title: str | None) -> dict[str, int]:
+    """role -> the arm project id this workspace recorded, unless --project names other projects: a
+    workspace's arms are bound by id, so a project made with the same title (or the arm renamed) is never
+    taken for one of them."""
+    if title and title != (state.get("project") or {}).get("title"):
+        return {}
+    return {role: int(entry["id"]) for role, entry in (state.get("arms") or {}).items()
+            if role in ARMS and isinstance(entry, dict) and entry.get("id") is not None}
 
 
 def arm_items(samples: Sequence[Sample], controls: Sequence[Sample], catch: Sequence[Sample]) -> dict[str, list[Item]]:
@@ -183,8 +202,10 @@ def main(argv: list[str] | None = None) -> int:
     specs = {role: arm_spec(role, categories) for role in ARMS}
 
     server = connect_from_args(args)
-    for role in ARMS:  # a project of that title asking something else: refused before anything is written
-        project = find_project(server, arm_title(base, role))
+    bound = recorded_arms(state, args.project)
+    for role in ARMS:  # a project asking something else: refused before anything is written
+        project = (get_project(server, bound[role], arm_title(base, role), DELETED_HINT) if role in bound
+                   else find_project(server, arm_title(base, role)))
         if project is not None:
             check_config(server, project, specs[role])
     check_pushable(ws, [i for items in arm_items(samples, controls, read_catch(ws)).values() for i in items], server)
@@ -198,11 +219,20 @@ def main(argv: list[str] | None = None) -> int:
     for role in ARMS:
         mine = {k: item for k, item in keyed.items() if item.role == role}
         results.append(push_items(ws, server, specs[role], arm_title(base, role), mine, args.overlap,
-                                  seed=shuffle_seed(secret, role)))
+                                  seed=shuffle_seed(secret, role), project_id=bound.get(role)))
     with ws.lock():
         state = read_state(ws)
+        before = state.get("arms") or {}
+        now = utc_now()
         state["project"] = {"title": base, "url": server.url}
-        state["arms"] = {r.role: {"id": r.project_id, "title": r.title, "url": server.url} for r in results}
+        state["arms"] = {}
+        for r in results:
+            entry = dict(before.get(r.role) or {}) if (before.get(r.role) or {}).get("id") == r.project_id else {}
+            entry.update(id=r.project_id, title=r.title, url=server.url)
+            note_config(entry, "label_config" in r.reset, now)  # found edited: labels since the last check are out
+            note_config(entry, False, now)  # ... and set back now
+            entry["config_ok_at"] = now
+            state["arms"][r.role] = entry
         write_state(ws, state)
     for r in results:
         print(f"{r.role:>8}: project {r.title!r} (id {r.project_id})" + (" created" if r.created else "")

@@ -60,6 +60,7 @@ DEFAULT_DATA_DIR = Path("~/.local/share/aor-bench/label-studio")
 
 INFO_FILE = "server.json"  # pid, port, url of the running server
 STATE_FILE = "annotation.json"  # a workspace's annotation state, with the pseudonym salt (annotation.state)
+TASKS_FILE = "annotation_tasks.json"  # a workspace's task key map (annotation.protocol)
 
 
 @dataclass(frozen=True)
@@ -190,10 +191,20 @@ def check_document_root(document_root: Path, data_dir: Path, workspace: Path) ->
     elif workspace.is_relative_to(document_root):
         why = f"it holds the workspace {workspace}, whose {STATE_FILE} has the pseudonym salt"
     else:
-        for parent, dirs, files in os.walk(document_root):
-            found = {STATE_FILE, DB_FILE} & set(files)
-            if found:
-                why = f"it holds {Path(parent) / sorted(found)[0]}"
+        # Label Studio serves what a link under the root points to: follow links, and look where they lead.
+        seen: set[Path] = set()
+        for parent, dirs, files in os.walk(document_root, followlinks=True):
+            real = Path(parent).resolve()
+            if real in seen:  # a link loop, or two links to one place
+                dirs[:] = []
+                continue
+            seen.add(real)
+            names = set(files) | {Path(parent, f).resolve().name for f in files if Path(parent, f).is_symlink()}
+            found = {STATE_FILE, TASKS_FILE, DB_FILE} & names
+            held = [d for d in (data_dir, workspace) if d.is_relative_to(real)]
+            if held or found:
+                what = held[0] if held else Path(parent) / sorted(found)[0]
+                why = f"{parent} leads to {real}, which holds {what}" if Path(parent) != real else f"it holds {what}"
                 break
     if why:
         raise WorkbenchError(

@@ -2,8 +2,9 @@
 
 Workspace state lives in <W>/annotation.json: the arms' title, each arm project's id/title/url, the
 adjudication project, the per-workspace salt of the annotator pseudonyms and the secret of the task
-keys; <W>/annotation_tasks.json maps each task key to its item and arm. No token or email is ever
-written there, and the server's document root must hold neither file.
+keys, when push last found each arm's labelling config intact (and when it was not), the pseudonyms of
+the scripted demo accounts; <W>/annotation_tasks.json maps each task key to its item and arm. No token
+or email is ever written there, and the server's document root must hold neither file.
 
 Also here: the pseudonyms, what a task holds and which audio may be served, and how an exported
 annotation becomes a pseudonymous Annotation. The calls to Label Studio are annotation.labelstudio.
@@ -18,6 +19,7 @@ import secrets
 import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -78,8 +80,56 @@ def pseudonym(email: str, salt: str) -> str:
     return "ann-" + digest[:10]
 
 
-def is_demo_email(email: str) -> bool:
-    return email.strip().lower().endswith("@" + DEMO_EMAIL_DOMAIN)
+def record_demo_annotators(ws: Workspace, emails: Sequence[str]) -> None:
+    """Mark these accounts as scripted demo annotators, on the workspace side (as pseudonyms): anyone
+    can sign up with an address of the demo domain, so pull never goes by the address."""
+    with ws.lock():
+        state = read_state(ws)
+        salt = pseudonym_salt(state)
+        known = set(state.get("demo_annotators") or [])
+        wanted = sorted(known | {pseudonym(e, salt) for e in emails})
+        if wanted != state.get("demo_annotators"):
+            state["demo_annotators"] = wanted
+            write_state(ws, state)
+
+
+def demo_annotators(state: dict[str, Any]) -> frozenset[str]:
+    return frozenset(state.get("demo_annotators") or [])
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat()
+
+
+def note_config(entry: dict[str, Any], edited: bool, now: str) -> bool:
+    """Keep in an arm's state entry the time windows in which its labelling config may have been edited
+    (a label made then may mean another answer): one opens, from the last time push verified the config,
+    when the config is found edited, and closes when it is found as push set it again. -> changed?"""
+    windows = entry.setdefault("config_edited", [])
+    is_open = bool(windows) and windows[-1][1] is None
+    if edited and not is_open:
+        windows.append([entry.get("config_ok_at", ""), None])
+        return True
+    if not edited and is_open:
+        windows[-1][1] = now
+        return True
+    return False
+
+
+def _instant(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def made_while_edited(updated_at: str, windows: Sequence[Sequence[str | None]]) -> bool:
+    """Whether an annotation last changed at updated_at (Label Studio's UTC time) falls in a window of
+    note_config ("" from: since ever; None to: still open)."""
+    if not windows:
+        return False
+    when = _instant(updated_at) if updated_at else None
+    for start, end in windows:
+        if when is None or ((not start or when > _instant(start)) and (end is None or when <= _instant(end))):
+            return True
+    return False
 
 
 def default_project_title(ws: Workspace) -> str:
@@ -93,6 +143,18 @@ def default_project_title(ws: Workspace) -> str:
 def local_file_url(path: Path, document_root: Path) -> str:
     rel = path.resolve().relative_to(document_root).as_posix()
     return "/data/local-files/?d=" + urllib.parse.quote(rel, safe="/")
+
+
+def plays_audio(url: Any, audio: AudioRef | None) -> bool:
+    """Whether a task's data.audio is a local-files URL of that stored audio file (the URL push sends for
+    it, whatever the server's document root): the store names a file by its content hash."""
+    if audio is None or not isinstance(url, str):
+        return False
+    parts = urllib.parse.urlsplit(url)
+    served = urllib.parse.parse_qs(parts.query).get("d", [""])
+    stored = audio.path.removeprefix("audio/")
+    return (not parts.scheme and not parts.netloc and parts.path == "/data/local-files/" and len(served) == 1
+            and (served[0] == stored or served[0].endswith("/" + stored)))
 
 
 def salt_problem(ws: Workspace, document_root: Path) -> str:
@@ -165,6 +227,7 @@ class Parsed:
     raw_id: int
     author: str  # pseudonym of the Label Studio author (completed_by), who may differ from the credited person
     problems: list[str] = field(default_factory=list)
+    not_counted: str = ""  # why the annotation is left out entirely ("" when it counts)
 
     @property
     def reattributed(self) -> bool:
@@ -180,31 +243,61 @@ def _user_id(completed_by: Any) -> int | None:
         return None
 
 
-def _person(user_id: int | None, emails: dict[int, str], salt: str) -> tuple[str, str, bool]:
-    """-> (pseudonym, source, still a user)."""
+def _person(user_id: int | None, emails: dict[int, str], salt: str) -> tuple[str, bool]:
+    """-> (pseudonym, still a user)."""
     email = emails.get(user_id) if user_id is not None else None
     if email:
-        return pseudonym(email, salt), (SOURCE_DEMO if is_demo_email(email) else SOURCE_LABEL_STUDIO), True
-    return pseudonym(f"user-id:{user_id}", salt), SOURCE_LABEL_STUDIO, False
+        return pseudonym(email, salt), True
+    return pseudonym(f"user-id:{user_id}", salt), False
 
 
-def parse_annotation(raw: dict[str, Any], where: str, emails: dict[int, str], salt: str, spec: ArmSpec) -> Parsed:
-    """One exported annotation -> Annotation (pseudonymous), credited to whoever made its last change:
-    Label Studio lets any user update anyone's annotation (or create one in someone else's name), and
-    then the label is the changer's judgement, not the author's. Values outside the config are kept as
-    given and reported as problems: the API accepts any result, the UI does not."""
+def malformed_result(raw: dict[str, Any]) -> str:
+    """Why an exported annotation is not of the shape the labelling interface writes ("" when it is).
+    The API stores any JSON an annotator sends (a `value` that is a list, a rationale that is a number)."""
+    result = raw.get("result")
+    if result is None:
+        result = []
+    if not isinstance(result, list):
+        return f"its result is {type(result).__name__}, not a list"
+    for item in result:
+        value = item.get("value") if isinstance(item, dict) else None
+        if not isinstance(value, dict):
+            return f"a result item {json.dumps(item)[:80]} has no object 'value'"
+        for name in ("choices", "text"):
+            if name in value and not (isinstance(value[name], list) and all(isinstance(v, str) for v in value[name])):
+                return f"{item.get('from_name')!r} {name} is {json.dumps(value[name])[:80]}, not a list of texts"
+    lead = raw.get("lead_time")
+    if lead is not None and (isinstance(lead, bool) or not isinstance(lead, int | float)):
+        return f"its lead time is {json.dumps(lead)[:80]}, not a number"
+    return ""
+
+
+def parse_annotation(raw: dict[str, Any], where: str, emails: dict[int, str], salt: str, spec: ArmSpec,
+                     demo: frozenset[str] = frozenset()) -> Parsed:
+    """One exported annotation -> Annotation (pseudonymous), credited to whoever made its last change.
+
+    Label Studio sets `updated_by` itself, to the account that sent the request, at every create and
+    update through the API; `completed_by` is whatever the creator sent (any user can create an
+    annotation in someone else's name) and an import writes both as given, leaving `updated_by` empty.
+    So the credit goes to `updated_by`, and an annotation without one (imported, or its maker's account
+    deleted) is not counted. Malformed results are not counted either; values outside the config are
+    kept as given and reported: the API accepts any result, the UI does not. `demo`: the pseudonyms the
+    workspace recorded as its scripted demo accounts."""
     problems: list[str] = []
+    not_counted = malformed_result(raw)
     author_id = _user_id(raw.get("completed_by"))
-    changer_id = _user_id(raw.get("updated_by"))
-    author, author_source, author_known = _person(author_id, emails, salt)
-    if changer_id is not None and changer_id != author_id:
-        annotator, source, known = _person(changer_id, emails, salt)
-        updated_by: str | None = annotator
-        user_id = changer_id
-    else:
-        annotator, source, known, updated_by, user_id = author, author_source, author_known, None, author_id
-    if not known:
-        problems.append(f"{where}: annotator (user {user_id}) is not a user of this server any more")
+    maker_id = _user_id(raw.get("updated_by"))
+    if maker_id is None and not not_counted:
+        not_counted = (f"Label Studio records nobody who made it (completed_by {author_id} is what its creator "
+                       "sent: imported, or its maker's account was deleted)")
+    if not_counted:
+        raw = {**raw, "result": [], "lead_time": None}  # kept only to say what was left out
+    author, _ = _person(author_id, emails, salt)
+    annotator, known = _person(maker_id if maker_id is not None else author_id, emails, salt)
+    updated_by = annotator if maker_id is not None and maker_id != author_id else None
+    source = SOURCE_DEMO if annotator in demo else SOURCE_LABEL_STUDIO
+    if not known and not not_counted:
+        problems.append(f"{where}: annotator (user {maker_id}) is not a user of this server any more")
     cancelled = bool(raw.get("was_cancelled"))
     label: str | None = None
     words: bool | None = None
@@ -228,7 +321,9 @@ def parse_annotation(raw: dict[str, Any], where: str, emails: dict[int, str], sa
                 problems.append(f"{where}: 'I could make out the words' is {chosen}, not one of {list(WORDS)}")
         elif name == "rationale":
             rationale.extend(str(t) for t in value.get("text") or [] if str(t).strip())
-    if cancelled:
+    if not_counted:
+        problems.append(f"{where}: not counted: {not_counted}")
+    elif cancelled:
         label, words = None, None  # a skip carries no judgement, whatever the result says
     else:
         if label is None and not any("several labels" in p for p in problems):
@@ -241,7 +336,7 @@ def parse_annotation(raw: dict[str, Any], where: str, emails: dict[int, str], sa
         annotator=annotator, label=label, arm=spec.arm, speech_intelligible=words,
         rationale="\n".join(rationale).strip(), lead_time_s=None if lead is None else round(float(lead), 3),
         created_at=created_at, updated_at=updated_at, updated_by=updated_by, cancelled=cancelled, source=source)
-    return Parsed(annotation, created_at, updated_at, int(raw.get("id") or 0), author, problems)
+    return Parsed(annotation, created_at, updated_at, int(raw.get("id") or 0), author, problems, not_counted)
 
 
 def one_per_annotator(parsed: Sequence[Parsed]) -> list[Parsed]:

@@ -165,7 +165,11 @@ def protocol_section(inputs: ReleaseInputs, info: dict[str, Any], rows: list[dic
            f"4. control, where the clip has one: at least {fraction} of the control's labels said harmful (the "
            "benign reading comes from the scene, not from the words).", "",
            "A label counts once per person (their latest); skipped tasks and labels given before the clip "
-           f"could have played to its end ({not_listened} such labels in the build) do not count.", "",
+           f"could have played to its end ({not_listened} such labels in the build) do not count. "
+           "Who made a label is what Label Studio recorded as the account that last saved it; any account may "
+           "save a label in another's name, which is credited to the account that saved it, and labels whose "
+           "maker Label Studio did not record (imported with the tasks) do not count. Label Studio cannot tell "
+           "a person who uses two accounts, or hands theirs to someone else.", "",
            f"**Outcomes over the labelled samples of the build:** {outcomes}. Rejections by arm: {rejected_text}.",
            "",
            f"**Controls.** {md(controls.get('samples_with_control', 0))} labelled samples of the build had a "

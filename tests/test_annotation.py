@@ -402,8 +402,11 @@ def test_deleted_project(ls, admin, tmp_path, capsys):
     code, _, err = cli(pull.main, "--workspace", str(ws.root), *server, capsys=capsys)
     assert code == 2 and f"project {pid} ('Soon deleted — scene') no longer exists there (deleted?)" in err
     assert "<html" not in err.lower() and len(err) < 600  # mapped by status code, not the HTML body
+    # the recorded title names the recorded projects (bound by id); another title is looked up by title
     code, _, err = cli(pull.main, "--workspace", str(ws.root), "--project", "Soon deleted", *server, capsys=capsys)
-    assert code == 2 and "no project titled 'Soon deleted — scene'" in err
+    assert code == 2 and f"project {pid} ('Soon deleted — scene') no longer exists there (deleted?)" in err
+    code, _, err = cli(pull.main, "--workspace", str(ws.root), "--project", "Never made", *server, capsys=capsys)
+    assert code == 2 and "no project titled 'Never made — speech'" in err
     assert snapshot(ws.root) == before
 
 

@@ -36,6 +36,7 @@ from annotation.push import check_pushable, push_items, record_keys
 from annotation.state import (
     ADJUDICATION_SOURCE,
     default_project_title,
+    demo_annotators,
     format_problems,
     open_workspace,
     pseudonym_salt,
@@ -100,14 +101,17 @@ def push(ws: Workspace, args: argparse.Namespace) -> int:
         print("the adjudication queue is empty: every labelled sample reached consensus or was decided")
         return 0
     state = read_state(ws)
-    title = args.project or state.get("adjudication", {}).get("title") or adjudication_title(ws, state)
+    recorded = state.get("adjudication") or {}
+    title = args.project or recorded.get("title") or adjudication_title(ws, state)
+    bound = recorded.get("id") if title == recorded.get("title") else None  # by id: never a decoy of that title
     server = connect_from_args(args)
     items = [Item(s.sample_id, ADJUDICATION, "sample", s.mixture) for s in queue]
     check_pushable(ws, items, server)
     keyed = record_keys(ws, state, items)
     extra = {s.sample_id: {"votes": votes_text(s)} for s in queue} if args.show_votes else None
     result = push_items(ws, server, arm_spec(ADJUDICATION, with_votes=args.show_votes), title, keyed, overlap=1,
-                        extra_data=extra, seed=shuffle_seed(state["task_key_secret"], ADJUDICATION))
+                        extra_data=extra, seed=shuffle_seed(state["task_key_secret"], ADJUDICATION),
+                        project_id=None if bound is None else int(bound))
     with ws.lock():
         state = read_state(ws)
         state["adjudication"] = {"id": result.project_id, "title": title, "url": server.url}
@@ -135,23 +139,32 @@ def pull(ws: Workspace, args: argparse.Namespace) -> int:
         raise WorkbenchError(f"no '{INPUT_STAGE}' manifest at {ws.manifest_path(INPUT_STAGE)}; nothing to record onto")
     samples = list(ws.read_samples(INPUT_STAGE))
     state = read_state(ws)
-    had_salt = bool(state.get("pseudonym_salt"))
+    if not args.project and not state.get("adjudication") and not read_queue(ws):
+        print("the adjudication queue is empty and no adjudication project was pushed: nothing to record")
+        return 0
     salt = pseudonym_salt(state)
     server = connect_from_args(args)
     project = resolve_project(server, state.get("adjudication"), args.project, "adjudication project")
     spec = arm_spec(ADJUDICATION, with_votes="$votes" in (project.label_config or ""))
-    found = collect(server, project.id, spec, read_task_map(ws), {s.sample_id for s in samples}, salt)
+    found = collect(server, project.id, spec, read_task_map(ws), {s.sample_id: s.mixture for s in samples}, salt,
+                    demo_annotators(state))
     by_sample = {sid: [p.annotation for p in items] for sid, items in found.by_item.items()}
     decisions = latest_decisions(by_sample, spec.labels)
-    # Label Studio is the source of truth: earlier decisions are replaced by what the project holds now.
-    stripped = [s.model_copy(deep=True, update={"annotations": [a for a in s.annotations
-                                                                if a.source != ADJUDICATION_SOURCE]})
-                for s in samples]
-    decided = apply_adjudication(stripped, decisions, ConsensusRule())
+    # 'annotated' and annotation.json are read again and written under the lock: annotation.pull rewrites
+    # them too, and neither write may be lost.
     with ws.lock():
+        current = read_state(ws)
+        if current.get("pseudonym_salt", salt) != salt:
+            raise WorkbenchError(f"{ws.root / 'annotation.json'} changed while pulling (another run?); pull again")
+        samples = list(ws.read_samples(INPUT_STAGE))
+        # Label Studio is the source of truth: earlier decisions are replaced by what the project holds now.
+        stripped = [s.model_copy(deep=True, update={"annotations": [a for a in s.annotations
+                                                                    if a.source != ADJUDICATION_SOURCE]})
+                    for s in samples]
+        decided = apply_adjudication(stripped, decisions, ConsensusRule())
         ws.write_manifest(INPUT_STAGE, decided)
-        if not had_salt:
-            write_state(ws, state)
+        if not current.get("pseudonym_salt"):
+            write_state(ws, {**current, "pseudonym_salt": salt})
     counts = Counter(a.label for a in decisions.values())
     waiting = found.task_count - len(found.unknown_tasks) - len(decisions)
     print(f"recorded {len(decisions)} adjudication decision(s) from {project.title!r} (id {project.id}) on "
@@ -170,6 +183,9 @@ def pull(ws: Workspace, args: argparse.Namespace) -> int:
     if found.unknown_tasks:
         print(f"note: {len(found.unknown_tasks)} task(s) are not in '{INPUT_STAGE}' and were ignored:\n"
               + format_problems(sorted(found.unknown_tasks)))
+    if found.missing:
+        print(f"missing: {len(found.missing)} pushed task(s) are no longer in the project (deleted?); push again:\n"
+              + format_problems(found.missing))
     if found.problems:
         print(f"problems ({len(found.problems)}):\n{format_problems(found.problems)}")
     print(f"now rerun: python -m validation.agreement --workspace {ws.root}")

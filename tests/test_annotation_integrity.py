@@ -1,0 +1,379 @@
+# ruff: noqa: F811  (the Label Studio fixtures come from tests.annotation_helpers)
+"""Annotators cannot corrupt a pull, and the workspace stays the one truth (issue 21, items 6 and 8-16;
+issue 26, item 4).
+
+One real Label Studio for the module (tests.annotation_helpers.ls). The annotators act through the API
+with their own tokens, as the reproductions did. The Enterprise import answer cannot come from a real
+server here: the real SDK client talks to a stub on 127.0.0.1 that answers as Enterprise does."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import httpx
+import pytest
+
+from annotation import demo_annotators, pull, push
+from annotation.labelstudio import Server, import_tasks, make_client
+from annotation.server import check_document_root
+from annotation.state import pseudonym, read_state
+from construction.errors import WorkbenchError
+from construction.record import ARMS
+from tests.annotation_helpers import (  # noqa: F401  (fixtures)
+    PASSWORD,
+    RATERS,
+    accounts,
+    admin,
+    annotate,
+    arm_tasks,
+    cli,
+    human,
+    ls,
+    make_workspace,
+    result,
+    tokens,
+)
+from validation import adjudicate, agreement
+
+A, B, C, D = RATERS[0], RATERS[1], RATERS[2], RATERS[3]
+
+
+def pushed(ls, tmp_path, capsys, title: str, n: int = 2):
+    ws = make_workspace(tmp_path / "ws", n, served=ls.document_root)
+    code, _, err = cli(push.main, "--workspace", str(ws.root), "--project", title, "--catch", "0",
+                       "--data-dir", str(ls.data_dir), capsys=capsys)
+    assert code == 0, err
+    return ws
+
+
+def pulled(ls, ws, capsys) -> tuple[str, dict, dict]:
+    """(stdout, samples by id, stats) after annotation.pull."""
+    code, out, err = cli(pull.main, "--workspace", str(ws.root), "--data-dir", str(ls.data_dir), capsys=capsys)
+    assert code == 0, err
+    samples = {s.sample_id: s for s in ws.read_samples("annotated")}
+    return out, samples, json.loads(ws.stats_path("annotated").read_text())
+
+
+def who(ws, email: str) -> str:
+    return pseudonym(email, read_state(ws)["pseudonym_salt"])
+
+
+def as_annotator(ls, tokens, email: str) -> httpx.Client:
+    return httpx.Client(base_url=ls.url, trust_env=False, headers={"Authorization": f"Token {tokens[email]}"})
+
+
+# ----------------------------------------------------------------------------------------------
+# 6. the import response of either edition
+# ----------------------------------------------------------------------------------------------
+
+@contextlib.contextmanager
+def enterprise_server(states: list[dict]) -> Iterator[tuple[Server, list[str]]]:
+    """A Server whose real SDK client talks, over HTTP on 127.0.0.1, to a stub answering as Label Studio
+    Enterprise: the import is {"import": 7}, then /imports/7/ answers each of `states` in turn."""
+    asked: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):  # keep pytest output clean
+            pass
+
+        def answer(self, code: int, body: dict) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            asked.append(f"POST {self.path.split('?')[0]}")
+            self.answer(201, {"import": 7}) if self.path.startswith("/api/projects/3/import") else \
+                self.answer(404, {"detail": "Not found."})
+
+        def do_GET(self):
+            asked.append(f"GET {self.path}")
+            self.answer(200, {"id": 7, "project": 3, **states.pop(0)}) if self.path == "/api/projects/3/imports/7/" \
+                else self.answer(404, {"detail": "Not found."})
+
+    stub = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=stub.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{stub.server_address[1]}"
+    try:
+        yield Server(url, Path("/srv"), None, make_client(url, "token-of-a-test")), asked
+    finally:
+        stub.shutdown()
+        stub.server_close()
+
+
+def test_an_enterprise_import_is_waited_for():
+    """Enterprise answers {"import": id} (no task_ids): push polls the import until it is completed and
+    takes its task ids; an import that fails is a clear error; one that never says its ids gives None
+    (push then looks the tasks up by key)."""
+    with enterprise_server([{"status": "in_progress"}, {"status": "completed", "task_ids": [11, 12]}]) as (server,
+                                                                                                        asked):
+        assert import_tasks(server, 3, [{"data": {"key": "a"}}, {"data": {"key": "b"}}]) == [11, 12]
+    assert asked == ["POST /api/projects/3/import", "GET /api/projects/3/imports/7/", "GET /api/projects/3/imports/7/"]
+    with enterprise_server([{"status": "completed"}]) as (server, _):
+        assert import_tasks(server, 3, [{"data": {"key": "a"}}]) is None
+    with enterprise_server([{"status": "failed", "error": "bad audio URL"}]) as (server, _):
+        with pytest.raises(WorkbenchError, match=r"failed importing tasks 1-1 of 1 into project 3 \(import 7\): bad"):
+            import_tasks(server, 3, [{"data": {"key": "a"}}])
+
+
+# ----------------------------------------------------------------------------------------------
+# 8, 9, 11, 14: what an annotator sends cannot crash or skew a pull
+# ----------------------------------------------------------------------------------------------
+
+def test_malformed_results_are_listed_problems(ls, admin, accounts, tokens, tmp_path, capsys):
+    """A result whose `value` is a list, and a rationale whose text is a number (both stored by the API):
+    pull exits 0, lists each (task, annotation, reason) in its output and stats, does not count them,
+    and a rerun gives the same."""
+    ws = pushed(ls, tmp_path, capsys, "Malformed")
+    _, speech = arm_tasks(admin, ws, "speech")
+    s1, s2 = sorted(speech)
+    web = as_annotator(ls, tokens, A)
+    web.post(f"/api/tasks/{speech[s1]}/annotations/", json={"result": [
+        {"from_name": "label", "to_name": "audio", "type": "choices", "value": ["harmful"]}], "lead_time": 4})
+    bad = accounts[B].annotations.create(speech[s1], result=[*result("harmful"), {
+        "from_name": "rationale", "to_name": "audio", "type": "textarea", "value": {"text": 42}}], lead_time=4.0)
+    annotate(accounts[C], speech[s2], "harmful")
+    out, samples, stats = pulled(ls, ws, capsys)
+    assert human(samples[s1]) == [] and [a.annotator for a in human(samples[s2])] == [who(ws, C)]
+    listed = [p for p in stats["problems"] if "not counted" in p]
+    assert len(listed) == 2 and all(f"speech task {speech[s1]} ({s1}) annotation" in p for p in listed)
+    assert any(f"annotation {bad.id}: not counted: 'rationale' text is 42" in p for p in listed)
+    assert any("'label' has no object 'value'" in p or "has no object 'value'" in p for p in listed)
+    assert "not counted" in out and stats["per_arm"]["speech"]["labels"] == 1
+    before = ws.manifest_path("annotated").read_bytes(), ws.stats_path("annotated").read_bytes()
+    pulled(ls, ws, capsys)
+    assert (ws.manifest_path("annotated").read_bytes(), ws.stats_path("annotated").read_bytes()) == before
+
+
+def test_credit_goes_to_who_label_studio_records_made_it(ls, admin, accounts, tokens, tmp_path, capsys):
+    """C posts a skip in D's name in the speech arm, then D labels the mixture: D's own label stays (D
+    never heard the speech; C did). C imports a copy of a task with an annotation 'completed by' D:
+    Label Studio records nobody who made it, so it is not counted (and not D's)."""
+    ws = pushed(ls, tmp_path, capsys, "Credit")
+    tasks = {role: arm_tasks(admin, ws, role)[1] for role in ARMS}
+    s1, s2 = sorted(tasks["speech"])
+    d_id = accounts[D].users.whoami().id
+    web = as_annotator(ls, tokens, C)
+    assert web.post(f"/api/tasks/{tasks['speech'][s1]}/annotations/",
+                    json={"result": result("not_harmful"), "completed_by": d_id, "lead_time": 4}).status_code == 201
+    annotate(accounts[D], tasks["mixture"][s1], "benign", words="yes")
+    pid = read_state(ws)["arms"]["speech"]["id"]
+    data = web.get(f"/api/tasks/{tasks['speech'][s2]}").json()["data"]
+    made = web.post(f"/api/projects/{pid}/import",
+                    json=[{"data": data, "annotations": [{"result": result("harmful"), "completed_by": d_id}]}])
+    assert made.status_code == 201, made.text
+    out, samples, stats = pulled(ls, ws, capsys)
+    assert [(a.annotator, a.arm, a.label) for a in human(samples[s1])] == [
+        (who(ws, C), "speech", "not_harmful"), (who(ws, D), "mixture", "benign")]
+    assert stats["cross_arm_dropped"] == [] and human(samples[s2]) == []
+    assert any("Label Studio records nobody who made it" in p for p in stats["problems"])
+
+
+def test_a_task_must_play_what_push_sent(ls, admin, accounts, tokens, tmp_path, capsys):
+    """An annotator points a task's audio at another sample's clip, and imports a second task with a
+    copied key and other audio: neither task's labels are credited to the sample; both are listed."""
+    ws = pushed(ls, tmp_path, capsys, "Audio swap")
+    _, speech = arm_tasks(admin, ws, "speech")
+    s1, s2 = sorted(speech)
+    web = as_annotator(ls, tokens, A)
+    one, two = (web.get(f"/api/tasks/{speech[s]}").json()["data"] for s in (s1, s2))
+    assert web.patch(f"/api/tasks/{speech[s1]}", json={"data": {**one, "audio": two["audio"]}}).status_code == 200
+    annotate(accounts[A], speech[s1], "harmful")
+    pid = read_state(ws)["arms"]["speech"]["id"]
+    assert web.post(f"/api/projects/{pid}/import", json=[{"data": {**two, "audio": one["audio"]}}]).status_code == 201
+    copy = max(t.id for t in admin.client.tasks.list(project=pid))
+    annotate(accounts[B], copy, "not_harmful")
+    annotate(accounts[C], speech[s2], "harmful")  # the genuine task still counts
+    _, samples, stats = pulled(ls, ws, capsys)
+    assert human(samples[s1]) == [] and [a.label for a in human(samples[s2])] == ["harmful"]
+    assert stats["missing_tasks"]["speech"] == []  # a task of that key is there: listed below, not missing
+    swapped = [p for p in stats["problems"] if "is not what push sent for its key" in p]
+    assert sorted(p.split(":")[0] for p in swapped) == sorted([f"speech task {speech[s1]} ({s1})",
+                                                              f"speech task {copy} ({s2})"])
+
+
+def test_a_deleted_task_is_reported(ls, admin, accounts, tmp_path, capsys):
+    """A task deleted in the UI loses its labels: pull says which pushed tasks are gone, in its output
+    and its stats."""
+    ws = pushed(ls, tmp_path, capsys, "Deleted task")
+    _, scene = arm_tasks(admin, ws, "scene")
+    s1, _ = sorted(scene)
+    annotate(accounts[A], scene[s1], "video_games")
+    admin.client.tasks.delete(str(scene[s1]))
+    out, _, stats = pulled(ls, ws, capsys)
+    assert stats["missing_tasks"] == {"speech": [], "scene": [s1], "mixture": []}
+    assert "missing: 1 pushed task(s) are no longer in their project" in out and f"scene: {s1}" in out
+
+
+def test_arms_are_bound_by_the_recorded_project_id(ls, admin, accounts, tokens, tmp_path, capsys):
+    """An annotator renames the speech arm and makes a decoy project of its title, with its config:
+    pull still reads the recorded project (noting the new title), push sets the title back and never
+    re-points the arm, and the labels in the real arm are counted."""
+    ws = pushed(ls, tmp_path, capsys, "Bound", n=1)
+    pid, speech = arm_tasks(admin, ws, "speech")
+    (sid, task_id), = speech.items()
+    annotate(accounts[A], task_id, "harmful")
+    web = as_annotator(ls, tokens, B)
+    config = web.get(f"/api/projects/{pid}").json()["label_config"]
+    assert web.patch(f"/api/projects/{pid}", json={"title": "Bound — speech (old)"}).status_code == 200
+    decoy = web.post("/api/projects", json={"title": "Bound — speech", "label_config": config})
+    assert decoy.status_code == 201, decoy.text
+    out, samples, _ = pulled(ls, ws, capsys)
+    assert f"the speech arm (project {pid}) is now titled 'Bound — speech (old)'" in out
+    assert [a.label for a in human(samples[sid], "speech")] == ["harmful"]
+    code, out, err = cli(push.main, "--workspace", str(ws.root), "--catch", "0", "--data-dir", str(ls.data_dir),
+                         capsys=capsys)
+    assert code == 0, err
+    assert f"'Bound — speech' (id {pid})" in out and "reset title" in out
+    assert read_state(ws)["arms"]["speech"]["id"] == pid and admin.client.projects.get(pid).title == "Bound — speech"
+    assert admin.client.projects.get(decoy.json()["id"]).task_number in (0, None)
+    _, samples, _ = pulled(ls, ws, capsys)
+    assert [a.label for a in human(samples[sid], "speech")] == ["harmful"]
+    # the arm deleted: push says so, and never takes the decoy instead
+    admin.client.projects.delete(pid)
+    code, _, err = cli(push.main, "--workspace", str(ws.root), "--catch", "0", "--data-dir", str(ls.data_dir),
+                       capsys=capsys)
+    assert code == 2 and f"project {pid} ('Bound — speech')" in err and "was deleted with its labels" in err
+    assert read_state(ws)["arms"]["speech"]["id"] == pid
+
+
+def test_labels_made_under_an_edited_config_are_not_counted(ls, admin, accounts, tokens, tmp_path, capsys):
+    """An annotator edits the speech arm's config so that the text 'Yes, it should be concerned' stores
+    not_harmful (and 'No' harmful). Pull warns and does not count what was labelled since push last
+    checked the config; push sets the config back; labels made after that count again, the ones made
+    under the edited config never do."""
+    ws = pushed(ls, tmp_path, capsys, "Edited config")
+    server = ["--workspace", str(ws.root), "--catch", "0", "--data-dir", str(ls.data_dir)]
+    pid, speech = arm_tasks(admin, ws, "speech")
+    s1, s2 = sorted(speech)
+    annotate(accounts[A], speech[s1], "harmful")
+    assert cli(push.main, *server, capsys=capsys)[0] == 0  # push checks the config: A labelled before
+    web = as_annotator(ls, tokens, B)
+    config = web.get(f"/api/projects/{pid}").json()["label_config"]
+    swapped = (config.replace('value="No"', 'value="@"').replace('value="Yes, it should be concerned"', 'value="No"')
+               .replace('value="@"', 'value="Yes, it should be concerned"'))
+    assert swapped != config
+    assert web.patch(f"/api/projects/{pid}", json={"label_config": swapped}).status_code == 200
+    annotate(accounts[C], speech[s2], "not_harmful")  # C pressed "Yes, it should be concerned"
+    out, samples, stats = pulled(ls, ws, capsys)
+    assert "the speech arm's labelling config was edited" in out
+    assert [a.annotator for a in human(samples[s1])] == [who(ws, A)] and human(samples[s2]) == []
+    assert any(f"speech task {speech[s2]} ({s2})" in p and "labelling config was edited; not counted" in p
+               for p in stats["problems"])
+    code, out, err = cli(push.main, *server, capsys=capsys)
+    assert code == 0 and "reset label_config" in out, err
+    assert admin.client.projects.get(pid).label_config == config
+    annotate(accounts[D], speech[s2], "harmful")
+    out, samples, _ = pulled(ls, ws, capsys)
+    assert "labelling config was edited (" not in out
+    assert [(a.annotator, a.label) for a in human(samples[s2])] == [(who(ws, D), "harmful")]
+    assert [a.annotator for a in human(samples[s1])] == [who(ws, A)]
+
+
+# ----------------------------------------------------------------------------------------------
+# 13, 15 and issue 26.4: the workspace side
+# ----------------------------------------------------------------------------------------------
+
+def test_the_two_pulls_never_interleave(ls, admin, accounts, tmp_path, capsys, monkeypatch):
+    """annotation.pull run while validation.adjudicate pull is exporting: its label survives the
+    adjudicate write (which reads 'annotated' again under the lock). validation.adjudicate pull run while
+    annotation.pull is between its read of 'annotated' and its write: refused as 'in use'."""
+    from construction.cli import run_main
+
+    ws = pushed(ls, tmp_path, capsys, "Lock")
+    _, speech = arm_tasks(admin, ws, "speech")
+    s1, _ = sorted(speech)
+    annotate(accounts[A], speech[s1], "harmful")
+    pulled(ls, ws, capsys)
+    annotate(accounts[B], speech[s1], "unclear")
+    server = ["--workspace", str(ws.root), "--data-dir", str(ls.data_dir)]
+    nested: list[tuple[int, str]] = []
+
+    def during(real, main, *argv):
+        def call(*args, **kwargs):
+            if not nested:
+                with pytest.raises(SystemExit) as done:
+                    run_main(main, list(argv))
+                nested.append((done.value.code, capsys.readouterr().err))
+            return real(*args, **kwargs)
+        return call
+
+    monkeypatch.setattr(adjudicate, "collect", during(adjudicate.collect, pull.main, *server))
+    code, _, err = cli(adjudicate.main, "pull", *server, "--project", "Lock — mixture", capsys=capsys)
+    assert code == 0 and nested[0][0] == 0, (err, nested)
+    assert {a.annotator for a in human(next(ws.read_samples("annotated")))} == {who(ws, A), who(ws, B)}
+    monkeypatch.undo()
+    nested.clear()
+    monkeypatch.setattr(pull, "assemble", during(pull.assemble, adjudicate.main, "pull", *server, "--project",
+                                                 "Lock — mixture"))
+    pulled(ls, ws, capsys)
+    assert nested[0][0] == 2 and "is in use by another run" in nested[0][1]
+
+
+def test_demo_accounts_are_marked_by_the_workspace(ls, admin, tokens, accounts, tmp_path, capsys):
+    """Anyone may sign up with an address of the demo domain: their labels stay human (source
+    label-studio). The accounts demo_annotators used are recorded in the workspace, and only theirs are
+    source demo."""
+    from annotation.labelstudio import invite_link, signup_via_invite
+
+    ws = pushed(ls, tmp_path, capsys, "Demo marks", n=1)
+    impostor = signup_via_invite(ls.url, invite_link(admin), "annotator-9@demo.aor-bench.invalid", PASSWORD)
+    _, speech = arm_tasks(admin, ws, "speech")
+    (sid, task_id), = speech.items()
+    annotate(make_client(ls.url, impostor), task_id, "harmful")
+    code, _, err = cli(demo_annotators.main, "--workspace", str(ws.root), "--annotators", "1",
+                       "--data-dir", str(ls.data_dir), capsys=capsys)
+    assert code == 0, err
+    _, samples, _ = pulled(ls, ws, capsys)
+    sources = {a.annotator: a.source for a in human(samples[sid])}
+    assert sources.pop(who(ws, "annotator-9@demo.aor-bench.invalid")) == "label-studio"
+    assert sources and set(sources.values()) == {"demo"}
+    assert set(sources) <= set(read_state(ws)["demo_annotators"])
+
+
+def test_an_empty_adjudication_queue_is_a_no_op(ls, admin, tmp_path, capsys):
+    """The README's demo block when nothing needs adjudication: adjudicate push, the demo adjudicator and
+    adjudicate pull each say so and exit 0, and 'annotated' is unchanged."""
+    ws = pushed(ls, tmp_path, capsys, "Nothing to judge", n=1)
+    server = ["--workspace", str(ws.root), "--data-dir", str(ls.data_dir)]
+    pulled(ls, ws, capsys)
+    assert cli(agreement.main, "--workspace", str(ws.root), "--n-boot", "20", capsys=capsys)[0] == 0
+    before = ws.manifest_path("annotated").read_bytes()
+    code, out, err = cli(adjudicate.main, "push", *server, capsys=capsys)
+    assert code == 0 and "the adjudication queue is empty" in out, err
+    code, out, err = cli(demo_annotators.main, *server, "--adjudication", capsys=capsys)
+    assert code == 0 and "nothing to label" in out, err
+    code, out, err = cli(adjudicate.main, "pull", *server, capsys=capsys)
+    assert code == 0 and "the adjudication queue is empty" in out and "nothing to record" in out, err
+    assert ws.manifest_path("annotated").read_bytes() == before
+
+
+# ----------------------------------------------------------------------------------------------
+# 16. the document root
+# ----------------------------------------------------------------------------------------------
+
+def test_a_document_root_linking_to_the_workspace_is_refused(tmp_path):
+    """A --document-root that holds only a symlink to the workspace (or to a folder above it, or to
+    its annotation_tasks.json) is refused before any server starts."""
+    ws = make_workspace(tmp_path / "ws", 1)
+    (ws.root / "annotation_tasks.json").write_text("{}\n")
+    data_dir = (tmp_path / "ls-data").resolve()
+    for name, target in (("to-ws", ws.root), ("to-above", tmp_path), ("keys.json", ws.root / "annotation_tasks.json")):
+        root = tmp_path / f"root-{name}"
+        root.mkdir()
+        (root / name).symlink_to(target)
+        with pytest.raises(WorkbenchError, match="refusing document root"):
+            check_document_root(root.resolve(), data_dir, ws.root.resolve())
+    plain = tmp_path / "root-plain"
+    plain.mkdir()
+    (plain / "audio").symlink_to(ws.root / "audio")  # audio only: accepted
+    check_document_root(plain.resolve(), data_dir, ws.root.resolve())
