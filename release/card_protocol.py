@@ -83,7 +83,7 @@ def protocol_section(inputs: ReleaseInputs, info: dict[str, Any], rows: list[dic
     who = _who_heard_what(rows, control_rows)
     adjudicated = sum(r["decided_by"] == "adjudication" for r in rows)
     consensus = agreement.get("consensus") or {}
-    outcomes = ", ".join(f"{md(k).replace('_', ' ')} {md(v)}" for k, v in consensus.items()) or "n/a"
+    outcomes = ", ".join(f"{md(str(k).replace('_', ' '))} {md(v)}" for k, v in consensus.items()) or "n/a"
     n_controls = len(control_rows)
     kinds = Counter(r["control_kind"] for r in control_rows)
     kinds_text = ", ".join(f"{v} {md(k)}" for k, v in sorted(kinds.items()))

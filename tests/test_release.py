@@ -159,6 +159,17 @@ def make_workspace(root: Path, n: int = 6, licence: str = "CC-BY-4.0", demo: boo
     return ws
 
 
+def edit_chain(ws: Workspace, edit, stages: tuple[str, ...] = ("wer", "annotated", "validated"),
+               controls: bool = False) -> None:
+    """Apply `edit(sample)` (in place) to every row of the build's chain, as if the stages had made it so; with
+    `controls`, to the controls' chain too. A release traces its rows back through these manifests."""
+    for stage in stages + (("controls", "annotated_controls") if controls else ()):
+        samples = list(ws.read_samples(stage))
+        for s in samples:
+            edit(s)
+        ws.write_manifest(stage, samples)
+
+
 def tree_bytes(root: Path) -> dict[str, bytes]:
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
@@ -360,7 +371,7 @@ def test_layout_checksums_attribution_and_version(built):
         assert hashlib.sha256((out / rel).read_bytes()).hexdigest() == digest
     attribution = (out / "ATTRIBUTION.md").read_text()
     for i in range(3):
-        assert f"| clip-{i} | CC-BY-4.0 | Recorder {i} (freesound) | https://example.org/sounds/{i} |" in attribution
+        assert f"| clip-{i} | CC-BY-4.0 | Recorder {i} (freesound) | https\\://example.org/sounds/{i} |" in attribution
     info = json.loads((out / "release.json").read_text())
     assert info["version"] == "1.2.3" and info["demo"] is False and info["splits"] == {"test": 6}
     assert info["code_version"].startswith(("git:", "aor-bench")) or info["code_version"] == "unknown"
