@@ -1,7 +1,7 @@
 """Export the validated samples as a Hugging Face dataset folder, and optionally push it to the Hub.
 
     python -m release.export --workspace W --out DIR [--version X.Y.Z] [--splits test|dev=0.2,test=0.8]
-                             [--push-to-hub ORG/NAME] [--private] [--dry-run]
+                             [--push-to-hub ORG/NAME] [--private [--make-private]] [--dry-run]
 
 DIR (written whole into a temp folder next to it, then renamed into place):
     README.md                          dataset card (YAML front matter with both configs + prose), see
@@ -504,11 +504,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--splits", default="test", help="'test' (default) or e.g. 'dev=0.2,test=0.8'")
     parser.add_argument("--max-shard-mb", type=float, default=DEFAULT_SHARD_BYTES / 2**20)
     parser.add_argument("--push-to-hub", metavar="ORG/NAME", help="push the release as a Hub dataset")
-    parser.add_argument("--private", action="store_true", help="create the Hub dataset private")
+    parser.add_argument("--private", action="store_true",
+                        help="push privately: create the Hub dataset private; refuse if it exists and is public")
+    parser.add_argument("--make-private", action="store_true",
+                        help="with --push-to-hub: make an existing public Hub dataset private, then push")
     parser.add_argument("--dry-run", action="store_true", help="with --push-to-hub: print the upload, send nothing")
     args = parser.parse_args(argv)
-    if args.dry_run and not args.push_to_hub:
-        parser.error("--dry-run needs --push-to-hub")
+    for flag in ("dry_run", "private", "make_private"):
+        if getattr(args, flag) and not args.push_to_hub:
+            parser.error(f"--{flag.replace('_', '-')} needs --push-to-hub")
     if args.push_to_hub and not re.match(r"^[\w.-]+/[\w.-]+$", args.push_to_hub):
         parser.error(f"--push-to-hub wants ORG/NAME, got '{args.push_to_hub}'")
 
@@ -527,10 +531,11 @@ def main(argv: list[str] | None = None) -> int:
           + (" [DEMO release: labels from scripted annotators]" if summary.demo else ""))
     if args.push_to_hub:
         if args.dry_run:
-            print(describe_push(summary, args.push_to_hub, args.private))
+            print(describe_push(summary, args.push_to_hub, args.private, args.make_private))
         else:
-            oid = push_release(summary, args.push_to_hub, args.private)
-            print(f"pushed to {hub_endpoint()}/datasets/{args.push_to_hub} at commit {oid}, tag {summary.version}")
+            oid, private = push_release(summary, args.push_to_hub, args.private, args.make_private)
+            print(f"pushed to {hub_endpoint()}/datasets/{args.push_to_hub} ({'private' if private else 'public'}) "
+                  f"at commit {oid}, tag {summary.version}")
     return 0
 
 
