@@ -50,6 +50,7 @@ from construction.record import AudioRef, Sample
 from construction.sounds import compatible, normalise_licence
 from construction.workspace import Workspace, fsync_dir, reporting_write_errors
 from release.hub import describe_push, hub_endpoint, hub_token, push_release
+from release.integrity import control_problems, read_chain, sample_problems
 from release.rows import (
     assert_no_leaks,
     control_features_for,
@@ -62,6 +63,7 @@ from release.rows import (
     row_for,
     shipped_arms,
     taxonomy_categories,
+    wav_problem,
     write_config,
 )
 
@@ -160,9 +162,11 @@ def check_samples(inputs: ReleaseInputs, verify_checksums: bool = True) -> list[
     licence = inputs.release_licence
     compatible(DEFAULT_LICENCE, licence)  # raises a clear error for an unsupported release licence
     three_arm = inputs.protocol == "three-arm"
+    chain = read_chain(inputs)
     seen: set[str] = set()
     for s in inputs.samples:
         sid = s.sample_id
+        before = len(problems)
         if sid in seen:
             problems.append(f"{sid}: listed twice in the manifest")
         seen.add(sid)
@@ -177,11 +181,14 @@ def check_samples(inputs: ReleaseInputs, verify_checksums: bool = True) -> list[
                             "validated it (run python -m validation.agreement again)")
         problems += _licence_problems(s, licence)
         problems += _audio_problems(inputs, s, verify_checksums)
+        problems += sample_problems(chain, s, decision=len(problems) == before)
     for c in inputs.controls:
+        before = len(problems)
         if c.custom.get("control") not in ("mismatched", "neutral"):
             problems.append(f"{c.sample_id}: control kind {c.custom.get('control')!r} is not mismatched or neutral")
         problems += _licence_problems(c, licence)
         problems += _audio_problems(inputs, c, verify_checksums)
+        problems += control_problems(chain, c, decision=len(problems) == before)
     return problems
 
 
@@ -195,7 +202,8 @@ def _licence_problems(s: Sample, licence: str) -> list[str]:
 
 
 def _audio_problems(inputs: ReleaseInputs, s: Sample, verify_checksums: bool) -> list[str]:
-    """The mixture and the clean speech must be in the store, unchanged since they were made."""
+    """The mixture and the clean speech must be in the store, unchanged since they were made (with
+    `verify_checksums`: and the WAVs their records describe)."""
     problems = []
     for what, ref in (("mixture", s.mixture), ("speech", s.speech)):
         if ref is None:
@@ -208,8 +216,12 @@ def _audio_problems(inputs: ReleaseInputs, s: Sample, verify_checksums: bool) ->
             continue
         if not path.is_file():
             problems.append(f"{s.sample_id}: {'' if what == 'mixture' else what + ' '}audio file missing: {ref.path}")
-        elif verify_checksums and _sha256_file(path) != ref.sha256:
-            problems.append(f"{s.sample_id}: checksum mismatch for {ref.path} (file changed since it was made)")
+        elif verify_checksums:
+            data = path.read_bytes()
+            if hashlib.sha256(data).hexdigest() != ref.sha256:
+                problems.append(f"{s.sample_id}: checksum mismatch for {ref.path} (file changed since it was made)")
+            elif problem := wav_problem(data, ref):
+                problems.append(f"{s.sample_id}: {problem}")
     return problems
 
 
@@ -289,10 +301,8 @@ def export_release(inputs: ReleaseInputs, out: str | Path, version: str = "0.1.0
     with _exclusive(out.parent):
         _recover(out)
         _check_target(out)
-        problems = check_samples(inputs, verify_checksums=False)  # checksums are verified while writing
-        if problems:
-            problems += [p for p in check_samples(inputs) if "checksum" in p]
-            raise _refusal(problems)
+        if check_samples(inputs, verify_checksums=False):  # the audio files are verified while writing
+            raise _refusal(check_samples(inputs))  # ... or now, so that the refusal lists every bad file
         with reporting_write_errors(out.parent):
             tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.building-"))
         try:

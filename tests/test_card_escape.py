@@ -19,17 +19,17 @@ ESCAPED = r"&lt;script&gt;alert(1)&lt;/script&gt; \[x\](javascript:alert(1)) a\|
 
 def test_attribution_and_card_escape_markdown_and_html(tmp_path):
     ws = make_workspace(tmp_path / "ws", n=3)
-    samples = list(ws.read_samples("validated"))
-    for s in samples:
+
+    def hostile(s):
         s.mix.sounds[0].attribution = HOSTILE
         s.voice_id = "<img src=x onerror=alert(1)>"
         s.provenance["generate"]["model"] = "[m](javascript:alert(2))"
-    ws.write_manifest("validated", samples)
-    controls = list(ws.read_samples("annotated_controls"))
-    for c in controls:
+
+    def hostile_control(c):
         if c.mix:
             c.mix.sounds[0].attribution = HOSTILE
-    ws.write_manifest("annotated_controls", controls)
+    edit_chain(ws, hostile)  # as the stages would have recorded it
+    edit_chain(ws, hostile_control, stages=(), controls=True)
     report_path = ws.root / "reports" / "agreement.json"
     report = json.loads(report_path.read_text())
     hostile_note = "<b onmouseover=alert(3)>few</b> | [y](javascript:z)"

@@ -4,14 +4,22 @@ validation decided, non-finite numbers, splits and the labels' source. Each test
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from construction.errors import WorkbenchError
+from construction.record import Annotation
 from release.export import main as export_main
-from tests.test_release import hub, load_in_fresh_process, make_workspace, tree_bytes  # noqa: F401 (fixture)
+from tests.conftest import run_module
+from tests.test_release import (  # noqa: F401 (hub: a fixture)
+    edit_chain,
+    hub,
+    load_in_fresh_process,
+    make_workspace,
+    revalidate,
+    tree_bytes,
+)
 
 
 def _push(ws, out: Path, version: str, *extra: str) -> int:
@@ -74,3 +82,100 @@ def test_private_flags_need_a_push(tmp_path):
             export_main(["--workspace", str(ws.root), "--out", str(tmp_path / "out"), flag])
         assert exc.value.code == 2
     assert not (tmp_path / "out").exists()
+
+
+# --- item 17: a release ships only what validation decided ------------------------------------------
+
+def _first(ws, stage: str = "validated"):
+    return min(ws.read_samples(stage), key=lambda s: s.sample_id)
+
+
+def _hand_edit(ws, how: str) -> str:
+    """Edit the workspace as a person might, by hand; returns the line the refusal must hold."""
+    first = _first(ws)
+    sid = first.sample_id
+    if how == "speech-of-another-sample":
+        other = sorted(ws.read_samples("validated"), key=lambda s: s.sample_id)[1]
+        edit_chain(ws, lambda s: s.sample_id == sid and setattr(s, "speech", other.speech), stages=("validated",))
+        return f"{sid}: speech audio {other.speech.sha256[:12]} is not the one in the 'wer' manifest"
+    if how == "speech-swapped-along-the-chain":  # every manifest from wer on agrees; synthesis made another
+        ws.write_manifest("synthesize", [s.model_copy(update={"mixture": None, "mix": None})
+                                         for s in ws.read_samples("wer")])
+        other = sorted(ws.read_samples("validated"), key=lambda s: s.sample_id)[1]
+        edit_chain(ws, lambda s: s.sample_id == sid and setattr(s, "speech", other.speech))
+        return f"{sid}: speech audio {other.speech.sha256[:12]} is not the one in the 'synthesize' manifest"
+    if how == "category-not-in-taxonomy":
+        edit_chain(ws, lambda s: s.sample_id == sid and setattr(s, "category", "made_up"))
+        return f"{sid}: category 'made_up' is not in the taxonomy"
+    if how in ("mixture-label", "speech-label", "scene-label"):
+        arm = how.split("-")[0]
+        extra = Annotation(annotator="ls-extra", label="definitely", arm=arm, listened=True,
+                           created_at="2025-01-09T00:00:00Z")
+        edit_chain(ws, lambda s: s.sample_id == sid and s.annotations.append(extra), stages=("annotated", "validated"))
+        return f"{sid}: {arm} label 'definitely' not in the arm's label set"
+    if how == "copied-from-rejected":
+        annotated = list(ws.read_samples("annotated"))
+        for s in annotated:
+            if s.sample_id == sid:
+                for a in s.annotations:
+                    if a.arm == "mixture":
+                        a.label = "harmful"
+        ws.write_manifest("annotated", annotated)
+        revalidate(ws)  # validation rejects it: harmful
+        [rejected] = list(ws.read_rejected("validated"))
+        copied = rejected.sample.model_copy(update={"consensus_label": "benign", "decided_by": "majority"})
+        ws.write_manifest("validated", [*ws.read_samples("validated"), copied],
+                          [rejected])
+        return f"{sid}: validation rejected it (harmful_consensus: 3/3 labels harmful)"
+    if how == "label-edited-in-validated":
+        edit_chain(ws, lambda s: s.sample_id == sid and setattr(
+            next(a for a in s.annotations if a.arm == "mixture" and a.label == "benign"), "label", "harmful"),
+            stages=("validated",))
+        return f"{sid}: differs from what validation made of its 'annotated' row in annotations"
+    if how == "labels-changed-after-validation":
+        edit_chain(ws, lambda s: s.sample_id == sid and [setattr(a, "label", "harmful") for a in s.annotations
+                                                           if a.arm == "mixture"], stages=("annotated",))
+        return f"{sid}: validation does not validate it from its labels (harmful: harmful_consensus: 3/3"
+    control = min(ws.read_samples("annotated_controls"), key=lambda c: c.sample_id)
+    cid = control.sample_id
+    if how == "control-expects-benign":
+        edit_chain(ws, lambda c: c.sample_id == cid and c.custom.update(expected="benign"), stages=(), controls=True)
+        return f"{cid}: control expects 'benign'; a control expects harmful"
+    if how == "two-controls-on-one-sample":
+        twin = control.model_copy(deep=True, update={"sample_id": "ctl-twin"})
+        for stage in ("controls", "annotated_controls"):
+            ws.write_manifest(stage, [*ws.read_samples(stage), twin])
+        return f"{control.custom['control_of']}: 2 controls ({cid}, ctl-twin)"
+    if how == "control-edited":
+        other = max(ws.read_samples("validated"), key=lambda s: s.sample_id)
+        edit_chain(ws, lambda c: c.sample_id == cid and setattr(c, "mixture", other.mixture),
+                   stages=("annotated_controls",))
+        return f"{cid}: differs from the control construction.controls built in mixture"
+    raise AssertionError(how)
+
+
+HAND_EDITS = ["speech-of-another-sample", "speech-swapped-along-the-chain", "category-not-in-taxonomy",
+              "mixture-label", "speech-label", "scene-label", "copied-from-rejected", "label-edited-in-validated",
+              "labels-changed-after-validation", "control-expects-benign", "two-controls-on-one-sample",
+              "control-edited"]
+
+
+@pytest.mark.parametrize("how", HAND_EDITS)
+def test_a_hand_edited_row_is_refused_with_its_sample_and_reason(tmp_path, how):
+    ws = make_workspace(tmp_path / "ws", n=4)
+    expected = _hand_edit(ws, how)
+    out = tmp_path / "out"
+    proc = run_module("release.export", "--workspace", str(ws.root), "--out", str(out))
+    assert proc.returncode == 2 and proc.stderr.startswith("error: refusing to release: 1 problem(s)"), proc.stderr
+    assert expected in proc.stderr, proc.stderr
+    assert not out.exists()
+
+
+def test_the_unedited_chain_and_a_real_validation_run_still_export(tmp_path):
+    """The checks hold what validation.agreement really writes (its stats with the exact rule)."""
+    from validation.agreement import run_workspace
+
+    ws = make_workspace(tmp_path / "ws", n=4)
+    run_workspace(ws, n_boot=20)
+    assert ws.read_stats("validated")["rule"]["min_fraction"] == pytest.approx(2 / 3)
+    assert export_main(["--workspace", str(ws.root), "--out", str(tmp_path / "out")]) == 0
