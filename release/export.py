@@ -50,7 +50,7 @@ from construction.record import AudioRef, Sample
 from construction.sounds import compatible, normalise_licence
 from construction.workspace import Workspace, fsync_dir, reporting_write_errors
 from release.hub import describe_push, hub_endpoint, hub_token, push_release
-from release.integrity import control_problems, read_chain, sample_problems
+from release.integrity import agreement_problems, control_problems, number_problems, read_chain, sample_problems
 from release.rows import (
     assert_no_leaks,
     control_features_for,
@@ -163,6 +163,7 @@ def check_samples(inputs: ReleaseInputs, verify_checksums: bool = True) -> list[
     compatible(DEFAULT_LICENCE, licence)  # raises a clear error for an unsupported release licence
     three_arm = inputs.protocol == "three-arm"
     chain = read_chain(inputs)
+    problems += agreement_problems(inputs.agreement)
     seen: set[str] = set()
     for s in inputs.samples:
         sid = s.sample_id
@@ -419,6 +420,7 @@ def _write_release(inputs: ReleaseInputs, root: Path, version: str, fractions: d
         control_files = write_config(
             root, CONTROLS_DIR, control_splits, ws, max_shard_bytes, control_features, forbidden, mismatched,
             control_meta, lambda c, audio, speech: control_row_for(c, audio, speech, categories, names))
+    mismatched += number_problems([*rows_meta, *control_meta])
     if mismatched:
         raise _refusal(mismatched)
 

@@ -9,13 +9,17 @@ workspace's own chain before anything is written (issue 21, item 17).
             rerun on the sample's 'annotated' row (with its control, under the workspace's rule and
             protocol), must validate it and give exactly the row;
   controls  each is the row construction.controls built (same audio, kind, sample), expects harmful, and
-            a sample has at most one (validation judged only one).
+            a sample has at most one (validation judged only one);
+  numbers   every number a row ships is finite and of a plausible size, and every alpha of the agreement
+            report a number (issue 21, item 18): the plots cannot bin inf or 1e308, the card would say
+            "mean nan".
 
 Apart from release.export so the checks read on their own; export lists what they find with its own.
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass
 from fractions import Fraction
@@ -28,6 +32,8 @@ from validation.agreement import DEFAULT_LABELS, ConsensusRule, decide
 if TYPE_CHECKING:
     from release.export import ReleaseInputs
 
+# no measure of a clip (dB, seconds, rates, WER) comes near it; beyond it a histogram has no finite bins
+NUMBER_LIMIT = 1e6
 # the stages that carry each audio, from the one that made it on
 MADE_BY = {"speech": ("synthesize", "mix", "wer", "annotated"), "mixture": ("mix", "wer", "annotated")}
 CONTROLS_BUILT = "controls"  # construction.controls
@@ -154,3 +160,43 @@ def _label_problems(chain: Chain, s: Sample) -> list[str]:
 def _differs(expected: Sample, row: Sample, ignore: tuple[str, ...] = ()) -> list[str]:
     made, got = expected.model_dump(mode="json"), row.model_dump(mode="json")
     return [key for key in made if key not in ignore and made[key] != got.get(key)]
+
+
+def number_problems(rows: list[dict]) -> list[str]:
+    """Row numbers that are not finite (inf, nan) or not of a plausible size (1e308), one line per row."""
+    problems = []
+    for row in rows:
+        bad = [f"{column} = {value!r}" for column, value in row.items()
+               if isinstance(value, float) and not (math.isfinite(value) and abs(value) < NUMBER_LIMIT)]
+        if bad:
+            problems.append(f"{row['id']}: {', '.join(bad)}: not a finite number within ±{NUMBER_LIMIT:g}")
+    return problems
+
+
+def agreement_problems(agreement: dict) -> list[str]:
+    """Alphas and intervals of reports/agreement.json that are not numbers: null (not computable) is fine."""
+    entries = [("overall", agreement.get("overall"))]
+    entries += [(f"per_category.{c}", e) for c, e in (agreement.get("per_category") or {}).items()]
+    for arm, entry in (agreement.get("arms") or {}).items():
+        entry = entry if isinstance(entry, dict) else {}
+        entries.append((f"arms.{arm}.overall", entry.get("overall")))
+        entries += [(f"arms.{arm}.per_category.{c}", e) for c, e in (entry.get("per_category") or {}).items()]
+    problems = []
+    for where, entry in entries:
+        if entry is None:
+            continue
+        if not isinstance(entry, dict):
+            problems.append(f"reports/agreement.json: {where} is {entry!r}, not an alpha entry")
+            continue
+        if entry.get("alpha") is not None and not (_number(entry["alpha"]) and entry["alpha"] <= 1):
+            problems.append(f"reports/agreement.json: {where} alpha {entry['alpha']!r} is not a number <= 1")
+        for key in ("ci95", "ci95_clustered"):
+            ci = entry.get(key)
+            if ci is not None and not (isinstance(ci, list) and len(ci) == 2 and all(map(_number, ci))):
+                problems.append(f"reports/agreement.json: {where} {key} {ci!r} is not two numbers")
+    return problems
+
+
+def _number(value) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) \
+        and abs(value) < NUMBER_LIMIT

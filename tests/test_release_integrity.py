@@ -4,6 +4,7 @@ validation decided, non-finite numbers, splits and the labels' source. Each test
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -179,3 +180,41 @@ def test_the_unedited_chain_and_a_real_validation_run_still_export(tmp_path):
     run_workspace(ws, n_boot=20)
     assert ws.read_stats("validated")["rule"]["min_fraction"] == pytest.approx(2 / 3)
     assert export_main(["--workspace", str(ws.root), "--out", str(tmp_path / "out")]) == 0
+
+
+# --- item 18: numbers the plots and the card cannot show ---------------------------------------------
+
+def _set_snr(value: float):
+    return lambda ws: edit_chain(ws, lambda s: s.sample_id.endswith("1") and setattr(s.mix, "snr_db", value))
+
+
+def _set_alpha(where: str, key: str, value):
+    def edit(ws):
+        path = ws.root / "reports" / "agreement.json"
+        report = json.loads(path.read_text())
+        entry = report
+        for part in where.split("."):
+            entry = entry[part]
+        entry[key] = value
+        path.write_text(json.dumps(report))  # NaN is written as the JSON extension NaN, as Python reads it
+    return edit
+
+
+@pytest.mark.parametrize("edit, expected", [
+    (_set_snr(float("inf")), "aor-0000000000000001: snr_db = inf: not a finite number within ±1e+06"),
+    (_set_snr(1e308), "aor-0000000000000001: snr_db = 1e+308: not a finite number within ±1e+06"),
+    (_set_snr(float("nan")), "aor-0000000000000001: snr_db = nan: not a finite number within ±1e+06"),
+    (_set_alpha("per_category.video_games", "alpha", "high"),
+     "reports/agreement.json: per_category.video_games alpha 'high' is not a number <= 1"),
+    (_set_alpha("overall", "alpha", float("nan")), "reports/agreement.json: overall alpha nan is not a number <= 1"),
+    (_set_alpha("arms.scene.overall", "ci95_clustered", [0.1, "x"]),
+     "reports/agreement.json: arms.scene.overall ci95_clustered [0.1, 'x'] is not two numbers"),
+], ids=["snr-inf", "snr-1e308", "snr-nan", "alpha-text", "alpha-nan", "ci-text"])
+def test_numbers_that_are_not_finite_are_refused_clearly(tmp_path, edit, expected):
+    ws = make_workspace(tmp_path / "ws", n=4)
+    edit(ws)
+    out = tmp_path / "out"
+    proc = run_module("release.export", "--workspace", str(ws.root), "--out", str(out))
+    assert proc.returncode == 2 and proc.stderr.startswith("error: refusing to release: 1 problem(s)"), proc.stderr
+    assert expected in proc.stderr and "Traceback" not in proc.stderr
+    assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["ws"]
