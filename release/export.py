@@ -66,6 +66,7 @@ from release.rows import (
     wav_problem,
     write_config,
 )
+from release.splits import assign_splits, parse_splits, split_sizes
 
 # marks a folder as ours, so a rerun may replace it. 2: the clean speech, per-arm results, the controls
 # config and the annotations' arm (the annotations struct changed: readers of 1 must be updated)
@@ -81,7 +82,6 @@ DEMO_SOURCE = "demo"
 DEFAULT_LICENCE = "CC-BY-4.0"
 DEFAULT_SHARD_BYTES = 500 * 1024 * 1024  # the Hub's recommended parquet shard size
 VERSION_RE = re.compile(r"^\d+\.\d+\.\d+([-+][0-9A-Za-z.-]+)?$")
-SPLIT_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -231,49 +231,6 @@ def _sha256_file(path: Path) -> str:
         return hashlib.file_digest(f, "sha256").hexdigest()
 
 
-# --- splits ------------------------------------------------------------------------------------
-
-def parse_splits(spec: str) -> dict[str, float]:
-    """'test' or 'dev=0.2,test=0.8' -> {name: fraction}; fractions must sum to 1."""
-    splits: dict[str, float] = {}
-    for part in (p.strip() for p in spec.split(",") if p.strip()):
-        name, _, fraction = part.partition("=")
-        name = name.strip()
-        if not SPLIT_RE.match(name) or name in splits:
-            raise WorkbenchError(f"bad split name '{name}' in '{spec}' (lower_snake_case, each once)")
-        try:
-            value = float(fraction) if fraction else 1.0
-        except ValueError:
-            raise WorkbenchError(f"bad split fraction '{fraction}' in '{spec}'") from None
-        if not 0 < value <= 1:
-            raise WorkbenchError(f"split fraction for '{name}' must be in (0, 1], got {value}")
-        splits[name] = value
-    if not splits or abs(sum(splits.values()) - 1.0) > 1e-6:
-        raise WorkbenchError(f"split fractions in '{spec}' must sum to 1")
-    return splits
-
-
-def assign_splits(samples: list[Sample], splits: dict[str, float]) -> dict[str, list[Sample]]:
-    """Stratified by category, ordered by a hash of the id: stable across reruns and machines."""
-    out: dict[str, list[Sample]] = {name: [] for name in splits}
-    by_category: dict[str, list[Sample]] = {}
-    for s in samples:
-        by_category.setdefault(s.category, []).append(s)
-    for category in sorted(by_category):
-        group = sorted(by_category[category], key=lambda s: hashlib.sha256(s.sample_id.encode()).hexdigest())
-        # largest-remainder rounding so the counts add up to the group size
-        exact = {name: frac * len(group) for name, frac in splits.items()}
-        counts = {name: int(v) for name, v in exact.items()}
-        by_remainder = sorted(splits, key=lambda n: (-(exact[n] - counts[n]), list(splits).index(n)))
-        for name in by_remainder[:len(group) - sum(counts.values())]:
-            counts[name] += 1
-        start = 0
-        for name in splits:
-            out[name].extend(group[start:start + counts[name]])
-            start += counts[name]
-    return {name: sorted(rows, key=lambda s: s.sample_id) for name, rows in out.items()}
-
-
 # --- export ------------------------------------------------------------------------------------
 
 @dataclass
@@ -296,6 +253,7 @@ def export_release(inputs: ReleaseInputs, out: str | Path, version: str = "0.1.0
     if not VERSION_RE.match(version):
         raise WorkbenchError(f"version '{version}' is not X.Y.Z")
     fractions = parse_splits(splits)
+    split_sizes(len(inputs.samples), fractions)  # refuses, before anything is written, a split left empty
     out = Path(out).expanduser().resolve()
     with reporting_write_errors(out.parent):
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -401,7 +359,7 @@ def _write_release(inputs: ReleaseInputs, root: Path, version: str, fractions: d
     arms = shipped_arms(inputs.protocol)
     names = pseudonyms([*samples, *controls], arms)
     forbidden = forbidden_strings(ws.root)
-    by_split = assign_splits(samples, fractions)
+    by_split = assign_splits(samples, fractions, int(inputs.config.get("seed") or 0))
     split_of = {s.sample_id: split for split, members in by_split.items() for s in members}
 
     mismatched: list[str] = []

@@ -247,3 +247,63 @@ def test_the_cards_usage_snippet_runs_as_written(tmp_path):
     assert result == {"id": first.sample_id, "rate": 16000, "n": round(first.mixture.duration_s * 16000),
                       "speech_rate": 16000, "speech_n": round(first.speech.duration_s * 16000), "controls": 2}
     assert "pip install datasets soundfile" in card and "torchcodec" in card
+
+
+# --- issue 26, item 8: splits over the whole release, none left empty ---------------------------------
+
+def _categories_per_split(out: Path) -> dict[str, list[str]]:
+    import pyarrow.parquet as pq
+
+    info = json.loads((out / "release.json").read_text())
+    names = None
+    found = {}
+    for split, files in info["shards"].items():
+        table = pq.read_table([out / f for f in files], columns=["category"])
+        names = names or json.loads(table.schema.metadata[b"huggingface"])["info"]["features"]["category"]["names"]
+        found[split] = sorted(names[c] for c in table.column("category").to_pylist())
+    return found
+
+
+@pytest.mark.parametrize("n, spec, sizes", [
+    (2, "dev=0.5,test=0.5", {"dev": 1, "test": 1}),  # per-category rounding put both in dev
+    (6, "dev=0.5,test=0.5", {"dev": 3, "test": 3}),  # ... here 4 and 2
+    (4, "dev=0.1,test=0.9", {"dev": 1, "test": 3}),  # ... here none in dev
+], ids=["one-per-category", "stratified", "small-fraction"])
+def test_splits_are_allocated_over_the_release_and_none_is_empty(tmp_path, n, spec, sizes):
+    ws = make_workspace(tmp_path / "ws", n=n)
+    out = tmp_path / "out"
+    assert export_main(["--workspace", str(ws.root), "--out", str(out), "--splits", spec]) == 0
+    assert json.loads((out / "release.json").read_text())["splits"] == sizes
+    found = _categories_per_split(out)
+    assert {split: len(members) for split, members in found.items()} == sizes
+    # stratified: a category is in every split its count allows, within one of its share
+    for category in ("video_games", "cooking_household"):
+        total = sum(members.count(category) for members in found.values())
+        for split, members in found.items():
+            assert abs(members.count(category) - total * sizes[split] / n) < 1, (category, found)
+    again = tmp_path / "again"  # stable across reruns
+    assert export_main(["--workspace", str(ws.root), "--out", str(again), "--splits", spec]) == 0
+    assert _categories_per_split(again) == found
+
+
+def test_evaluation_finds_every_declared_split(tmp_path, monkeypatch):
+    """The case of the issue: 1 sample per category, dev=0.5,test=0.5 -> evaluation.run found no 'test'."""
+    import datasets
+
+    from evaluation.run import Release
+
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", str(tmp_path / "hf-cache"))
+    ws = make_workspace(tmp_path / "ws", n=2)
+    out = tmp_path / "out"
+    assert export_main(["--workspace", str(ws.root), "--out", str(out), "--splits", "dev=0.5,test=0.5"]) == 0
+    assert [len(Release(str(out), split).clips) for split in ("dev", "test")] == [1, 1]
+
+
+def test_more_splits_than_samples_is_refused_before_writing(tmp_path):
+    ws = make_workspace(tmp_path / "ws", n=2)
+    proc = run_module("release.export", "--workspace", str(ws.root), "--out", str(tmp_path / "out"),
+                      "--splits", "dev=0.3,val=0.3,test=0.4")
+    assert proc.returncode == 2
+    assert ("error: 2 sample(s) cannot fill the 3 splits dev, val, test: a declared split would be empty; "
+            "declare fewer splits") in proc.stderr
+    assert not (tmp_path / "out").exists()
