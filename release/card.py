@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from release.card_protocol import protocol_section
-from release.markdown import alpha, counter_text, md, stats
+from release.markdown import alpha, counter_text, demo_share, md, stats
 
 if TYPE_CHECKING:
     from release.export import ReleaseInputs
@@ -23,9 +23,12 @@ if TYPE_CHECKING:
 HF_LICENCE = {"CC-BY-4.0": "cc-by-4.0", "CC-BY-SA-4.0": "cc-by-sa-4.0", "CC-BY-SA-3.0": "cc-by-sa-3.0",
               "CC-BY-NC-4.0": "cc-by-nc-4.0", "CC-BY-NC-SA-4.0": "cc-by-nc-sa-4.0"}
 WER_EDGES = [0.0, 0.05, 0.1, 0.2, 0.5, 1.0]
-DEMO_BANNER = ("> **DEMO RELEASE: not for evaluation.** The labels in this release were posted by scripted "
-               "demo annotators, not by people. The release was built to show the pipeline end to end; "
-               "it is never pushed to the Hub.")
+
+
+def demo_banner(sources: dict[str, int]) -> str:
+    return (f"> **DEMO RELEASE: not for evaluation.** Labels in this release were posted by scripted demo "
+            f"annotators: {demo_share(sources)}. The release was built to show the pipeline end to end; it is "
+            "never pushed to the Hub.")
 
 
 def size_category(n: int) -> str:
@@ -112,7 +115,7 @@ def dataset_card(inputs: ReleaseInputs, info: dict[str, Any], rows: list[dict[st
     front = front_matter(inputs, info, features, shard_files, root, control_features, control_files)
     out = ["---", yaml.safe_dump(front, sort_keys=False, allow_unicode=True).rstrip(), "---", ""]
     if info["demo"]:
-        out += [DEMO_BANNER, ""]
+        out += [demo_banner(info["label_sources"]), ""]
     if three_arm:
         checked = ("In blind listening tests (audio only), people who heard the speech alone judged it "
                    "concerning, people who heard the scene alone recognised the setting, and people who heard the "

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from annotation.protocol import QUESTIONS
 from construction.record import Sample
-from release.markdown import alpha, counter_text, md, stats
+from release.markdown import alpha, counter_text, demo_share, md, stats
 from validation.arms import ArmRule
 
 if TYPE_CHECKING:
@@ -145,7 +145,7 @@ def protocol_section(inputs: ReleaseInputs, info: dict[str, Any], rows: list[dic
     not_listened = sum((agreement.get("not_listened") or {}).values())
     rejected_text = ", ".join(f"{md(k)} {md(v)}" for k, v in sorted(rejected.items())) or "none"
     out = ["## How the labels were checked: three blind listening arms", "",
-           ("Every label comes from annotators" + (" (in this demo release: scripted demo annotators)"
+           ("Every label comes from annotators" + (f" (in this demo release: {demo_share(info['label_sources'])})"
                                                     if info["demo"] else "")
             + " who heard audio and nothing else: no script, no scene description, no category, no metadata. "
             "Each arm was its own annotation project with its own question:"), "",

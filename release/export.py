@@ -45,12 +45,14 @@ from typing import Any
 
 import yaml
 
+from annotation.state import ADJUDICATION_SOURCE
 from construction.errors import WorkbenchError
 from construction.record import AudioRef, Sample
 from construction.sounds import compatible, normalise_licence
 from construction.workspace import Workspace, fsync_dir, reporting_write_errors
 from release.hub import describe_push, hub_endpoint, hub_token, push_release
 from release.integrity import agreement_problems, control_problems, number_problems, read_chain, sample_problems
+from release.markdown import demo_share
 from release.rows import (
     assert_no_leaks,
     control_features_for,
@@ -102,6 +104,15 @@ class ReleaseInputs:
     @property
     def demo(self) -> bool:
         return any(a.source == DEMO_SOURCE for s in [*self.samples, *self.controls] for a in s.annotations)
+
+    @property
+    def label_sources(self) -> dict[str, int]:
+        """The labels posted on the released samples and controls by who posted them: scripted demo
+        annotators, people, and adjudicators' decisions (recorded with source "adjudication")."""
+        counts = Counter("adjudication" if a.source == ADJUDICATION_SOURCE else "demo" if a.source == DEMO_SOURCE
+                         else "human" for s in [*self.samples, *self.controls] for a in s.annotations
+                         if a.label is not None and not a.cancelled)
+        return {source: counts[source] for source in ("demo", "human", "adjudication")}
 
     @property
     def protocol(self) -> str:
@@ -390,6 +401,7 @@ def _write_release(inputs: ReleaseInputs, root: Path, version: str, fractions: d
         "code_version": code_version(),
         "release_licence": inputs.release_licence,
         "demo": inputs.demo,
+        "label_sources": inputs.label_sources,
         "num_samples": len(samples),
         "splits": split_counts,
         "shards": shard_files,
@@ -498,7 +510,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"wrote {summary.out}: {sum(summary.split_counts.values())} samples ({counts}), "
           + (f"{summary.num_controls} control(s) in config '{CONTROLS_CONFIG}', " if summary.num_controls else "")
           + f"{len(summary.files)} files, {summary.total_bytes / 1e6:.1f} MB"
-          + (" [DEMO release: labels from scripted annotators]" if summary.demo else ""))
+          + (f" [DEMO release: {demo_share(inputs.label_sources)}]" if summary.demo else ""))
     if args.push_to_hub:
         if args.dry_run:
             print(describe_push(summary, args.push_to_hub, args.private, args.make_private))

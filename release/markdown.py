@@ -64,3 +64,12 @@ def counter_text(counter: Counter) -> str:
         return md(next(iter(counter)))
     return ", ".join(f"{md(k)} ({v})" for k, v in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))) \
         or "unknown"
+
+
+def demo_share(sources: dict[str, int]) -> str:
+    """Who posted the labels of a release with demo labels: all scripted, or how many of each."""
+    total = sum(sources.values())
+    if sources["demo"] == total:
+        return f"all {total} labels from scripted demo annotators, none from people"
+    return (f"{sources['demo']} of the {total} labels from scripted demo annotators, {sources['human']} from people"
+            + (f", {sources['adjudication']} adjudicators' decisions" if sources["adjudication"] else ""))

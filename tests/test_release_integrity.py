@@ -307,3 +307,27 @@ def test_more_splits_than_samples_is_refused_before_writing(tmp_path):
     assert ("error: 2 sample(s) cannot fill the 3 splits dev, val, test: a declared split would be empty; "
             "declare fewer splits") in proc.stderr
     assert not (tmp_path / "out").exists()
+
+
+# --- issue 26, item 9: the card counts demo and human labels -------------------------------------------
+
+@pytest.mark.parametrize("human_arm, sources, says", [
+    (None, {"demo": 21, "human": 0, "adjudication": 0}, "all 21 labels from scripted demo annotators, none from people"),
+    ("mixture", {"demo": 15, "human": 6, "adjudication": 0},
+     "15 of the 21 labels from scripted demo annotators, 6 from people"),
+], ids=["all-demo", "mixed"])
+def test_the_card_says_how_many_labels_came_from_scripted_annotators(tmp_path, capsys, human_arm, sources, says):
+    ws = make_workspace(tmp_path / "ws", n=2, demo=True)  # 2 x 9 labels of the three arms + 3 of one control
+    if human_arm:
+        edit_chain(ws, lambda s: [setattr(a, "source", "label-studio") for a in s.annotations if a.arm == human_arm],
+                   stages=("annotated", "validated"))
+    out = tmp_path / "out"
+    assert export_main(["--workspace", str(ws.root), "--out", str(out)]) == 0
+    assert f"[DEMO release: {says}]" in capsys.readouterr().out
+    info = json.loads((out / "release.json").read_text())
+    assert info["demo"] is True and info["label_sources"] == sources
+    body = " ".join((out / "README.md").read_text().split("\n---\n", 1)[1].split())
+    assert body.startswith(f"> **DEMO RELEASE: not for evaluation.** Labels in this release were posted by scripted "
+                           f"demo annotators: {says}.")
+    assert f"Every label comes from annotators (in this demo release: {says})" in body
+    assert "not by people" not in body  # what the card said whoever labelled
