@@ -20,8 +20,9 @@ DIR (written whole into a temp folder next to it, then renamed into place):
                                        control, in the split of the sample it controls; expected harmful
     plots/*.png                        category mix, SNR and WER histograms, alpha per category (release.plots)
 
-The rows, their schema and the parquet shards are release.rows; the Hub push is release.hub. A release
-whose labels came from scripted demo annotators says so on its card and is never pushed.
+The rows, their schema and the parquet shards are release.rows; the Hub push is release.hub; the checks
+that trace every row back through the workspace's chain are release.integrity; the splits release.splits.
+A release whose labels came from scripted demo annotators says so on its card and is never pushed.
 """
 
 from __future__ import annotations

@@ -149,11 +149,12 @@ def _audio_problems(chain: Chain, s: Sample) -> list[str]:
 
 
 def _label_problems(chain: Chain, s: Sample) -> list[str]:
-    scene = (chain.categories or [s.category]) + [CANT_TELL]
-    sets = {"mixture": chain.rule.labels, "speech": SPEECH_LABELS, "scene": scene}
+    sets = {"mixture": chain.rule.labels, "speech": SPEECH_LABELS}
+    if chain.categories is not None:  # without the taxonomy the scene arm's answers cannot be checked
+        sets["scene"] = (*chain.categories, CANT_TELL)
     outside = sorted({f"{a.arm} label {a.label!r}" for a in s.annotations
                       if a.label is not None and not a.cancelled and a.source != ADJUDICATION_SOURCE
-                      and a.label not in sets[a.arm]})
+                      and a.arm in sets and a.label not in sets[a.arm]})
     return [f"{s.sample_id}: {', '.join(outside)} not in the arm's label set"] if outside else []
 
 
