@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from annotation.protocol import QUESTIONS
 from construction.record import Sample
-from release.markdown import alpha, counter_text, md, stats
+from release.markdown import alpha, counter_text, demo_share, md, stats
 from validation.arms import ArmRule
 
 if TYPE_CHECKING:
@@ -83,7 +83,7 @@ def protocol_section(inputs: ReleaseInputs, info: dict[str, Any], rows: list[dic
     who = _who_heard_what(rows, control_rows)
     adjudicated = sum(r["decided_by"] == "adjudication" for r in rows)
     consensus = agreement.get("consensus") or {}
-    outcomes = ", ".join(f"{md(k).replace('_', ' ')} {md(v)}" for k, v in consensus.items()) or "n/a"
+    outcomes = ", ".join(f"{md(str(k).replace('_', ' '))} {md(v)}" for k, v in consensus.items()) or "n/a"
     n_controls = len(control_rows)
     kinds = Counter(r["control_kind"] for r in control_rows)
     kinds_text = ", ".join(f"{v} {md(k)}" for k, v in sorted(kinds.items()))
@@ -145,7 +145,7 @@ def protocol_section(inputs: ReleaseInputs, info: dict[str, Any], rows: list[dic
     not_listened = sum((agreement.get("not_listened") or {}).values())
     rejected_text = ", ".join(f"{md(k)} {md(v)}" for k, v in sorted(rejected.items())) or "none"
     out = ["## How the labels were checked: three blind listening arms", "",
-           ("Every label comes from annotators" + (" (in this demo release: scripted demo annotators)"
+           ("Every label comes from annotators" + (f" (in this demo release: {demo_share(info['label_sources'])})"
                                                     if info["demo"] else "")
             + " who heard audio and nothing else: no script, no scene description, no category, no metadata. "
             "Each arm was its own annotation project with its own question:"), "",

@@ -1,7 +1,7 @@
 """Export the validated samples as a Hugging Face dataset folder, and optionally push it to the Hub.
 
     python -m release.export --workspace W --out DIR [--version X.Y.Z] [--splits test|dev=0.2,test=0.8]
-                             [--push-to-hub ORG/NAME] [--private] [--dry-run]
+                             [--push-to-hub ORG/NAME] [--private [--make-private]] [--dry-run]
 
 DIR (written whole into a temp folder next to it, then renamed into place):
     README.md                          dataset card (YAML front matter with both configs + prose), see
@@ -20,8 +20,9 @@ DIR (written whole into a temp folder next to it, then renamed into place):
                                        control, in the split of the sample it controls; expected harmful
     plots/*.png                        category mix, SNR and WER histograms, alpha per category (release.plots)
 
-The rows, their schema and the parquet shards are release.rows; the Hub push is release.hub. A release
-whose labels came from scripted demo annotators says so on its card and is never pushed.
+The rows, their schema and the parquet shards are release.rows; the Hub push is release.hub; the checks
+that trace every row back through the workspace's chain are release.integrity; the splits release.splits.
+A release whose labels came from scripted demo annotators says so on its card and is never pushed.
 """
 
 from __future__ import annotations
@@ -45,11 +46,14 @@ from typing import Any
 
 import yaml
 
+from annotation.state import ADJUDICATION_SOURCE
 from construction.errors import WorkbenchError
 from construction.record import AudioRef, Sample
 from construction.sounds import compatible, normalise_licence
 from construction.workspace import Workspace, fsync_dir, reporting_write_errors
 from release.hub import describe_push, hub_endpoint, hub_token, push_release
+from release.integrity import agreement_problems, control_problems, number_problems, read_chain, sample_problems
+from release.markdown import demo_share
 from release.rows import (
     assert_no_leaks,
     control_features_for,
@@ -62,8 +66,10 @@ from release.rows import (
     row_for,
     shipped_arms,
     taxonomy_categories,
+    wav_problem,
     write_config,
 )
+from release.splits import assign_splits, parse_splits, split_sizes
 
 # marks a folder as ours, so a rerun may replace it. 2: the clean speech, per-arm results, the controls
 # config and the annotations' arm (the annotations struct changed: readers of 1 must be updated)
@@ -79,7 +85,6 @@ DEMO_SOURCE = "demo"
 DEFAULT_LICENCE = "CC-BY-4.0"
 DEFAULT_SHARD_BYTES = 500 * 1024 * 1024  # the Hub's recommended parquet shard size
 VERSION_RE = re.compile(r"^\d+\.\d+\.\d+([-+][0-9A-Za-z.-]+)?$")
-SPLIT_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -100,6 +105,15 @@ class ReleaseInputs:
     @property
     def demo(self) -> bool:
         return any(a.source == DEMO_SOURCE for s in [*self.samples, *self.controls] for a in s.annotations)
+
+    @property
+    def label_sources(self) -> dict[str, int]:
+        """The labels posted on the released samples and controls by who posted them: scripted demo
+        annotators, people, and adjudicators' decisions (recorded with source "adjudication")."""
+        counts = Counter("adjudication" if a.source == ADJUDICATION_SOURCE else "demo" if a.source == DEMO_SOURCE
+                         else "human" for s in [*self.samples, *self.controls] for a in s.annotations
+                         if a.label is not None and not a.cancelled)
+        return {source: counts[source] for source in ("demo", "human", "adjudication")}
 
     @property
     def protocol(self) -> str:
@@ -160,9 +174,12 @@ def check_samples(inputs: ReleaseInputs, verify_checksums: bool = True) -> list[
     licence = inputs.release_licence
     compatible(DEFAULT_LICENCE, licence)  # raises a clear error for an unsupported release licence
     three_arm = inputs.protocol == "three-arm"
+    chain = read_chain(inputs)
+    problems += agreement_problems(inputs.agreement)
     seen: set[str] = set()
     for s in inputs.samples:
         sid = s.sample_id
+        before = len(problems)
         if sid in seen:
             problems.append(f"{sid}: listed twice in the manifest")
         seen.add(sid)
@@ -177,11 +194,14 @@ def check_samples(inputs: ReleaseInputs, verify_checksums: bool = True) -> list[
                             "validated it (run python -m validation.agreement again)")
         problems += _licence_problems(s, licence)
         problems += _audio_problems(inputs, s, verify_checksums)
+        problems += sample_problems(chain, s, decision=len(problems) == before)
     for c in inputs.controls:
+        before = len(problems)
         if c.custom.get("control") not in ("mismatched", "neutral"):
             problems.append(f"{c.sample_id}: control kind {c.custom.get('control')!r} is not mismatched or neutral")
         problems += _licence_problems(c, licence)
         problems += _audio_problems(inputs, c, verify_checksums)
+        problems += control_problems(chain, c, decision=len(problems) == before)
     return problems
 
 
@@ -195,7 +215,8 @@ def _licence_problems(s: Sample, licence: str) -> list[str]:
 
 
 def _audio_problems(inputs: ReleaseInputs, s: Sample, verify_checksums: bool) -> list[str]:
-    """The mixture and the clean speech must be in the store, unchanged since they were made."""
+    """The mixture and the clean speech must be in the store, unchanged since they were made (with
+    `verify_checksums`: and the WAVs their records describe)."""
     problems = []
     for what, ref in (("mixture", s.mixture), ("speech", s.speech)):
         if ref is None:
@@ -208,57 +229,18 @@ def _audio_problems(inputs: ReleaseInputs, s: Sample, verify_checksums: bool) ->
             continue
         if not path.is_file():
             problems.append(f"{s.sample_id}: {'' if what == 'mixture' else what + ' '}audio file missing: {ref.path}")
-        elif verify_checksums and _sha256_file(path) != ref.sha256:
-            problems.append(f"{s.sample_id}: checksum mismatch for {ref.path} (file changed since it was made)")
+        elif verify_checksums:
+            data = path.read_bytes()
+            if hashlib.sha256(data).hexdigest() != ref.sha256:
+                problems.append(f"{s.sample_id}: checksum mismatch for {ref.path} (file changed since it was made)")
+            elif problem := wav_problem(data, ref):
+                problems.append(f"{s.sample_id}: {problem}")
     return problems
 
 
 def _sha256_file(path: Path) -> str:
     with open(path, "rb") as f:
         return hashlib.file_digest(f, "sha256").hexdigest()
-
-
-# --- splits ------------------------------------------------------------------------------------
-
-def parse_splits(spec: str) -> dict[str, float]:
-    """'test' or 'dev=0.2,test=0.8' -> {name: fraction}; fractions must sum to 1."""
-    splits: dict[str, float] = {}
-    for part in (p.strip() for p in spec.split(",") if p.strip()):
-        name, _, fraction = part.partition("=")
-        name = name.strip()
-        if not SPLIT_RE.match(name) or name in splits:
-            raise WorkbenchError(f"bad split name '{name}' in '{spec}' (lower_snake_case, each once)")
-        try:
-            value = float(fraction) if fraction else 1.0
-        except ValueError:
-            raise WorkbenchError(f"bad split fraction '{fraction}' in '{spec}'") from None
-        if not 0 < value <= 1:
-            raise WorkbenchError(f"split fraction for '{name}' must be in (0, 1], got {value}")
-        splits[name] = value
-    if not splits or abs(sum(splits.values()) - 1.0) > 1e-6:
-        raise WorkbenchError(f"split fractions in '{spec}' must sum to 1")
-    return splits
-
-
-def assign_splits(samples: list[Sample], splits: dict[str, float]) -> dict[str, list[Sample]]:
-    """Stratified by category, ordered by a hash of the id: stable across reruns and machines."""
-    out: dict[str, list[Sample]] = {name: [] for name in splits}
-    by_category: dict[str, list[Sample]] = {}
-    for s in samples:
-        by_category.setdefault(s.category, []).append(s)
-    for category in sorted(by_category):
-        group = sorted(by_category[category], key=lambda s: hashlib.sha256(s.sample_id.encode()).hexdigest())
-        # largest-remainder rounding so the counts add up to the group size
-        exact = {name: frac * len(group) for name, frac in splits.items()}
-        counts = {name: int(v) for name, v in exact.items()}
-        by_remainder = sorted(splits, key=lambda n: (-(exact[n] - counts[n]), list(splits).index(n)))
-        for name in by_remainder[:len(group) - sum(counts.values())]:
-            counts[name] += 1
-        start = 0
-        for name in splits:
-            out[name].extend(group[start:start + counts[name]])
-            start += counts[name]
-    return {name: sorted(rows, key=lambda s: s.sample_id) for name, rows in out.items()}
 
 
 # --- export ------------------------------------------------------------------------------------
@@ -283,16 +265,15 @@ def export_release(inputs: ReleaseInputs, out: str | Path, version: str = "0.1.0
     if not VERSION_RE.match(version):
         raise WorkbenchError(f"version '{version}' is not X.Y.Z")
     fractions = parse_splits(splits)
+    split_sizes(len(inputs.samples), fractions)  # refuses, before anything is written, a split left empty
     out = Path(out).expanduser().resolve()
     with reporting_write_errors(out.parent):
         out.parent.mkdir(parents=True, exist_ok=True)
     with _exclusive(out.parent):
         _recover(out)
         _check_target(out)
-        problems = check_samples(inputs, verify_checksums=False)  # checksums are verified while writing
-        if problems:
-            problems += [p for p in check_samples(inputs) if "checksum" in p]
-            raise _refusal(problems)
+        if check_samples(inputs, verify_checksums=False):  # the audio files are verified while writing
+            raise _refusal(check_samples(inputs))  # ... or now, so that the refusal lists every bad file
         with reporting_write_errors(out.parent):
             tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.building-"))
         try:
@@ -390,7 +371,7 @@ def _write_release(inputs: ReleaseInputs, root: Path, version: str, fractions: d
     arms = shipped_arms(inputs.protocol)
     names = pseudonyms([*samples, *controls], arms)
     forbidden = forbidden_strings(ws.root)
-    by_split = assign_splits(samples, fractions)
+    by_split = assign_splits(samples, fractions, int(inputs.config.get("seed") or 0))
     split_of = {s.sample_id: split for split, members in by_split.items() for s in members}
 
     mismatched: list[str] = []
@@ -409,6 +390,7 @@ def _write_release(inputs: ReleaseInputs, root: Path, version: str, fractions: d
         control_files = write_config(
             root, CONTROLS_DIR, control_splits, ws, max_shard_bytes, control_features, forbidden, mismatched,
             control_meta, lambda c, audio, speech: control_row_for(c, audio, speech, categories, names))
+    mismatched += number_problems([*rows_meta, *control_meta])
     if mismatched:
         raise _refusal(mismatched)
 
@@ -420,6 +402,7 @@ def _write_release(inputs: ReleaseInputs, root: Path, version: str, fractions: d
         "code_version": code_version(),
         "release_licence": inputs.release_licence,
         "demo": inputs.demo,
+        "label_sources": inputs.label_sources,
         "num_samples": len(samples),
         "splits": split_counts,
         "shards": shard_files,
@@ -504,11 +487,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--splits", default="test", help="'test' (default) or e.g. 'dev=0.2,test=0.8'")
     parser.add_argument("--max-shard-mb", type=float, default=DEFAULT_SHARD_BYTES / 2**20)
     parser.add_argument("--push-to-hub", metavar="ORG/NAME", help="push the release as a Hub dataset")
-    parser.add_argument("--private", action="store_true", help="create the Hub dataset private")
+    parser.add_argument("--private", action="store_true",
+                        help="push privately: create the Hub dataset private; refuse if it exists and is public")
+    parser.add_argument("--make-private", action="store_true",
+                        help="with --push-to-hub: make an existing public Hub dataset private, then push")
     parser.add_argument("--dry-run", action="store_true", help="with --push-to-hub: print the upload, send nothing")
     args = parser.parse_args(argv)
-    if args.dry_run and not args.push_to_hub:
-        parser.error("--dry-run needs --push-to-hub")
+    for flag in ("dry_run", "private", "make_private"):
+        if getattr(args, flag) and not args.push_to_hub:
+            parser.error(f"--{flag.replace('_', '-')} needs --push-to-hub")
     if args.push_to_hub and not re.match(r"^[\w.-]+/[\w.-]+$", args.push_to_hub):
         parser.error(f"--push-to-hub wants ORG/NAME, got '{args.push_to_hub}'")
 
@@ -524,13 +511,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"wrote {summary.out}: {sum(summary.split_counts.values())} samples ({counts}), "
           + (f"{summary.num_controls} control(s) in config '{CONTROLS_CONFIG}', " if summary.num_controls else "")
           + f"{len(summary.files)} files, {summary.total_bytes / 1e6:.1f} MB"
-          + (" [DEMO release: labels from scripted annotators]" if summary.demo else ""))
+          + (f" [DEMO release: {demo_share(inputs.label_sources)}]" if summary.demo else ""))
     if args.push_to_hub:
         if args.dry_run:
-            print(describe_push(summary, args.push_to_hub, args.private))
+            print(describe_push(summary, args.push_to_hub, args.private, args.make_private))
         else:
-            oid = push_release(summary, args.push_to_hub, args.private)
-            print(f"pushed to {hub_endpoint()}/datasets/{args.push_to_hub} at commit {oid}, tag {summary.version}")
+            oid, private = push_release(summary, args.push_to_hub, args.private, args.make_private)
+            print(f"pushed to {hub_endpoint()}/datasets/{args.push_to_hub} ({'private' if private else 'public'}) "
+                  f"at commit {oid}, tag {summary.version}")
     return 0
 
 

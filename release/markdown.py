@@ -9,18 +9,30 @@ from __future__ import annotations
 
 import re
 import statistics
+import unicodedata
 from collections import Counter
 from typing import Any
 
-_MD_SPECIAL = re.compile(r"([\\`*\[\]|])")
+_MD_SPECIAL = re.compile(r"([\\`*~\[\]|])")
+# `_` opens or closes emphasis unless it sits between two letters or digits (CommonMark's flanking rules)
+_UNDERSCORE = re.compile(r"(?<![^\W_])_|_(?![^\W_])")
+# GFM's extended autolinks start at "scheme://" and "www."; escaping the ':' or '.' leaves plain text
+_AUTOLINK = re.compile(r"(?<=[A-Za-z0-9])(://)|(?<![^\W_])(www)\.", re.I)
+_INVISIBLE = ("Cc", "Cf", "Cs")  # control, format (bidi overrides, zero-width) and surrogate characters
 
 
 def md(value: Any) -> str:
-    """Untrusted text as inert Markdown: no HTML tags, links, code spans, emphasis or table breaks, one line.
+    """Untrusted text as inert Markdown: no HTML tags or entities, links, autolinked URLs, code spans,
+    emphasis, strikethrough, table breaks or invisible characters (controls, bidi overrides), one line.
 
-    '<script>' -> '&lt;script&gt;', '[x](javascript:...)' -> '\\[x\\](javascript:...)', 'a|b' -> 'a\\|b'."""
-    text = " ".join(str(value).split()).replace("<", "&lt;").replace(">", "&gt;")
-    return _MD_SPECIAL.sub(r"\\\1", text)
+    '<script>' -> '&lt;script&gt;', '[x](javascript:...)' -> '\\[x\\](javascript:...)', 'a|b' -> 'a\\|b',
+    '_em_' -> '\\_em\\_' (video_games stays), 'https://x.org' -> 'https\\://x.org', U+202E -> ''."""
+    text = "".join(" " if ch.isspace() else ch for ch in str(value)
+                   if ch.isspace() or unicodedata.category(ch) not in _INVISIBLE)
+    text = " ".join(text.split()).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    text = _MD_SPECIAL.sub(r"\\\1", text)
+    text = _UNDERSCORE.sub(r"\\_", text)
+    return _AUTOLINK.sub(lambda m: "\\://" if m.group(1) else m.group(2) + "\\.", text)
 
 
 def cell(value: Any) -> str:
@@ -52,3 +64,12 @@ def counter_text(counter: Counter) -> str:
         return md(next(iter(counter)))
     return ", ".join(f"{md(k)} ({v})" for k, v in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))) \
         or "unknown"
+
+
+def demo_share(sources: dict[str, int]) -> str:
+    """Who posted the labels of a release with demo labels: all scripted, or how many of each."""
+    total = sum(sources.values())
+    if sources["demo"] == total:
+        return f"all {total} labels from scripted demo annotators, none from people"
+    return (f"{sources['demo']} of the {total} labels from scripted demo annotators, {sources['human']} from people"
+            + (f", {sources['adjudication']} adjudicators' decisions" if sources["adjudication"] else ""))

@@ -95,17 +95,21 @@ def assert_no_leaks(texts: Iterable[tuple[str, str]], forbidden: list[str]) -> N
 
 # --- rows and schema ---------------------------------------------------------------------------
 
-def taxonomy_categories(config: dict, present: set[str]) -> list[str]:
-    """Every category of the build's taxonomy, in its order, so the ClassLabel ids stay the same across
-    releases even when a category has no sample yet; categories outside it are appended."""
-    from construction.errors import WorkbenchError
+def taxonomy_names(config: dict) -> list[str] | None:
+    """The category ids of the build's taxonomy, in its order (None: the taxonomy file moved)."""
     from construction.taxonomy import load_taxonomy
 
     try:
         taxonomy, _ = load_taxonomy((config.get("generate") or {}).get("taxonomy"))
-        names = [c.id for c in taxonomy.categories]
-    except WorkbenchError:  # the taxonomy file moved: fall back to what the samples carry
-        names = []
+    except WorkbenchError:
+        return None
+    return [c.id for c in taxonomy.categories]
+
+
+def taxonomy_categories(config: dict, present: set[str]) -> list[str]:
+    """Every category of the build's taxonomy, in its order, so the ClassLabel ids stay the same across
+    releases even when a category has no sample yet; without the taxonomy, what the samples carry."""
+    names = taxonomy_names(config) or []
     return names + sorted(present - set(names))
 
 

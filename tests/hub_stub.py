@@ -1,8 +1,12 @@
-"""A small local Hugging Face Hub: enough of its HTTP API for create_repo, upload_folder and create_tag.
+"""A small local Hugging Face Hub: enough of its HTTP API for create_repo, repo_info, update_repo_settings,
+upload_folder (with delete_patterns) and create_tag.
 
 Speaks the endpoints huggingface_hub 2.x calls (read from its source):
-    POST /api/repos/create                            {"name", "organization", "type", "visibility"}
-    GET  /api/{type}s/{ns}/{name}[/revision/{rev}]    repo info (404 + X-Error-Code: RepoNotFound)
+    POST /api/repos/create                            {"name", "organization", "type", "visibility"}; an
+                                                      existing repo: 409, its visibility unchanged
+    GET  /api/{type}s/{ns}/{name}[/revision/{rev}]    repo info with "private" (404 + X-Error-Code: RepoNotFound)
+    PUT  /api/{type}s/{ns}/{name}/settings            {"visibility": "private" | "public"} (or {"private"})
+    GET  /api/{type}s/{ns}/{name}/tree/{rev}[/{path}] the files (and folders) at a revision, ?recursive=
     GET  /api/{type}s/{ns}/{name}/refs                branches, converts, tags
     POST /api/{type}s/{ns}/{name}/preupload/{rev}     upload mode per file: always "regular", so the
                                                       files travel inline (base64) in the commit and no
@@ -25,7 +29,7 @@ import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 import yaml
 
@@ -44,6 +48,13 @@ class Repo:
     @property
     def head(self) -> str:
         return self.commits[-1]["oid"] if self.commits else "0" * 40
+
+    def files_at(self, revision: str) -> dict[str, bytes] | None:
+        """The repo's files at a branch ("main"), tag or commit id (None: no such revision)."""
+        if revision == "main":
+            return dict(self.files)
+        target = self.tags.get(revision, revision)
+        return next((dict(c["tree"]) for c in self.commits if c["oid"] == target), None)
 
 
 class HubStub:
@@ -64,6 +75,9 @@ class HubStub:
             def do_POST(self) -> None:
                 stub.handle(self, "POST")
 
+            def do_PUT(self) -> None:
+                stub.handle(self, "PUT")
+
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
@@ -78,7 +92,8 @@ class HubStub:
 
     # -- dispatch -----------------------------------------------------------------------------
     def handle(self, req: BaseHTTPRequestHandler, method: str) -> None:
-        path = unquote(urlsplit(req.path).path)
+        url = urlsplit(req.path)
+        path, query = unquote(url.path), parse_qs(url.query)
         body = req.rfile.read(int(req.headers.get("Content-Length") or 0))
         with self.lock:
             self.requests.append((method, path))
@@ -89,7 +104,7 @@ class HubStub:
             return self.send(req, 401, {"error": "Invalid credentials in Authorization header"},
                              {"X-Error-Message": "Invalid credentials in Authorization header"})
         with self.lock:
-            status, payload, headers = self.route(method, path, body)
+            status, payload, headers = self.route(method, path, body, query)
         self.send(req, status, payload, headers)
 
     def send(self, req: BaseHTTPRequestHandler, status: int, payload: Any,
@@ -103,7 +118,8 @@ class HubStub:
         req.end_headers()
         req.wfile.write(data)
 
-    def route(self, method: str, path: str, body: bytes) -> tuple[int, Any, dict[str, str]]:
+    def route(self, method: str, path: str, body: bytes, query: dict[str, list[str]]
+              ) -> tuple[int, Any, dict[str, str]]:
         if method == "POST" and path == "/api/repos/create":
             return self.create_repo(json.loads(body))
         if method == "POST" and path == "/api/validate-yaml":
@@ -119,6 +135,10 @@ class HubStub:
         if method == "GET" and (rest == "" or rest.startswith("revision/")):
             return 200, {"id": repo.repo_id, "sha": repo.head, "private": repo.private,
                          "siblings": [{"rfilename": f} for f in sorted(repo.files)]}, {}
+        if method == "PUT" and rest == "settings":
+            return self.settings(repo, json.loads(body))
+        if method == "GET" and rest.startswith("tree/"):
+            return self.tree(repo, rest[len("tree/"):], query)
         if method == "GET" and rest == "refs":
             branch = {"name": "main", "ref": "refs/heads/main", "targetCommit": repo.head}
             return 200, {"branches": [branch], "converts": [], "tags": [
@@ -144,6 +164,36 @@ class HubStub:
         private = payload.get("visibility") == "private" or bool(payload.get("private"))
         self.repos[(repo_type, repo_id)] = Repo(repo_type, repo_id, private)
         return 200, {"url": url, "name": repo_id}, {}
+
+    def settings(self, repo: Repo, payload: dict[str, Any]) -> tuple[int, Any, dict[str, str]]:
+        if "visibility" in payload:
+            repo.private = payload["visibility"] == "private"
+        elif "private" in payload:
+            repo.private = bool(payload["private"])
+        return 200, {}, {}
+
+    def tree(self, repo: Repo, rest: str, query: dict[str, list[str]]) -> tuple[int, Any, dict[str, str]]:
+        """The Hub's tree listing: one entry per file (and per folder) under a path at a revision."""
+        revision, _, folder = rest.partition("/")
+        files = repo.files_at(revision)
+        if files is None:
+            return 404, {"error": f"revision {revision} not found"}, {"X-Error-Code": "RevisionNotFound"}
+        prefix = folder.strip("/") + "/" if folder.strip("/") else ""
+        recursive = (query.get("recursive") or ["false"])[0].lower() == "true"
+        entries: dict[str, dict[str, Any]] = {}
+        for path, data in sorted(files.items()):
+            if not path.startswith(prefix):
+                continue
+            parts = path[len(prefix):].split("/")
+            for depth in range(1, len(parts)):  # the folders on the way
+                if recursive or depth == 1:
+                    name = prefix + "/".join(parts[:depth])
+                    entries.setdefault(name, {"type": "directory", "oid": hashlib.sha1(name.encode()).hexdigest(),
+                                              "size": 0, "path": name})
+            if recursive or len(parts) == 1:
+                entries[path] = {"type": "file", "oid": hashlib.sha1(data).hexdigest(), "size": len(data),
+                                 "path": path}
+        return 200, list(entries.values()), {}
 
     def validate_yaml(self, payload: dict[str, Any]) -> tuple[int, Any, dict[str, str]]:
         content = payload.get("content", "")
@@ -175,7 +225,7 @@ class HubStub:
             repo.files.pop(path, None)
         oid = hashlib.sha1(body + repo.head.encode()).hexdigest()
         repo.commits.append({"oid": oid, "summary": lines[0]["value"].get("summary", ""),
-                             "files": sorted(added)})
+                             "files": sorted(added), "deleted": sorted(deleted), "tree": dict(repo.files)})
         prefix = "" if repo.repo_type == "model" else f"{repo.repo_type}s/"
         return 200, {"commitUrl": f"{self.url}/{prefix}{repo.repo_id}/commit/{oid}", "commitOid": oid,
                      "pullRequestUrl": None}, {}

@@ -21,7 +21,7 @@ import yaml
 from construction.config import Config
 from construction.errors import WorkbenchError
 from construction.record import Annotation, Sample
-from construction.workspace import Workspace
+from construction.workspace import Rejected, Workspace
 from release.export import main as export_main
 from tests.conftest import run_module, simple_recipe
 from tests.hub_stub import HubStub
@@ -93,7 +93,7 @@ def make_workspace(root: Path, n: int = 6, licence: str = "CC-BY-4.0", demo: boo
             transcript_speech=f"finish him number {i}", transcript_mixture=f"finish him number {i}",
             wer_speech=0.0, wer_mixture=0.05 * (i % 4), cer_mixture=0.01 * i,
             annotations=annotations, consensus_label="benign",
-            agreement=sum(v == "benign" for v in votes) / 3, decided_by="majority")
+            agreement=round(sum(v == "benign" for v in votes) / 3, 4), decided_by="majority")
         control = None
         if controls and i in (0, 3):
             kind = "mismatched" if i == 0 else "neutral"
@@ -157,6 +157,29 @@ def make_workspace(root: Path, n: int = 6, licence: str = "CC-BY-4.0", demo: boo
     (ws.root / "reports").mkdir(exist_ok=True)
     (ws.root / "reports" / "agreement.json").write_text(json.dumps(report))
     return ws
+
+
+def edit_chain(ws: Workspace, edit, stages: tuple[str, ...] = ("wer", "annotated", "validated"),
+               controls: bool = False) -> None:
+    """Apply `edit(sample)` (in place) to every row of the build's chain, as if the stages had made it so; with
+    `controls`, to the controls' chain too. A release traces its rows back through these manifests."""
+    for stage in stages + (("controls", "annotated_controls") if controls else ()):
+        samples = list(ws.read_samples(stage))
+        for s in samples:
+            edit(s)
+        ws.write_manifest(stage, samples)
+
+
+def revalidate(ws: Workspace) -> None:
+    """Validate the 'annotated' rows again as validation.agreement does (its default rule, the three-arm
+    protocol, each sample's control), keeping the agreement report: for tests that change labels."""
+    from validation.agreement import ConsensusRule, decide
+
+    controls = {str(c.custom["control_of"]): c for c in ws.read_samples("annotated_controls")}
+    decisions = [decide(s, ConsensusRule(), controls.get(s.sample_id), "three-arm")
+                 for s in ws.read_samples("annotated")]
+    ws.write_manifest("validated", [d.sample for d in decisions if d.outcome == "validated"],
+                      [Rejected(d.sample, d.reason) for d in decisions if d.outcome != "validated"])
 
 
 def tree_bytes(root: Path) -> dict[str, bytes]:
@@ -360,7 +383,7 @@ def test_layout_checksums_attribution_and_version(built):
         assert hashlib.sha256((out / rel).read_bytes()).hexdigest() == digest
     attribution = (out / "ATTRIBUTION.md").read_text()
     for i in range(3):
-        assert f"| clip-{i} | CC-BY-4.0 | Recorder {i} (freesound) | https://example.org/sounds/{i} |" in attribution
+        assert f"| clip-{i} | CC-BY-4.0 | Recorder {i} (freesound) | https\\://example.org/sounds/{i} |" in attribution
     info = json.loads((out / "release.json").read_text())
     assert info["version"] == "1.2.3" and info["demo"] is False and info["splits"] == {"test": 6}
     assert info["code_version"].startswith(("git:", "aor-bench")) or info["code_version"] == "unknown"
@@ -515,12 +538,13 @@ def test_votes_count_once_per_annotator_and_adjudicator_is_not_an_annotator(tmp_
     import pyarrow.parquet as pq
 
     ws = make_workspace(tmp_path / "ws", n=2)
-    samples = sorted(ws.read_samples("validated"), key=lambda s: s.sample_id)
+    samples = sorted(ws.read_samples("annotated"), key=lambda s: s.sample_id)
     first = samples[0]
     extra = [first.annotations[0].model_copy(update={"label": "harmful"}),  # relabelled: last one counts
              Annotation(annotator="lead-reviewer", label="benign", source="adjudication")]
-    samples[0] = first.model_copy(update={"annotations": first.annotations + extra, "decided_by": "adjudication"})
-    ws.write_manifest("validated", samples)
+    samples[0] = first.model_copy(update={"annotations": first.annotations + extra})
+    ws.write_manifest("annotated", samples)
+    revalidate(ws)
     out = tmp_path / "out"
     export_main(["--workspace", str(ws.root), "--out", str(out)])
     row = pq.read_table(out / "data" / "test-00000-of-00001.parquet").to_pylist()[0]
