@@ -44,6 +44,7 @@ class Chain:
     """What the workspace's own stages recorded, read once for the whole release."""
     annotated: dict[str, Sample]
     audio: dict[str, dict[str, dict[str, str | None]]]  # stage -> sample id -> {"speech": sha, "mixture": sha}
+    remade: set[str]  # samples whose speech and mixture the WER stage made again (re-synthesis)
     rejected: dict[str, str]  # validated.rejected: sample id -> reason
     built_controls: dict[str, Sample]
     controls_of: dict[str, list[Sample]]  # released sample id -> its controls
@@ -57,17 +58,21 @@ def read_chain(inputs: ReleaseInputs) -> Chain:
 
     ws = inputs.workspace
     audio: dict[str, dict[str, dict[str, str | None]]] = {}
+    remade: set[str] = set()
     for stage in MADE_BY["speech"]:
         if ws.has_manifest(stage):
+            rows = list(ws.read_samples(stage))
             audio[stage] = {s.sample_id: {what: ref.sha256 if (ref := getattr(s, what)) else None
-                                          for what in MADE_BY} for s in ws.read_samples(stage)}
+                                          for what in MADE_BY} for s in rows}
+            if stage == "wer":
+                remade = {s.sample_id for s in rows if len(s.provenance.get("wer", {}).get("attempts", [])) > 1}
     rejected = ({r.sample.sample_id: r.reason for r in ws.read_rejected("validated")}
                 if ws.rejected_path("validated").exists() else {})
     built = {c.sample_id: c for c in ws.read_samples(CONTROLS_BUILT)} if inputs.controls else {}
     controls_of: dict[str, list[Sample]] = {}
     for c in inputs.controls:
         controls_of.setdefault(str(c.custom.get("control_of")), []).append(c)
-    return Chain({s.sample_id: s for s in ws.read_samples("annotated")}, audio, rejected, built, controls_of,
+    return Chain({s.sample_id: s for s in ws.read_samples("annotated")}, audio, remade, rejected, built, controls_of,
                  _rule(inputs), inputs.protocol, taxonomy_names(inputs.config))
 
 
@@ -138,6 +143,8 @@ def control_problems(chain: Chain, c: Sample, decision: bool = True) -> list[str
 def _audio_problems(chain: Chain, s: Sample) -> list[str]:
     problems = []
     for what, stages in MADE_BY.items():
+        if s.sample_id in chain.remade:  # a re-synthesised sample's audio comes from the WER stage on
+            stages = stages[stages.index("wer"):]
         ref = getattr(s, what)
         for stage in (st for st in stages if st in chain.audio and s.sample_id in chain.audio[st]):
             made = chain.audio[stage][s.sample_id][what]

@@ -1,4 +1,5 @@
-"""Issue 21 (production path and integrity) and issue 26 (items 8, 9): what a push leaves on the Hub, what
+# ruff: noqa: F811  (the fixtures are imported from tests.hub_stub and tests.test_release)
+"""What a push leaves on the Hub, what
 --private means for a repo that exists, the card's own usage snippet, the release shipping only what
 validation decided, non-finite numbers, splits and the labels' source. Each test failed before its fix."""
 
@@ -183,6 +184,35 @@ def test_the_unedited_chain_and_a_real_validation_run_still_export(tmp_path):
     ws = make_workspace(tmp_path / "ws", n=4)
     run_workspace(ws, n_boot=20)
     assert ws.read_stats("validated")["rule"]["min_fraction"] == pytest.approx(2 / 3)
+    assert export_main(["--workspace", str(ws.root), "--out", str(tmp_path / "out")]) == 0
+
+
+def test_a_sample_the_wer_stage_synthesised_again_exports(tmp_path):
+    """construction.wer re-synthesises a sample whose key words were lost (wer.resynthesize_attempts): its
+    speech and mixture then come from the WER stage, not from synthesize and mix. That exports; the same
+    swap without the WER stage's record of the retry is refused."""
+    ws = make_workspace(tmp_path / "ws", n=4)
+    first, other = sorted(ws.read_samples("wer"), key=lambda s: s.sample_id)[:2]
+
+    def swap(s):  # synthesize and mix made `first` as `other` sounds; the WER stage made the audio it has
+        return s.model_copy(update={"speech": other.speech, "mixture": other.mixture}) \
+            if s.sample_id == first.sample_id else s
+
+    for stage in ("synthesize", "mix"):
+        if ws.has_manifest(stage):
+            ws.write_manifest(stage, [swap(s) for s in ws.read_samples(stage)])
+        else:
+            ws.write_manifest(stage, [swap(s) for s in ws.read_samples("wer")])
+    proc = run_module("release.export", "--workspace", str(ws.root), "--out", str(tmp_path / "refused"))
+    assert proc.returncode == 2 and f"{first.sample_id}: speech audio" in proc.stderr, proc.stderr
+
+    attempts = [{"voice": "flite:slt", "snr_db": 10.0, "wer_speech": 0.5, "wer_mixture": 0.5},
+                {"voice": "flite:rms", "snr_db": 10.0, "wer_speech": 0.0, "wer_mixture": 0.0}]
+    wer = list(ws.read_samples("wer"))
+    for s in wer:
+        if s.sample_id == first.sample_id:
+            s.provenance["wer"] = {**s.provenance.get("wer", {}), "attempts": attempts}
+    ws.write_manifest("wer", wer)
     assert export_main(["--workspace", str(ws.root), "--out", str(tmp_path / "out")]) == 0
 
 
