@@ -76,6 +76,25 @@ def mini_taxonomy(tmp_path: Path) -> Path:
     return path
 
 
+def noise_library(folder: Path, prefix: str = "") -> Path:
+    """A sound library of one 4 s noise clip per mini-taxonomy tag (ids PREFIX+tag), with its catalog."""
+    import numpy as np
+    import soundfile as sf
+
+    from construction.sounds import Clip, sha256_file, write_catalog
+
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(3)
+    clips = []
+    for tag in ("gunfire", "explosion", "sizzle"):
+        path = folder / f"{tag}.wav"
+        sf.write(path, (0.2 * rng.standard_normal(16000 * 4)).astype(np.float32), 16000, subtype="PCM_16")
+        clips.append(Clip(clip_id=f"{prefix}{tag}", path=path.name, tags=[tag], duration_s=4.0, sample_rate=16000,
+                          licence="CC0-1.0", attribution="test noise", sha256=sha256_file(path)))
+    write_catalog(folder, clips)
+    return folder
+
+
 def simple_recipe(clip_id: str, seed: int, snr_db: float = 10.0, licence: str = "CC0-1.0",
                   attribution: str = "test", source_url: str = "", tag: str = "gunfire"):
     """A mix recipe of one bed clip, for tests that need a mixed sample but not the mixer."""

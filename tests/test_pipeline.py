@@ -9,13 +9,10 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
-import soundfile as sf
 import yaml
 
-from construction.sounds import Clip, sha256_file, write_catalog
-from tests.conftest import MINI_TAXONOMY, REPO, run_module
+from tests.conftest import MINI_TAXONOMY, REPO, noise_library, run_module
 
 STAGES = ("generate", "synthesize", "mix", "wer")
 
@@ -23,16 +20,7 @@ STAGES = ("generate", "synthesize", "mix", "wer")
 @pytest.fixture(scope="module")
 def config(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("pipeline")
-    sounds = root / "sounds"
-    sounds.mkdir()
-    rng = np.random.default_rng(3)
-    clips = []
-    for tag in ("gunfire", "explosion", "sizzle"):
-        path = sounds / f"{tag}.wav"
-        sf.write(path, (0.2 * rng.standard_normal(16000 * 4)).astype(np.float32), 16000, subtype="PCM_16")
-        clips.append(Clip(clip_id=tag, path=path.name, tags=[tag], duration_s=4.0, sample_rate=16000,
-                          licence="CC0-1.0", attribution="test noise", sha256=sha256_file(path)))
-    write_catalog(sounds, clips)
+    sounds = noise_library(root / "sounds")
     (root / "taxonomy.yaml").write_text(yaml.safe_dump(MINI_TAXONOMY))
     config = {"generate": {"taxonomy": str(root / "taxonomy.yaml")},
               "synthesize": {"voices": ["piper:en_US-joe-medium", "flite:slt", "flite:rms"]},

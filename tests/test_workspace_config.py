@@ -6,16 +6,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
 import pytest
-import soundfile as sf
 import yaml
 
 from construction.config import load_config
 from construction.errors import WorkbenchError
-from construction.sounds import Clip, sha256_file, write_catalog
 from construction.workspace import Workspace
-from tests.conftest import MINI_TAXONOMY, run_module
+from tests.conftest import MINI_TAXONOMY, noise_library, run_module
 
 VOICES = ["flite:slt", "flite:rms"]
 
@@ -23,16 +20,7 @@ VOICES = ["flite:slt", "flite:rms"]
 @pytest.fixture
 def build(tmp_path) -> dict[str, Path]:
     """A config (mini taxonomy, two fast voices, a noise library) and a workspace path."""
-    sounds = tmp_path / "sounds"
-    sounds.mkdir()
-    rng = np.random.default_rng(3)
-    clips = []
-    for tag in ("gunfire", "explosion", "sizzle"):
-        path = sounds / f"{tag}.wav"
-        sf.write(path, (0.2 * rng.standard_normal(16000 * 4)).astype(np.float32), 16000, subtype="PCM_16")
-        clips.append(Clip(clip_id=f"noise-{tag}", path=path.name, tags=[tag], duration_s=4.0, sample_rate=16000,
-                          licence="CC0-1.0", attribution="test noise", sha256=sha256_file(path)))
-    write_catalog(sounds, clips)
+    sounds = noise_library(tmp_path / "sounds", prefix="noise-")
     (tmp_path / "taxonomy.yaml").write_text(yaml.safe_dump(MINI_TAXONOMY))
     config = tmp_path / "build.yaml"
     config.write_text(yaml.safe_dump({
