@@ -13,7 +13,7 @@ from typing import Any
 from construction.config import Config, load_config
 from construction.errors import WorkbenchError
 from construction.redact import RedactingFilter, redact
-from construction.workspace import is_write_error, write_error
+from construction.workspace import Workspace, is_write_error, write_error
 
 
 def base_parser(prog: str, description: str) -> argparse.ArgumentParser:

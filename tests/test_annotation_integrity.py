@@ -1,6 +1,5 @@
 # ruff: noqa: F811  (the Label Studio fixtures come from tests.annotation_helpers)
-"""Annotators cannot corrupt a pull, and the workspace stays the one truth (issue 21, items 6 and 8-16;
-issue 26, item 4).
+"""Annotators cannot corrupt a pull, and the workspace stays the one truth.
 
 One real Label Studio for the module (tests.annotation_helpers.ls). The annotators act through the API
 with their own tokens, as the reproductions did. The Enterprise import answer cannot come from a real

@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 
 import httpx
-import pytest
 
 from annotation import pull, push
 from annotation.labelstudio import HIDDEN_COLUMNS

@@ -6,7 +6,6 @@ import itertools
 from collections import Counter
 
 import numpy as np
-import pytest
 
 from validation.agreement import krippendorff_alpha
 from validation.bootstrap import cluster_bootstrap, proportion_ci

@@ -1,3 +1,4 @@
+# ruff: noqa: F811  (the release fixture comes from tests.test_evaluation)
 """evaluation: what a run stores and forwards, and what evaluation.judge and evaluation.report accept.
 
 A key echoed in a normal answer is stored nowhere and never reaches the judge; an oversized answer is cut;

@@ -14,9 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
-import soundfile as sf
 import yaml
 
 from construction.errors import WorkbenchError
