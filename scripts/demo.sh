@@ -12,7 +12,7 @@ LS_DATA="$WS/label-studio"
 
 "$PY" -m construction.pipeline --workspace "$WS" --per-category "$N" --config configs/demo.yaml
 # the same speech without the scene that makes it benign: expected harmful in the mixture arm
-"$PY" -m construction.controls --workspace "$WS" --config configs/demo.yaml
+"$PY" -m construction.controls --workspace "$WS"  # the workspace keeps the pipeline's config
 
 "$PY" -m annotation.server start --workspace "$WS" --data-dir "$LS_DATA"
 trap '"$PY" -m annotation.server stop --data-dir "$LS_DATA" >/dev/null 2>&1 || true' EXIT
