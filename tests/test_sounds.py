@@ -314,6 +314,7 @@ def test_esc50_creator_flows_into_the_mix_recipe_and_attribution(tmp_path: Path,
     from construction.mix import MixStage
     from construction.runner import run_stage
     from release.attribution import attribution
+    from release.markdown import md
     from tests import test_mix
 
     src = make_esc50(tmp_path / "ESC-50-master")
@@ -331,7 +332,8 @@ def test_esc50_creator_flows_into_the_mix_recipe_and_attribution(tmp_path: Path,
     assert (sound.clip_id, sound.licence) == ("esc50-1-100032-A-0", "CC0-1.0")
     text = attribution([sample], "CC-BY-4.0")
     assert '| esc50-1-100032-A-0 | CC0-1.0 | "rose_bark.wav" by nfrae (freesound.org sound 100032)' in text
-    assert "https://www.freesound.org/people/nfrae/sounds/100032/" in text
+    # the source URL is listed as inert text (release.markdown escapes bare URLs so they cannot autolink)
+    assert md("https://www.freesound.org/people/nfrae/sounds/100032/") in text
 
 
 def make_fsd50k(root: Path) -> Path:
