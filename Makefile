@@ -12,5 +12,6 @@ setup:
 demo: setup
 	WORKSPACE=$(WORKSPACE) PER_CATEGORY=$(PER_CATEGORY) PYTHON=$(PY) bash scripts/demo.sh
 
+# two workers (the machine's two cores), whole modules each: Label Studio servers are per module
 test: setup
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -n 2 --dist loadfile --durations=15 tests
