@@ -69,16 +69,6 @@ MINI_TAXONOMY = {
 }
 
 
-# The longest modules first: `make test` runs two workers, each taking whole modules (-n 2 --dist
-# loadfile), and a long module picked up last would leave one worker running alone at the end.
-LONGEST_FIRST = ("test_readme.py", "test_annotation.py", "test_pipeline.py", "test_asr.py")
-
-
-def pytest_collection_modifyitems(items):
-    items.sort(key=lambda item: LONGEST_FIRST.index(item.path.name) if item.path.name in LONGEST_FIRST
-               else len(LONGEST_FIRST))  # a stable sort: every module keeps its own order
-
-
 @pytest.fixture
 def mini_taxonomy(tmp_path: Path) -> Path:
     path = tmp_path / "taxonomy.yaml"
