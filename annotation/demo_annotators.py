@@ -57,9 +57,9 @@ from annotation.protocol import (
 )
 from annotation.pull import resolve_arms
 from annotation.state import DEMO_EMAIL_DOMAIN, INPUT_STAGE, open_workspace, read_state, record_demo_annotators
-from construction.errors import WorkbenchError
-from construction.record import ARMS, AudioRef, Sample, stable_seed
-from construction.workspace import Workspace
+from construction.core.errors import WorkbenchError
+from construction.core.record import ARMS, AudioRef, Sample, stable_seed
+from construction.core.workspace import Workspace
 
 DEFAULT_PASSWORD = "aor-bench-demo-annotator"  # local demo accounts on a loopback-only server
 ERROR_RATES = (0.05, 0.12, 0.2)  # annotator K errs with ERROR_RATES[(K - 1) % 3]
@@ -286,6 +286,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from construction.cli import run_main
+    from construction.core.cli import run_main
 
     run_main(main, sys.argv[1:])

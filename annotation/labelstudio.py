@@ -28,7 +28,7 @@ import httpx
 from annotation.ls_process import api_token
 from annotation.protocol import ArmSpec, config_changed, config_labels
 from annotation.server import default_data_dir, read_server_info
-from construction.errors import WorkbenchError
+from construction.core.errors import WorkbenchError
 
 IMPORT_CHUNK = 1000  # tasks per import request: a failure loses at most one chunk, a rerun resumes
 

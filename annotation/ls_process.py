@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from construction.errors import WorkbenchError
+from construction.core.errors import WorkbenchError
 
 LS_VERSION_PREFIX = "1.23."  # the series whose flags and settings this module and annotation.server were written against
 DEFAULT_VENV = Path("/opt/aor-bench/label-studio-venv")

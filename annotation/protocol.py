@@ -29,8 +29,8 @@ from xml.sax.saxutils import quoteattr
 import numpy as np
 
 from annotation.server import TASKS_FILE  # key -> [item id, role]; beside annotation.json, never served
-from construction.errors import WorkbenchError
-from construction.record import (
+from construction.core.errors import WorkbenchError
+from construction.core.record import (
     ARMS,
     CANT_TELL,
     MIXTURE_LABELS,
@@ -38,7 +38,7 @@ from construction.record import (
     AudioRef,
     Sample,
 )
-from construction.workspace import Workspace, atomic_write_text
+from construction.core.workspace import Workspace, atomic_write_text
 
 ADJUDICATION = "adjudication"  # the fourth project role: one decision per disputed sample, mixture only
 ROLES: tuple[str, ...] = (*ARMS, ADJUDICATION)
@@ -239,7 +239,7 @@ def workspace_categories(ws: Workspace, samples: Sequence[Sample] = ()) -> list[
     then any category of the samples that taxonomy lacks."""
     import yaml
 
-    from construction.taxonomy import load_taxonomy
+    from construction.text.taxonomy import load_taxonomy
 
     path = None
     config_file = ws.root / "config.yaml"
@@ -321,7 +321,7 @@ def read_catch(ws: Workspace) -> list[Sample]:
 def catch_sample(ws: Workspace, index: int) -> Sample:
     """The index-th catch item: an offline voice asks for an answer, with 1.5 s of silence before it and
     1 s after (a mixture's length, roughly). Deterministic: the same index gives the same audio."""
-    from construction.tts import synthesize
+    from construction.speech.tts import synthesize
 
     label = CATCH_ANSWERS[index % len(CATCH_ANSWERS)]
     voice = CATCH_VOICES[index % len(CATCH_VOICES)]

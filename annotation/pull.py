@@ -75,8 +75,8 @@ from annotation.state import (
     utc_now,
     write_state,
 )
-from construction.errors import WorkbenchError
-from construction.record import ARMS, Annotation, AudioRef, Sample
+from construction.core.errors import WorkbenchError
+from construction.core.record import ARMS, Annotation, AudioRef, Sample
 
 
 @dataclass
@@ -451,6 +451,6 @@ def stats(pulled: Pulled, report: dict[str, dict[str, Any]], projects: dict[str,
 
 
 if __name__ == "__main__":
-    from construction.cli import run_main
+    from construction.core.cli import run_main
 
     run_main(main, sys.argv[1:])

@@ -68,9 +68,9 @@ from annotation.state import (
     utc_now,
     write_state,
 )
-from construction.errors import WorkbenchError
-from construction.record import ARMS, Sample
-from construction.workspace import Workspace
+from construction.core.errors import WorkbenchError
+from construction.core.record import ARMS, Sample
+from construction.core.workspace import Workspace
 
 DEFAULT_CATCH = 3
 
@@ -246,6 +246,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from construction.cli import run_main
+    from construction.core.cli import run_main
 
     run_main(main, sys.argv[1:])

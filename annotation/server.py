@@ -54,7 +54,7 @@ from annotation.ls_process import (
     default_venv,
     installed_version,
 )
-from construction.errors import WorkbenchError
+from construction.core.errors import WorkbenchError
 
 DEFAULT_DATA_DIR = Path("~/.local/share/aor-bench/label-studio")
 

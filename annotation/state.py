@@ -25,9 +25,9 @@ from typing import Any
 
 from annotation.protocol import TASKS_FILE, WORDS, ArmSpec, Item
 from annotation.server import STATE_FILE
-from construction.errors import WorkbenchError
-from construction.record import Annotation, AudioRef
-from construction.workspace import Workspace, atomic_write_text
+from construction.core.errors import WorkbenchError
+from construction.core.record import Annotation, AudioRef
+from construction.core.workspace import Workspace, atomic_write_text
 
 INPUT_STAGE = "wer"  # the samples that passed the WER filter are what humans label
 OUTPUT_STAGE = "annotated"  # every wer sample with its annotations of all three arms

@@ -23,10 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from construction.cli import base_parser, keep_config, run_config, run_main
-from construction.config import Config
-from construction.record import Sample, stable_seed
-from construction.workspace import Rejected, Workspace, require_manifest
+from construction.core.cli import base_parser, keep_config, run_config, run_main
+from construction.core.config import Config
+from construction.core.record import Sample, stable_seed
+from construction.core.workspace import Rejected, Workspace, require_manifest
 
 STAGE = "controls"
 INPUT_STAGE = "wer"
@@ -69,7 +69,7 @@ def control_for(sample: Sample, kind: str, taxonomy, seed: int) -> Sample | None
 def neutral_mix(stage, sample: Sample) -> Sample | Rejected:
     """The speech alone, laid out like a mixture (silence where the scene would be heard)."""
     from construction.mix import render
-    from construction.sounds import loudness_lufs
+    from construction.sounds.library import loudness_lufs
 
     cfg, sr = stage.config.mix, stage.config.sample_rate
     speech = stage.ws.load_audio(sample.speech)
@@ -87,7 +87,7 @@ def neutral_mix(stage, sample: Sample) -> Sample | Rejected:
 
 def run_controls(ws: Workspace, config: Config, share: float = 0.1, kinds: tuple[str, ...] = KINDS) -> dict[str, Any]:
     from construction.mix import MixStage
-    from construction.taxonomy import load_taxonomy
+    from construction.text.taxonomy import load_taxonomy
 
     require_manifest(ws.root, STAGE, INPUT_STAGE)
     taxonomy, _ = load_taxonomy(config.generate.taxonomy)

@@ -24,13 +24,13 @@ from typing import Any, NamedTuple
 from rapidfuzz import fuzz, process
 from tqdm import tqdm
 
-from construction.cli import base_parser, keep_config, run_config, run_main
-from construction.config import Config, GenerateConfig
-from construction.errors import WorkbenchError
-from construction.record import Sample, make_sample_id, stable_seed
-from construction.speech_checks import cue_pattern, find_cue, near_twins, normalise, speech_id, word_trigram_ratio
-from construction.taxonomy import Category, ScriptSpec, Taxonomy, load_taxonomy
-from construction.workspace import ManifestAppender, Rejected, Workspace
+from construction.core.cli import base_parser, keep_config, run_config, run_main
+from construction.core.config import Config, GenerateConfig
+from construction.core.errors import WorkbenchError
+from construction.core.record import Sample, make_sample_id, stable_seed
+from construction.text.checks import cue_pattern, find_cue, near_twins, normalise, speech_id, word_trigram_ratio
+from construction.text.taxonomy import Category, ScriptSpec, Taxonomy, load_taxonomy
+from construction.core.workspace import ManifestAppender, Rejected, Workspace
 
 STAGE = "generate"
 TWIN_SAMPLE = 6000  # near-twin shares are measured on at most this many scripts (a seeded sample)
@@ -76,7 +76,7 @@ def generate_category(category: Category, taxonomy: Taxonomy, cfg: GenerateConfi
                       unrenderable: Collection[str] = ()) -> tuple[dict[str, int], list[Kept]]:
     """Writes the category's scripts and rejected rows to `out` as they come; returns its counts and
     what the diversity figures need of the kept scripts."""
-    from construction.llm import llm_candidates
+    from construction.text.llm import llm_candidates
 
     kept: list[Sample] = []
     rejects: list[Rejected] = []
@@ -187,8 +187,8 @@ def diversity(kept: dict[str, list[Kept]], threshold: float, seed: int) -> dict[
 def run_generate(ws: Workspace, config: Config, progress: bool = True, restart: bool = False) -> dict[str, Any]:
     """Writes the manifest whole; a run that would drop scripts an earlier run made (another taxonomy
     file, another LLM answer) is refused unless `restart`."""
-    from construction.llm import HarmScreen, make_llm
-    from construction.scenes import open_library, unrenderable_scenes
+    from construction.text.llm import HarmScreen, make_llm
+    from construction.sounds.scenes import open_library, unrenderable_scenes
 
     cfg = config.generate
     taxonomy, taxonomy_hash = load_taxonomy(cfg.taxonomy)

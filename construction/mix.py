@@ -13,7 +13,7 @@ SUPPORT sounds come in `support_level_db` lower when the library has them. A bed
 music) plays throughout, looped with crossfades when it is short; a one-shot event (a shot, a bell, a
 pop) is scattered as separate copies with gaps and small level changes, never looped into a buzz.
 Each sound gets the least-used clip of its tag in the sample's category, so use is as even as the
-library allows (construction.scenes.assign_clips).
+library allows (construction.sounds.scenes.assign_clips).
 
 The mix is data before it is audio: the recipe (clips and their placement, levels, seed) is drawn from
 the sample id and seed alone, and stored on the sample; the same recipe gives the same bytes.
@@ -34,13 +34,13 @@ from typing import Any
 
 import numpy as np
 
-from construction.cli import base_parser, keep_config, run_config, run_main
-from construction.config import Config, MixConfig
-from construction.errors import WorkbenchError
-from construction.record import MixRecipe, Sample, SceneSound, stable_seed
-from construction.runner import print_summary, run_configured
-from construction.sounds import loudness_lufs
-from construction.workspace import Rejected, Workspace, require_manifest
+from construction.core.cli import base_parser, keep_config, run_config, run_main
+from construction.core.config import Config, MixConfig
+from construction.core.errors import WorkbenchError
+from construction.core.record import MixRecipe, Sample, SceneSound, stable_seed
+from construction.core.runner import print_summary, run_configured
+from construction.sounds.library import loudness_lufs
+from construction.core.workspace import Rejected, Workspace, require_manifest
 
 STAGE = "mix"
 log = logging.getLogger(__name__)
@@ -142,8 +142,8 @@ class MixStage:
         self.workspace, self.config = workspace, config
 
     def setup(self) -> None:
-        from construction.scenes import assign_clips, open_library, thin_tags
-        from construction.taxonomy import load_taxonomy
+        from construction.sounds.scenes import assign_clips, open_library, thin_tags
+        from construction.text.taxonomy import load_taxonomy
 
         self.ws = Workspace(self.workspace)
         self.library = open_library(self.config.mix.sounds)
@@ -157,7 +157,7 @@ class MixStage:
             raise WorkbenchError(
                 f"the sound library {self.library.root} is too thin for a release: these defining sounds have "
                 f"fewer than mix.min_clips_per_defining_tag = {minimum} clips under {licence}:\n" + "\n".join(lines)
-                + "\nadd clips (python -m construction.sounds import ...), or lower the setting for a demo "
+                + "\nadd clips (python -m construction.sounds.library import ...), or lower the setting for a demo "
                 "build (the dataset card then says so)")
         self.assignment = assign_clips(samples, self.taxonomy, self.library, licence, self.config.seed)
         self._audio: dict[str, np.ndarray] = {}
@@ -170,7 +170,7 @@ class MixStage:
     def recipe(self, sample: Sample, speech_s: float, attempt: int = 0) -> MixRecipe | str:
         """Draw the recipe from the sample id, seed and attempt alone, so run order never matters.
         Layer gains are left at 0: mix_one sets them from the clips' loudness."""
-        from construction.scenes import scene_sounds
+        from construction.sounds.scenes import scene_sounds
 
         cfg: MixConfig = self.config.mix
         seed = stable_seed("mix", self.config.seed, sample.sample_id, *([attempt] if attempt else []))
@@ -178,7 +178,7 @@ class MixStage:
         defining, support = scene_sounds(sample, self.taxonomy)
         chosen = self.assignment.get(sample.sample_id)
         if chosen is None:  # not in the synthesize manifest this stage was set up with (a control)
-            from construction.scenes import assign_clips
+            from construction.sounds.scenes import assign_clips
 
             chosen = assign_clips([sample], self.taxonomy, self.library, self.config.release_licence,
                                   self.config.seed)[sample.sample_id]

@@ -11,13 +11,13 @@ from __future__ import annotations
 import sys
 import time
 
-from construction.cli import base_parser, keep_config, run_config, run_main
-from construction.config import Config
+from construction.core.cli import base_parser, keep_config, run_config, run_main
+from construction.core.config import Config
 from construction.generate import print_generate_summary, run_generate
-from construction.runner import print_summary, run_configured
+from construction.core.runner import print_summary, run_configured
 from construction.mix import print_mix_summary
 from construction.wer import print_wer_summary
-from construction.workspace import Workspace
+from construction.core.workspace import Workspace
 
 
 def automatic_stages(ws: Workspace, config: Config) -> list:

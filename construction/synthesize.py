@@ -16,23 +16,23 @@ from typing import Any
 
 import numpy as np
 
-from construction.cli import base_parser, keep_config, run_config, run_main
-from construction.config import Config, SynthesizeConfig
-from construction.errors import WorkbenchError
-from construction.record import Sample, stable_seed
-from construction.runner import print_summary, run_configured
-from construction.workspace import Rejected, Workspace, require_manifest
+from construction.core.cli import base_parser, keep_config, run_config, run_main
+from construction.core.config import Config, SynthesizeConfig
+from construction.core.errors import WorkbenchError
+from construction.core.record import Sample, stable_seed
+from construction.core.runner import print_summary, run_configured
+from construction.core.workspace import Rejected, Workspace, require_manifest
 
 STAGE = "synthesize"
 
 
 def voice_bank(cfg: SynthesizeConfig):  # -> list[Voice]
     """The configured voices (offline bank and/or CosyVoice prompts), checked for balance."""
-    from construction import tts
+    from construction.speech import tts
 
     voices = [tts.voice_by_id(v) for v in cfg.voices] if cfg.voices is not None else tts.offline_voice_bank()
     if cfg.cosyvoice is not None:
-        from construction.cosyvoice import load_prompt_bank, prompt_voices
+        from construction.speech.cosyvoice import load_prompt_bank, prompt_voices
 
         voices += prompt_voices(load_prompt_bank(cfg.cosyvoice.prompt_bank))
     if not voices:
@@ -79,18 +79,18 @@ class SynthesizeStage:
         """Each engine is loaded once per worker, on first use."""
         if name not in self.backends:
             if name == "cosyvoice":
-                from construction.cosyvoice import load_cosyvoice
+                from construction.speech.cosyvoice import load_cosyvoice
 
                 self.backends[name] = load_cosyvoice(self.config.synthesize.cosyvoice, seed=self.config.seed)
             else:
-                from construction.tts import load_backend
+                from construction.speech.tts import load_backend
 
                 self.backends[name] = load_backend(name)
         return self.backends[name]
 
     def synthesize_one(self, sample: Sample, voice=None) -> Sample | Rejected:
         """Speech for one script, in its assigned voice (or `voice`, when the WER stage retries)."""
-        from construction.tts import check_pronounceable, normalize_for_tts
+        from construction.speech.tts import check_pronounceable, normalize_for_tts
 
         cfg = self.config.synthesize
         voice = voice or self.assignment.get(sample.sample_id)

@@ -45,9 +45,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from construction.errors import WorkbenchError
-from construction.redact import redact
-from construction.workspace import atomic_write_text
+from construction.core.errors import WorkbenchError
+from construction.core.redact import redact
+from construction.core.workspace import atomic_write_text
 from evaluation.run import (FINAL_MARKER, SETTINGS_FILE, ChatEndpoint, RunResults, load_results, read_jsonl,
                             request_key)
 
@@ -342,6 +342,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from construction.cli import run_main
+    from construction.core.cli import run_main
 
     run_main(main)

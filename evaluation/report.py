@@ -41,8 +41,8 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from construction.errors import WorkbenchError
-from construction.workspace import atomic_write_text
+from construction.core.errors import WorkbenchError
+from construction.core.workspace import atomic_write_text
 from evaluation.judge import final_answer, keyword_judge, read_llm_verdicts, summarise
 from evaluation.run import INPUTS, RunResults, load_results
 from validation.bootstrap import proportion_ci
@@ -398,6 +398,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from construction.cli import run_main
+    from construction.core.cli import run_main
 
     run_main(main)

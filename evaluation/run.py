@@ -55,9 +55,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from construction.errors import WorkbenchError
-from construction.redact import redact, url_password
-from construction.workspace import atomic_write_text
+from construction.core.errors import WorkbenchError
+from construction.core.redact import redact, url_password
+from construction.core.workspace import atomic_write_text
 
 FORMAT = "aor-bench-evaluation/1"
 PROMPT_VERSION = 1  # bump when INSTRUCTION or COT_SYSTEM_PROMPT change
@@ -588,6 +588,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from construction.cli import run_main
+    from construction.core.cli import run_main
 
     run_main(main)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from construction.record import Sample
+from construction.core.record import Sample
 from release.markdown import cell
 
 

@@ -11,7 +11,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from annotation.protocol import QUESTIONS
-from construction.record import Sample
+from construction.core.record import Sample
 from release.markdown import alpha, counter_text, demo_share, md, stats
 from validation.arms import ArmRule
 

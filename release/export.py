@@ -47,10 +47,10 @@ from typing import Any
 import yaml
 
 from annotation.state import ADJUDICATION_SOURCE
-from construction.errors import WorkbenchError
-from construction.record import AudioRef, Sample
-from construction.sounds import compatible, normalise_licence
-from construction.workspace import Workspace, fsync_dir, reporting_write_errors
+from construction.core.errors import WorkbenchError
+from construction.core.record import AudioRef, Sample
+from construction.sounds.library import compatible, normalise_licence
+from construction.core.workspace import Workspace, fsync_dir, reporting_write_errors
 from release.hub import describe_push, hub_endpoint, hub_token, push_release
 from release.integrity import agreement_problems, control_problems, number_problems, read_chain, sample_problems
 from release.markdown import demo_share
@@ -523,6 +523,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from construction.cli import run_main
+    from construction.core.cli import run_main
 
     run_main(main)

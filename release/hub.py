@@ -14,7 +14,7 @@ import logging
 import os
 from typing import TYPE_CHECKING
 
-from construction.errors import WorkbenchError
+from construction.core.errors import WorkbenchError
 
 if TYPE_CHECKING:
     from release.export import ReleaseSummary

@@ -26,7 +26,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from annotation.state import ADJUDICATION_SOURCE
-from construction.record import CANT_TELL, SPEECH_LABELS, Sample
+from construction.core.record import CANT_TELL, SPEECH_LABELS, Sample
 from validation.agreement import DEFAULT_LABELS, ConsensusRule, decide
 
 if TYPE_CHECKING:

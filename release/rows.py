@@ -19,10 +19,10 @@ from typing import Any
 
 import soundfile as sf
 
-from construction.errors import WorkbenchError
-from construction.record import PLACEMENTS, Annotation, AudioRef, Sample
-from construction.sounds import normalise_licence
-from construction.workspace import Workspace
+from construction.core.errors import WorkbenchError
+from construction.core.record import PLACEMENTS, Annotation, AudioRef, Sample
+from construction.sounds.library import normalise_licence
+from construction.core.workspace import Workspace
 from validation.arms import arm_results, arm_votes
 
 ARMS_SHIPPED = ("speech", "scene", "mixture")
@@ -97,7 +97,7 @@ def assert_no_leaks(texts: Iterable[tuple[str, str]], forbidden: list[str]) -> N
 
 def taxonomy_names(config: dict) -> list[str] | None:
     """The category ids of the build's taxonomy, in its order (None: the taxonomy file moved)."""
-    from construction.taxonomy import load_taxonomy
+    from construction.text.taxonomy import load_taxonomy
 
     try:
         taxonomy, _ = load_taxonomy((config.get("generate") or {}).get("taxonomy"))

@@ -13,8 +13,8 @@ from __future__ import annotations
 import hashlib
 import re
 
-from construction.errors import WorkbenchError
-from construction.record import Sample
+from construction.core.errors import WorkbenchError
+from construction.core.record import Sample
 
 SPLIT_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 

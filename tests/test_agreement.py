@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from construction.cli import run_main
-from construction.errors import WorkbenchError
-from construction.record import Annotation, Sample
-from construction.workspace import Workspace
+from construction.core.cli import run_main
+from construction.core.errors import WorkbenchError
+from construction.core.record import Annotation, Sample
+from construction.core.workspace import Workspace
 from tests.conftest import run_module
 from validation.agreement import (
     ConsensusRule,

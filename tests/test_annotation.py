@@ -42,7 +42,7 @@ from annotation.protocol import (
 )
 from annotation.server import free_port
 from annotation.state import pseudonym, read_state
-from construction.record import ARMS, MIXTURE_LABELS, SPEECH_LABELS
+from construction.core.record import ARMS, MIXTURE_LABELS, SPEECH_LABELS
 from tests.annotation_helpers import (  # noqa: F401  (fixtures)
     ADMIN_ENV,
     ARM_RATERS,

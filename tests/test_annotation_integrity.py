@@ -21,8 +21,8 @@ from annotation import demo_annotators, pull, push
 from annotation.labelstudio import Server, import_tasks, make_client
 from annotation.server import check_document_root
 from annotation.state import pseudonym, read_state
-from construction.errors import WorkbenchError
-from construction.record import ARMS
+from construction.core.errors import WorkbenchError
+from construction.core.record import ARMS
 from tests.annotation_helpers import (  # noqa: F401  (fixtures)
     PASSWORD,
     RATERS,
@@ -286,7 +286,7 @@ def test_the_two_pulls_never_interleave(ls, admin, accounts, tmp_path, capsys, m
     """annotation.pull run while validation.adjudicate pull is exporting: its label survives the
     adjudicate write (which reads 'annotated' again under the lock). validation.adjudicate pull run while
     annotation.pull is between its read of 'annotated' and its write: refused as 'in use'."""
-    from construction.cli import run_main
+    from construction.core.cli import run_main
 
     ws = pushed(ls, tmp_path, capsys, "Lock")
     _, speech = arm_tasks(admin, ws, "speech")

@@ -19,7 +19,7 @@ from annotation import pull, push
 from annotation.labelstudio import HIDDEN_COLUMNS
 from annotation.protocol import CATCH_OVERLAP, CATCH_TEXT
 from annotation.state import pseudonym, read_state
-from construction.record import ARMS
+from construction.core.record import ARMS
 from tests.annotation_helpers import (  # noqa: F401  (fixtures)
     RATERS,
     SKIPPER,

@@ -1,4 +1,4 @@
-"""construction.asr: the packaged model, both backends on real Piper speech, fitted windows, scoring."""
+"""construction.speech.asr: the packaged model, both backends on real Piper speech, fitted windows, scoring."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-import construction.asr as asr_mod
-from construction.asr import (
+import construction.speech.asr as asr_mod
+from construction.speech.asr import (
     MODEL_SHA256,
     SAMPLE_RATE,
     corpus_score,
@@ -19,7 +19,7 @@ from construction.asr import (
     score,
     whisper_base_model_dir,
 )
-from construction.errors import WorkbenchError
+from construction.core.errors import WorkbenchError
 
 SENTENCES = [  # spoken by Piper joe
     "Finish him now, he is already on the ropes!",
@@ -61,7 +61,7 @@ def cache(tmp_path_factory):
 @pytest.fixture(scope="module")
 def speech() -> list[np.ndarray]:
     # Piper joe at 16 kHz, as the benchmark uses
-    from benchmarks.bench_asr import synthesize
+    from perf.bench_asr import synthesize
 
     return synthesize(SENTENCES)
 
@@ -70,7 +70,7 @@ def speech() -> list[np.ndarray]:
 def flite_speech() -> list[np.ndarray]:
     import soxr
 
-    from construction.tts import synthesize
+    from construction.speech.tts import synthesize
 
     clips = []
     for text in FLITE_SENTENCES:
@@ -281,7 +281,7 @@ def test_bad_backend_options_raise(cache, tmp_path):
 # --- openai-whisper -----------------------------------------------------------------------------
 
 def test_openai_whisper_runs_a_converted_checkpoint(speech, cache, tmp_path):
-    from benchmarks.whisper_ct2_to_openai import convert
+    from scripts.whisper_ct2_to_openai import convert
 
     checkpoint = convert(whisper_base_model_dir(), tmp_path / "base.pt")
     reference = load_asr("openai-whisper", model=str(checkpoint))

@@ -6,7 +6,7 @@ import numpy as np
 
 from construction.controls import run_controls
 from construction.mix import MixStage
-from construction.runner import run_stage
+from construction.core.runner import run_stage
 from tests.test_mix import SR, TAXONOMY, _config, _workspace, library  # noqa: F401 (fixture)
 
 

@@ -16,7 +16,7 @@ import pytest
 import soundfile as sf
 import yaml
 
-from construction.cosyvoice import (
+from construction.speech.cosyvoice import (
     STYLE_INSTRUCTIONS,
     CosyVoiceHTTP,
     CosyVoiceLocal,
@@ -25,8 +25,8 @@ from construction.cosyvoice import (
     prompt_voices,
     zero_shot_prompt_text,
 )
-from construction.errors import WorkbenchError
-from construction.tts import Voice
+from construction.core.errors import WorkbenchError
+from construction.speech.tts import Voice
 from tests.cosyvoice_stub import CosyVoiceStub, expected_pcm
 
 TRANSCRIPT = "The quick brown fox jumps over the lazy dog."
@@ -296,8 +296,8 @@ def test_style_rendered_only_for_instructions_the_version_was_trained_on(
 
 def test_an_untrained_instruction_through_the_stage_is_not_rendered(tmp_path: Path, fresh_stub: CosyVoiceStub
                                                                     ) -> None:
-    from construction.config import load_config
-    from construction.cosyvoice import NEUTRAL_STYLES
+    from construction.core.config import load_config
+    from construction.speech.cosyvoice import NEUTRAL_STYLES
     from construction.synthesize import SynthesizeStage
     from tests.test_synthesize import _cosyvoice_config, _scripts
 

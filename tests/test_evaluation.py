@@ -17,7 +17,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from construction.errors import WorkbenchError
+from construction.core.errors import WorkbenchError
 from evaluation import judge as judge_mod
 from evaluation import report as report_mod
 from evaluation import run as run_mod

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from construction.errors import WorkbenchError
+from construction.core.errors import WorkbenchError
 from evaluation import judge as judge_mod
 from evaluation import report as report_mod
 from evaluation import run as run_mod

@@ -28,7 +28,7 @@ from annotation.server import (
     start_server,
     stop_server,
 )
-from construction.errors import WorkbenchError
+from construction.core.errors import WorkbenchError
 
 REPO = Path(__file__).resolve().parents[1]
 TOKEN = "test-token-0123456789"

@@ -13,18 +13,18 @@ import pytest
 import soundfile as sf
 import yaml
 
-from construction.config import load_config
+from construction.core.config import load_config
 from construction.mix import MixStage, bed_track
-from construction.record import Sample, make_sample_id
-from construction.runner import run_stage
-from construction.sounds import (
+from construction.core.record import Sample, make_sample_id
+from construction.core.runner import run_stage
+from construction.sounds.library import (
     Clip,
     load_library,
     loudness_lufs,
     sha256_file,
     write_catalog,
 )
-from construction.workspace import Workspace
+from construction.core.workspace import Workspace
 from tests.conftest import MINI_TAXONOMY, run_module
 
 SR = 16000
@@ -334,8 +334,8 @@ def test_generate_pairs_speech_only_with_scenes_the_library_renders(tmp_path, li
 def test_layout_levels_on_real_clips_of_the_starter_library(tmp_path):
     """The shipped taxonomy's scenes over the real offline library: every defining sound rendered, the
     scene alone >= 1.5 s at its drawn level, the SNR under the speech as drawn."""
-    from construction.config import Config
-    from construction.taxonomy import load_taxonomy
+    from construction.core.config import Config
+    from construction.text.taxonomy import load_taxonomy
 
     library = Path(Config().mix.sounds).expanduser()
     if not (library / "catalog.jsonl").exists():

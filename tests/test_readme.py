@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from construction.record import Annotation, Sample
+from construction.core.record import Annotation, Sample
 from tests.llm_stub import LLMStub
 from validation.agreement import decide
 

@@ -18,10 +18,10 @@ import pytest
 import soundfile as sf
 import yaml
 
-from construction.config import Config
-from construction.errors import WorkbenchError
-from construction.record import Annotation, Sample
-from construction.workspace import Rejected, Workspace
+from construction.core.config import Config
+from construction.core.errors import WorkbenchError
+from construction.core.record import Annotation, Sample
+from construction.core.workspace import Rejected, Workspace
 from release.export import main as export_main
 from tests.conftest import run_module, simple_recipe
 from tests.hub_stub import HubStub

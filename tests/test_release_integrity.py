@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from construction.errors import WorkbenchError
-from construction.record import Annotation
+from construction.core.errors import WorkbenchError
+from construction.core.record import Annotation
 from release.export import main as export_main
 from tests.conftest import run_module
 from tests.test_release import (  # noqa: F401 (hub: a fixture)

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from construction.errors import WorkbenchError
-from construction.runner import run_stage
-from construction.workspace import Workspace
+from construction.core.errors import WorkbenchError
+from construction.core.runner import run_stage
+from construction.core.workspace import Workspace
 from tests.conftest import MINI_TAXONOMY, REPO, run_module
 from tests.toy_stage import ToneStage
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from construction.speech_checks import cue_pattern, find_cue, near_twins, speech_id, word_trigram_ratio
-from construction.workspace import Workspace
+from construction.text.checks import cue_pattern, find_cue, near_twins, speech_id, word_trigram_ratio
+from construction.core.workspace import Workspace
 from tests.conftest import MINI_TAXONOMY, run_module
 from tests.llm_stub import LLMStub
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from construction.redact import RedactingFilter, redact
+from construction.core.redact import RedactingFilter, redact
 from release.export import main as export_main
 from tests.audio_llm_stub import AudioLLMStub
 from tests.conftest import run_module

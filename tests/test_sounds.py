@@ -18,17 +18,17 @@ import pytest
 import soundfile as sf
 import yaml
 
-from construction import c4group
-from construction.debcache import DebPackage, PackageUnavailable, find_deb
-from construction.errors import WorkbenchError
-from construction.sound_importers import import_tree
-from construction.sounds import (CATALOG, SAMPLING_PLUS, SHARE_ALIKE, TIER_A, Clip, compatible, coverage,
+from construction.sounds import c4group
+from construction.sounds.debcache import DebPackage, PackageUnavailable, find_deb
+from construction.core.errors import WorkbenchError
+from construction.sounds.importers import import_tree
+from construction.sounds.library import (CATALOG, SAMPLING_PLUS, SHARE_ALIKE, TIER_A, Clip, compatible, coverage,
                                  default_kind, load_library, measure, normalise_licence, quality_problem,
                                  write_catalog)
-from construction.sound_sources import (ClipSpec, DoomWad, OpenSfxCat, SoundFontSample, SourceSpec,
+from construction.sounds.sources import (ClipSpec, DoomWad, OpenSfxCat, SoundFontSample, SourceSpec,
                                         debian_copyright_licence, dual_licence, freedink_licence, open_source,
                                         openclonk_licence)
-from construction.starter_sounds import (DEFAULT_CONFIG, build_starter_library, default_cache_dir, load_starter_config,
+from construction.sounds.starter import (DEFAULT_CONFIG, build_starter_library, default_cache_dir, load_starter_config,
                                          prepare_audio, taxonomy_vocabulary)
 from tests.conftest import run_module
 
@@ -312,7 +312,7 @@ def test_esc50_creator_flows_into_the_mix_recipe_and_attribution(tmp_path: Path,
     import copy
 
     from construction.mix import MixStage
-    from construction.runner import run_stage
+    from construction.core.runner import run_stage
     from release.attribution import attribution
     from release.markdown import md
     from tests import test_mix
@@ -946,7 +946,7 @@ STARTER = load_starter_config()
 needs_packages = pytest.mark.skipif(
     not all(_source_available(s) for s in STARTER.sources.values()),
     reason="starter sound packages absent: run scripts/setup.sh (apt-get install / apt-get download, "
-           "see configs/starter_sounds.yaml)")
+           "see construction/data/starter_sounds.yaml)")
 DEFAULT_LIBRARY = Path(os.environ.get("AORBENCH_SOUNDS") or Path.home() / ".cache/aor-bench/starter-sounds")
 
 # Clips per taxonomy tag as measured (CC-BY-4.0, CC-BY-SA-4.0): a change here must be deliberate.
@@ -988,7 +988,7 @@ def test_starter_library_coverage_per_tag_as_measured(starter) -> None:
 
 @needs_packages
 def test_starter_library_clips_are_licensed_measured_and_usable(starter) -> None:
-    from construction.sounds import MIN_ACTIVE, MIN_DURATION_S
+    from construction.sounds.library import MIN_ACTIVE, MIN_DURATION_S
     library = load_library(starter.out)
     assert library.problems == []
     vocabulary, _, _ = taxonomy_vocabulary()
@@ -1091,5 +1091,5 @@ def test_starter_config_is_consistent() -> None:
 def test_cli_reports_and_exits_nonzero_on_bad_config(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("version: 2\nsources: {}\nclips: []\n")
-    proc = run_module("construction.starter_sounds", "--out", str(tmp_path / "lib"), "--config", str(bad))
+    proc = run_module("construction.sounds.starter", "--out", str(tmp_path / "lib"), "--config", str(bad))
     assert proc.returncode == 2 and "invalid at 'clips'" in proc.stderr

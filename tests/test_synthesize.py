@@ -10,12 +10,12 @@ import pytest
 import soundfile as sf
 import yaml
 
-from construction.config import load_config
-from construction.errors import WorkbenchError
-from construction.record import Sample, make_sample_id
+from construction.core.config import load_config
+from construction.core.errors import WorkbenchError
+from construction.core.record import Sample, make_sample_id
 from construction.synthesize import assign_voices, voice_bank
-from construction.tts import Voice
-from construction.workspace import Workspace
+from construction.speech.tts import Voice
+from construction.core.workspace import Workspace
 from tests.conftest import MINI_TAXONOMY, run_module
 from tests.cosyvoice_stub import CosyVoiceStub
 

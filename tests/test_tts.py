@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from construction import tts
-from construction.config import load_config
-from construction.errors import WorkbenchError
-from construction.tts import (
+from construction.speech import tts
+from construction.core.config import load_config
+from construction.core.errors import WorkbenchError
+from construction.speech.tts import (
     DEFAULT_BANK_IDS,
     KOKORO_BANK_IDS,
     Voice,
@@ -89,7 +89,7 @@ def test_bank_voices_are_intelligible(spoken):
     import soxr
     from faster_whisper import WhisperModel
 
-    from construction.asr import whisper_base_model_dir
+    from construction.speech.asr import whisper_base_model_dir
 
     model = WhisperModel(str(whisper_base_model_dir()), device="cpu", compute_type="int8", cpu_threads=2)
     errors = {}

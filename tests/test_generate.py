@@ -1,0 +1,255 @@
+"""Record, config, workspace and the catalog/openai script generation (issue: foundation)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from construction.core.config import load_config
+from construction.core.errors import WorkbenchError
+from construction.core.record import Sample, make_sample_id
+from construction.text.taxonomy import load_taxonomy
+from construction.core.workspace import Workspace
+from tests.conftest import run_module
+from tests.llm_stub import LLMStub
+
+
+def test_sample_id_is_deterministic_and_defined_by_content():
+    a = make_sample_id("video_games", "Finish him!", "arcade", "underlay", ["gunfire", "crowd"], "excited")
+    b = make_sample_id("video_games", "Finish him!", "arcade", "underlay", ["crowd", "gunfire"], "excited")
+    c = make_sample_id("video_games", "Finish her!", "arcade", "underlay", ["gunfire", "crowd"], "excited")
+    assert a == b != c and a.startswith("aor-")
+
+
+def test_unknown_config_key_is_named(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("seed: 3\ngenerate:\n  per_categori: 5\n")
+    with pytest.raises(WorkbenchError, match="unknown key 'generate.per_categori'"):
+        load_config(cfg)
+    proc = run_module("construction.generate", "--workspace", str(tmp_path / "ws"), "--config", str(cfg))
+    assert proc.returncode == 2 and "unknown key 'generate.per_categori'" in proc.stderr
+    assert not (tmp_path / "ws").exists()
+
+
+def test_cli_flags_override_config(tmp_path):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("seed: 3\ngenerate:\n  per_category: 5\n")
+    config = load_config(cfg, {"seed": 9, "generate.per_category": None})
+    assert config.seed == 9 and config.generate.per_category == 5
+
+
+def test_bad_config_values(tmp_path):
+    with pytest.raises(WorkbenchError, match="not found"):
+        load_config(tmp_path / "missing.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("generate: [1, 2\n")
+    with pytest.raises(WorkbenchError, match="not valid YAML"):
+        load_config(bad)
+    bad.write_text("generate:\n  per_category: -1\n")
+    with pytest.raises(WorkbenchError, match="per_category"):
+        load_config(bad)
+
+
+def test_workspace_audio_is_content_addressed(tmp_path):
+    ws = Workspace(tmp_path / "ws")
+    tone = np.sin(np.linspace(0, 100, 16000)).astype(np.float32) * 0.5
+    ref = ws.store_audio(tone, 16000)
+    assert ref == ws.store_audio(tone.copy(), 16000)
+    assert ref.duration_s == 1.0 and ws.audio_path(ref).name == f"{ref.sha256}.wav"
+    np.testing.assert_allclose(ws.load_audio(ref), tone, atol=1e-4)
+    with pytest.raises(WorkbenchError):
+        ws.store_audio(np.array([np.nan], dtype=np.float32), 16000)
+
+
+def test_unwritable_workspace(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    with pytest.raises(WorkbenchError, match="not writable"):
+        Workspace(blocker / "ws")
+    proc = run_module("construction.generate", "--workspace", str(blocker / "ws"))
+    assert proc.returncode == 2 and "not writable" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_partial_manifest_line_is_trimmed(tmp_path):
+    ws = Workspace(tmp_path)
+    s = Sample(sample_id="aor-1", category="c", speech_text="x", context="y", background_tags=["t"],
+               placement="underlay", benign_reason="z", speaker_style="calm")
+    ws.manifest_path("toy").write_text(s.to_json() + "\n" + s.to_json()[:20])
+    assert [x.sample_id for x in ws.read_samples("toy")] == ["aor-1"]
+    with ws.appender("toy") as out:
+        out.write(s.model_copy(update={"sample_id": "aor-2"}))
+    assert [x.sample_id for x in ws.read_samples("toy")] == ["aor-1", "aor-2"]
+
+
+# --- taxonomy ---------------------------------------------------------------------------------
+
+def test_shipped_taxonomy_has_six_categories():
+    taxonomy, _ = load_taxonomy()
+    assert len(taxonomy.categories) == 6
+    for category in taxonomy.categories:
+        assert category.scenes and category.few_shot and category.background_tags and category.cue_words
+        assert len({line.id for line, _, _ in taxonomy.pairs(category.id)}) >= 100
+
+
+def test_empty_and_broken_taxonomy(tmp_path):
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("version: 1\ncategories: []\n")
+    with pytest.raises(WorkbenchError, match="no categories"):
+        load_taxonomy(empty)
+    proc = run_module("construction.generate", "--workspace", str(tmp_path / "ws"), "--taxonomy", str(empty))
+    assert proc.returncode == 2 and "no categories" in proc.stderr
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("version: 1\ncategories:\n  - id: x\n    name: X\n")
+    with pytest.raises(WorkbenchError, match="invalid"):
+        load_taxonomy(broken)
+
+
+def test_unknown_category(tmp_path, mini_taxonomy):
+    proc = run_module("construction.generate", "--workspace", str(tmp_path / "ws"), "--taxonomy",
+                      str(mini_taxonomy), "--categories", "video_games,knitting")
+    assert proc.returncode == 2 and "unknown category 'knitting'" in proc.stderr
+
+
+# --- catalog backend ----------------------------------------------------------------------------
+
+def _generate(ws: Path, *extra: str):
+    return run_module("construction.generate", "--workspace", str(ws), "--quiet", *extra)
+
+
+def test_catalog_is_balanced_and_byte_identical(tmp_path):
+    for name in ("a", "b"):
+        proc = _generate(tmp_path / name, "--per-category", "40", "--seed", "7")
+        assert proc.returncode == 0, proc.stderr
+    manifest_a = (tmp_path / "a/manifests/generate.jsonl").read_bytes()
+    assert manifest_a == (tmp_path / "b/manifests/generate.jsonl").read_bytes()
+    rows = [json.loads(line) for line in manifest_a.splitlines()]
+    categories = {r["category"] for r in rows}
+    assert len(categories) == 6 and len(rows) == 240
+    assert all(sum(r["category"] == c for r in rows) == 40 for c in categories)
+    assert len({r["sample_id"] for r in rows}) == 240
+    other = _generate(tmp_path / "c", "--per-category", "40", "--seed", "8")
+    assert other.returncode == 0
+    assert (tmp_path / "c/manifests/generate.jsonl").read_bytes() != manifest_a
+
+
+def test_catalog_reaches_500_distinct_per_category(tmp_path):
+    proc = _generate(tmp_path / "ws", "--per-category", "500")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    stats = json.loads((tmp_path / "ws/stats/generate.json").read_text())
+    assert all(c["kept"] == 500 for c in stats["per_category"].values())
+
+
+def test_near_duplicates_are_dropped_with_reason(tmp_path, mini_taxonomy):
+    proc = _generate(tmp_path / "ws", "--taxonomy", str(mini_taxonomy), "--per-category", "60")
+    rejected = [json.loads(x) for x in (tmp_path / "ws/manifests/generate.rejected.jsonl").read_text().splitlines()]
+    assert rejected and all(r["reason"].startswith(("near_duplicate", "duplicate_speech")) for r in rejected)
+    assert any(r["reason"].startswith("near_duplicate: speech ratio") for r in rejected)
+    kept = Workspace(tmp_path / "ws").read_samples("generate")
+    texts = [s.speech_text.lower() for s in kept]
+    assert len(texts) == len(set(texts))
+    # the mini catalog cannot give 60 distinct cooking lines: the shortfall is reported, exit 1
+    assert proc.returncode == 1 and "SHORT BY" in proc.stdout
+
+
+# --- openai backend against a local protocol stub ---------------------------------------------
+
+def _openai(ws: Path, stub: LLMStub, taxonomy: Path, *extra: str, key: str | None = "sk-test"):
+    env = {"OPENAI_API_KEY": key} if key else {"OPENAI_API_KEY": ""}
+    return run_module("construction.generate", "--workspace", str(ws), "--quiet", "--backend", "openai",
+                      "--llm-base-url", stub.url, "--llm-model", "stub-model", "--taxonomy", str(taxonomy),
+                      "--categories", "video_games", *extra, env=env)
+
+
+def test_openai_backend_round_trip_and_cache(tmp_path, mini_taxonomy):
+    with LLMStub() as stub:
+        proc = _openai(tmp_path / "ws", stub, mini_taxonomy, "--per-category", "8")
+        assert proc.returncode == 0, proc.stderr
+        sent = len(stub.requests)
+        assert sent == 2
+        body = stub.requests[0]["body"]
+        assert body["model"] == "stub-model" and "Video games" in body["messages"][1]["content"]
+        assert stub.requests[0]["auth"] == "Bearer sk-test"
+        samples = list(Workspace(tmp_path / "ws").read_samples("generate"))
+        assert len(samples) == 8
+        assert samples[0].provenance["generate"]["prompt_version"] == "scripts-v2"
+        assert {s.scene_id for s in samples} == {"vg_shooter", "vg_raid"}
+        assert all(s.script_family.startswith("llm-stub-") and s.speech_id.startswith("sp-") for s in samples)
+        # the answer's shape is a JSON schema enumerating the category's scenes and styles
+        schema = body["response_format"]["json_schema"]["schema"]["properties"]["scripts"]["items"]
+        assert schema["properties"]["scene_id"]["enum"] == ["vg_shooter", "vg_raid"]
+        assert schema["properties"]["speaker_style"]["enum"] == ["angry", "excited", "shouting"]
+        # a rerun answers from the cache: nothing is sent twice, same manifest
+        before = (tmp_path / "ws/manifests/generate.jsonl").read_bytes()
+        assert _openai(tmp_path / "ws", stub, mini_taxonomy, "--per-category", "8").returncode == 0
+        assert len(stub.requests) == sent
+        assert (tmp_path / "ws/manifests/generate.jsonl").read_bytes() == before
+    assert "sk-test" not in "".join(p.read_text() for p in (tmp_path / "ws").rglob("*") if p.is_file()
+                                    and p.suffix in (".json", ".jsonl", ".yaml"))
+
+
+def test_openai_malformed_and_http_errors_are_retried(tmp_path, mini_taxonomy):
+    with LLMStub() as stub:
+        stub.actions = ["malformed", "429", "500", "partial", "empty", "ok", "bad_items"]
+        proc = _openai(tmp_path / "ws", stub, mini_taxonomy, "--per-category", "7")
+        assert proc.returncode == 0, proc.stderr
+    ws = Workspace(tmp_path / "ws")
+    assert len(list(ws.read_samples("generate"))) == 7
+    reasons = [r.reason for r in ws.read_rejected("generate")]
+    assert any(r.startswith("invalid_script") for r in reasons)
+    assert any(r.startswith("unknown_scene: 'a_kitchen'") for r in reasons)
+    assert any(r.startswith("unknown_style") for r in reasons)
+
+
+def test_openai_persistent_failure_is_a_rejected_row_and_shortfall(tmp_path, mini_taxonomy):
+    with LLMStub() as stub:
+        stub.actions = ["500"] * 200
+        proc = _openai(tmp_path / "ws", stub, mini_taxonomy, "--per-category", "2", "--config",
+                       str(_cfg(tmp_path, "generate:\n  max_retries: 0\n")))
+    assert proc.returncode == 1 and "SHORT BY 2" in proc.stdout
+    reasons = [r.reason for r in Workspace(tmp_path / "ws").read_rejected("generate")]
+    assert reasons and all(r.startswith("llm_request_failed: HTTP 500") for r in reasons)
+
+
+def test_openai_timeout(tmp_path, mini_taxonomy):
+    with LLMStub() as stub:
+        stub.actions = ["slow"] * 3
+        proc = _openai(tmp_path / "ws", stub, mini_taxonomy, "--per-category", "2", "--config",
+                       str(_cfg(tmp_path, "generate:\n  max_retries: 0\n  timeout_s: 0.5\n")))
+    assert proc.returncode == 0, proc.stderr
+    reasons = [r.reason for r in Workspace(tmp_path / "ws").read_rejected("generate")]
+    assert "llm_request_failed: timeout" in reasons
+
+
+def test_openai_wrong_key_missing_key_and_server_down(tmp_path, mini_taxonomy):
+    with LLMStub() as stub:
+        stub.actions = ["401"] * 10
+        proc = _openai(tmp_path / "ws", stub, mini_taxonomy)
+        assert proc.returncode == 2 and "rejected the key in $OPENAI_API_KEY" in proc.stderr
+        assert "sk-test" not in proc.stderr + proc.stdout
+        proc = _openai(tmp_path / "ws2", stub, mini_taxonomy, key=None)
+        assert proc.returncode == 2 and "OPENAI_API_KEY" in proc.stderr
+        url = stub.url
+    down = LLMStub()  # never started: connection refused
+    down.server.server_close()
+    proc = run_module("construction.generate", "--workspace", str(tmp_path / "ws3"), "--backend", "openai",
+                      "--llm-base-url", url, "--taxonomy", str(mini_taxonomy), "--config",
+                      str(_cfg(tmp_path, "generate:\n  max_retries: 0\n")), env={"OPENAI_API_KEY": "k"})
+    assert proc.returncode == 2 and "cannot reach the LLM endpoint" in proc.stderr
+    assert not (tmp_path / "ws3/manifests/generate.jsonl").exists()
+
+
+def _cfg(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / f"cfg-{abs(hash(text))}.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_example_config_is_valid_and_complete():
+    from construction.core.config import Config
+    from tests.conftest import REPO
+
+    assert load_config(REPO / "configs" / "example.yaml") == Config()
