@@ -16,18 +16,87 @@ from construction.core.redact import RedactingFilter, redact
 from construction.core.workspace import Workspace, is_write_error, write_error
 
 
+# One name per thing, on every command (README "Running the stages"): --workspace, --sounds (a sound
+# library), --results (evaluation results folders), --base-url/--model/--api-key-env (an OpenAI-compatible
+# endpoint; a prefix where one command talks to two), --seed (the build seed, nothing else), --jobs
+# (parallel workers or requests), --restart, --retry-rejected, --quiet. Old spellings stay for one release.
+
+class _OldSpelling(argparse.Action):
+    """A flag's old spelling: still works for one release, and says once what to type instead."""
+
+    def __init__(self, option_strings, dest, new: str = "", target: str = "", **kwargs):
+        self.new, self.target = new, target or dest
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if not self.option_strings and values in (None, []):
+            return  # argparse calls an optional positional's action when it is absent too
+        old = option_string or f"the positional {self.metavar}"
+        print(f"warning: {old} is deprecated and goes in the next release; use {self.new}", file=sys.stderr)
+        setattr(namespace, self.target, True if self.nargs == 0 else values)
+
+
+def old_spelling(parser: argparse.ArgumentParser, old: str, new: str, *, flag: bool = False, **kwargs: Any) -> None:
+    """Accept `old` (hidden from --help) as `new`: same destination, a one-line deprecation warning.
+    `old` may be a positional name (kwargs then say its nargs); `flag` for store_true options."""
+    dest = new.lstrip("-").replace("-", "_")
+    if flag:
+        kwargs["nargs"] = 0
+    if old.startswith("-"):
+        parser.add_argument(old, dest=dest, action=_OldSpelling, new=new, help=argparse.SUPPRESS, **kwargs)
+    else:  # a positional: an optional one whose value lands in `new`'s destination
+        parser.add_argument(dest + "_positional", metavar=old, action=_OldSpelling, new=new, target=dest,
+                            help=argparse.SUPPRESS, **{"nargs": "?", **kwargs})
+
+
+def add_workspace(parser: argparse.ArgumentParser, *, default: str | None = "workspace") -> None:
+    parser.add_argument("--workspace", default=default,
+                        help="workspace directory" + (f" (default: ./{default})" if default else ""))
+
+
+def add_sounds(parser: argparse.ArgumentParser, help: str, **kwargs: Any) -> None:
+    parser.add_argument("--sounds", metavar="LIBRARY_DIR", help=help, **kwargs)
+
+
+def add_results(parser: argparse.ArgumentParser, help: str, **kwargs: Any) -> None:
+    parser.add_argument("--results", metavar="DIR", nargs="+", help=help, **kwargs)
+
+
+def add_endpoint(parser: argparse.ArgumentParser, what: str, *, prefix: str = "", required: bool = False,
+                 key_env: str = "OPENAI_API_KEY") -> None:
+    """The OpenAI-compatible endpoint triple. The key is read from the environment variable named by
+    --api-key-env, never from a flag, so it lands in no shell history, manifest or log."""
+    parser.add_argument(f"--{prefix}base-url", required=required, help=f"{what}: OpenAI-compatible base URL")
+    parser.add_argument(f"--{prefix}model", required=required, help=f"{what}: model name")
+    parser.add_argument(f"--{prefix}api-key-env", default=key_env, metavar="VAR",
+                        help=f"{what}: environment variable holding the API key (default: {key_env})")
+
+
+def add_jobs(parser: argparse.ArgumentParser, help: str, **kwargs: Any) -> None:
+    parser.add_argument("--jobs", type=int, help=help, **kwargs)
+
+
+def add_restart(parser: argparse.ArgumentParser, help: str = "discard this stage's output and redo it") -> None:
+    parser.add_argument("--restart", action="store_true", help=help)
+
+
+def add_quiet(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
 def base_parser(prog: str, description: str) -> argparse.ArgumentParser:
+    """The flags every construction stage takes."""
     parser = argparse.ArgumentParser(prog=prog, description=description)
-    parser.add_argument("--workspace", default="workspace", help="workspace directory (default: ./workspace)")
+    add_workspace(parser)
     parser.add_argument("--config", help="YAML config file over the workspace's config.yaml (unknown keys are errors)")
-    parser.add_argument("--seed", type=int, help="overrides config 'seed'")
-    parser.add_argument("--jobs", type=int, help="worker processes or Ray actors (default: CPU cores available)")
+    parser.add_argument("--seed", type=int, help="the build seed (overrides config 'seed')")
+    add_jobs(parser, "worker processes or Ray actors (default: CPU cores available)")
     parser.add_argument("--executor", choices=["local", "ray"], help="where stages run (config runner.executor)")
     parser.add_argument("--ray-address", help="Ray cluster address (config runner.ray_address)")
-    parser.add_argument("--restart", action="store_true", help="discard this stage's output and redo it")
+    add_restart(parser)
     parser.add_argument("--retry-rejected", action="store_true",
                         help="process this stage's rejected samples again (e.g. after a server outage)")
-    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_quiet(parser)
     return parser
 
 
