@@ -1,4 +1,8 @@
-"""Shared command-line plumbing: common flags, config loading, and errors -> message + exit code."""
+"""The command-line convention every entry point follows, so a flag means one thing everywhere.
+
+One name per thing (the list is below, above `old_spelling`); a command's config is the workspace's
+own, a --config file over it, then flags (`run_config`); `run_main` turns bad input into `error: ...`
+and exit status 2 with every credential redacted. Each command's own flags: its `--help`."""
 
 from __future__ import annotations
 
