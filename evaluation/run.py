@@ -19,7 +19,8 @@ The results folder (default evaluations/<model>-<variant>-<input>/; names in eva
                       the audio sent), status (ok | error), reason, response (the raw text), finish_reason,
                       request_key, from_cache, truncated; controls also control_of and control_kind.
                       Known secrets (the key, secret-looking env values, key-shaped strings) are masked in
-                      an answer before it is stored, cached or judged; an answer is cut at MAX_ANSWER_CHARS
+                      an answer before it is stored, cached or judged; an answer is cut at
+                      MAX_ANSWER_CHARS (evaluation.endpoint)
     cache/responses/  answers by request hash: model, variant, messages (the audio sent, by its sha256),
                       params; the speech, the mixture and a control differ in their audio, so in their key
 
