@@ -1,8 +1,9 @@
 """Refusal rates per category and overall, with 95% confidence intervals, side by side for runs; and, for
 a model run on several inputs, its context use.
 
-    python -m evaluation.report RESULTS_DIR [RESULTS_DIR ...] [--out DIR] [--judge auto|keyword|llm]
-                                [--empty-as-refusal]
+The last step of an evaluation: the judged answers of evaluation.run (and evaluation.judge, where it ran)
+become the numbers a paper reports, with intervals that respect how the clips were made. The flags:
+`python -m evaluation.report --help`.
 
 Give the runs of one or more models, on any of the inputs (evaluation.run --input mixture|speech|controls).
 Each run is one column of the first table. Runs are then grouped by model, prompt variant and release
@@ -22,11 +23,11 @@ The rate of a cell is refused / judged over the clips that have an answer and a 
 intervals: the Wilson score interval (statsmodels proportion_confint, method="wilson"), which treats the
 clips as independent, and a cluster-bootstrap interval that resamples whole script families (clips of
 one speech skeleton, or one speech line over several scenes, are correlated; validation.bootstrap),
-which is the one to read. --judge auto (default) uses the LLM judge's verdicts for a run where
+which is the one to read. The auto judge (default) uses the LLM judge's verdicts for a run where
 evaluation.judge gave every answer a class (unparsed or failed outputs give none), else the keyword
-judge, and says which. Clips recorded as errors
-are left out and counted; --empty-as-refusal counts empty answers as refusals instead (VoiceBench's
-convention). Every AOR-Bench clip is benign in its context, so every refusal is an over-refusal.
+judge, and says which. Clips recorded as errors are left out and counted, unless empty answers are asked
+to count as refusals (VoiceBench's convention). Every AOR-Bench clip is benign in its context, so every
+refusal is an over-refusal.
 
 Writes OUT/report.json ("runs": one entry per run; "models": one per group, with the cells above),
 OUT/over_refusal.png and, when a group has several inputs, OUT/context_use.png (default OUT:
@@ -41,10 +42,12 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
+from construction.core.cli import add_results, old_spelling, run_main
 from construction.core.errors import WorkbenchError
 from construction.core.workspace import atomic_write_text
-from evaluation.judge import final_answer, keyword_judge, read_llm_verdicts, summarise
-from evaluation.run import INPUTS, RunResults, load_results
+from evaluation.judge import read_llm_verdicts, summarise
+from evaluation.keyword_judge import final_answer, keyword_judge
+from evaluation.results import INPUTS, RunResults, load_results
 from validation.bootstrap import proportion_ci
 
 JUDGES = ("auto", "keyword", "llm")
@@ -77,7 +80,7 @@ def verdicts_for(results: RunResults, judge: str) -> tuple[str, dict[str, bool],
     answered = {sid for sid, r in results.records.items() if r["status"] == "ok"}
     if judge == "llm" and not llm:
         raise WorkbenchError(f"{results.root} has no LLM judge verdicts for its current answers: run "
-                             "python -m evaluation.judge --results DIR --judge-base-url URL --judge-model M")
+                             "python -m evaluation.judge --results DIR --base-url URL --model M")
     # auto: the LLM judge only where it gave a verdict for every answer (unparsed or failed ones have none)
     has_verdict = {sid for sid, r in llm.items() if r["refusal"] is not None}
     if judge == "llm" or (judge == "auto" and answered and has_verdict >= answered):
@@ -355,15 +358,17 @@ def plot_context(models: list[dict[str, Any]], path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m evaluation.report", description=__doc__.split("\n\n")[0])
-    parser.add_argument("results", nargs="+",
-                        help="evaluation run folder(s), one column each; the runs of one model on several "
-                             "inputs (mixture, speech, controls) also give its context-use table")
+    add_results(parser, "evaluation run folder(s), one column each; the runs of one model on several inputs "
+                        "(mixture, speech, controls) also give its context-use table")
     parser.add_argument("--out", default="evaluations/report", help="where report.json and the plot go")
     parser.add_argument("--judge", choices=JUDGES, default="auto",
                         help="verdicts to count: llm, keyword, or auto (llm where every answer has one)")
     parser.add_argument("--empty-as-refusal", action="store_true",
                         help="count empty answers (recorded as errors) as refusals")
+    old_spelling(parser, "RESULTS", "--results", nargs="*")
     args = parser.parse_args(argv)
+    if not args.results:
+        parser.error("give the evaluation run folders: --results DIR [DIR ...]")
 
     loaded = [load_results(d) for d in args.results]
     pairs = [(results, run_report(results, args.judge, args.empty_as_refusal)) for results in loaded]
@@ -398,6 +403,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from construction.core.cli import run_main
-
     run_main(main)

@@ -19,6 +19,8 @@ import pytest
 
 from construction.core.errors import WorkbenchError
 from evaluation import judge as judge_mod
+from evaluation import keyword_judge as keyword_mod
+from evaluation import results as results_mod
 from evaluation import report as report_mod
 from evaluation import run as run_mod
 from release.export import main as export_main
@@ -79,14 +81,14 @@ def plain_run(release, tmp_path_factory):
     out_dir = tmp_path_factory.mktemp("plain") / "run"
     rel, rows = release
     with AudioLLMStub({r["audio_sha256"]: kind for r, kind in zip(rows, KINDS, strict=True)}) as s:
-        assert run(rel, s.url, out_dir, "--concurrency", "3") == 0
+        assert run(rel, s.url, out_dir, "--jobs", "3") == 0
         audio_requests = s.audio_requests()
-        assert judge_mod.main(["--results", str(out_dir), "--judge-base-url", s.url, "--judge-model", "stub-judge",
+        assert judge_mod.main(["--results", str(out_dir), "--base-url", s.url, "--model", "stub-judge",
                                "--quiet"]) == 0
         judge_requests = s.judge_requests()
         # a rerun of both sends nothing: done ids are skipped, judge answers come from the cache
         assert run(rel, s.url, out_dir) == 0
-        assert judge_mod.main(["--results", str(out_dir), "--judge-base-url", s.url, "--judge-model", "stub-judge",
+        assert judge_mod.main(["--results", str(out_dir), "--base-url", s.url, "--model", "stub-judge",
                                "--quiet"]) == 0
         assert len(s.requests) == len(audio_requests) + len(judge_requests)
     return out_dir, audio_requests, judge_requests
@@ -140,7 +142,7 @@ def test_bad_responses_become_errors_with_reasons_and_retry(release, stub, tmp_p
     shas = [sha(r) for r in rows]
     stub.script = {shas[0]: ["500", "500"], shas[1]: ["empty"], shas[2]: ["malformed"], shas[3]: ["no_choices"],
                    shas[4]: ["null_content"], shas[5]: ["503"], shas[6]: ["429"], shas[7]: ["slow", "slow"]}
-    assert run(rel, stub.url, out, "--max-retries", "1", "--timeout-s", "1", "--concurrency", "4") == 0
+    assert run(rel, stub.url, out, "--max-retries", "1", "--timeout-s", "1", "--jobs", "4") == 0
     by_id = {r["id"]: r for r in lines(out / "responses.jsonl")}
     reasons = [by_id[r["id"]]["reason"] or "" for r in rows]
     assert reasons[0].startswith("http_500: stub 500")
@@ -153,11 +155,11 @@ def test_bad_responses_become_errors_with_reasons_and_retry(release, stub, tmp_p
     assert per_sha[shas[0]] == per_sha[shas[5]] == per_sha[shas[6]] == 2 and per_sha[shas[1]] == 1
     assert "errors:" in capsys.readouterr().out
 
-    # errors are not cached and not resent by a plain rerun; --retry-errors sends exactly them again
+    # errors are not cached and not resent by a plain rerun; --retry-rejected sends exactly them again
     sent = len(stub.requests)
     assert run(rel, stub.url, out) == 0
     assert len(stub.requests) == sent
-    assert run(rel, stub.url, out, "--retry-errors") == 0
+    assert run(rel, stub.url, out, "--retry-rejected") == 0
     again = [q["audio_sha256"] for q in stub.requests[sent:]]
     assert sorted(again) == sorted(shas[i] for i in (0, 1, 2, 3, 4, 7))
     records = lines(out / "responses.jsonl")
@@ -173,7 +175,7 @@ def test_killed_run_resumes_without_duplicates_or_resending(release, tmp_path):
         env = {**os.environ, "PYTHONPATH": str(REPO), "OPENAI_API_KEY": KEY,
                "HF_DATASETS_CACHE": str(tmp_path / "hf-cache")}
         proc = subprocess.Popen([sys.executable, "-m", "evaluation.run", "--release", str(rel), "--model", "stub-audio",
-                                 "--base-url", slow.url, "--out", str(out), "--concurrency", "2", "--quiet"],
+                                 "--base-url", slow.url, "--out", str(out), "--jobs", "2", "--quiet"],
                                 cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         responses = out / "responses.jsonl"
         deadline = time.monotonic() + 60
@@ -183,7 +185,7 @@ def test_killed_run_resumes_without_duplicates_or_resending(release, tmp_path):
             time.sleep(0.02)
         proc.send_signal(signal.SIGKILL)
         proc.communicate(timeout=30)
-        done_before = {r["id"] for r in run_mod.read_jsonl(responses)}
+        done_before = {r["id"] for r in results_mod.read_jsonl(responses)}
         assert 3 <= len(done_before) < len(rows), "the run was not killed midway"
         with open(responses, "a") as f:
             f.write('{"id": "aor-cut-by-the-kill", "sta')  # a write torn by the kill
@@ -242,21 +244,42 @@ def test_cot_variant_is_judged_on_the_final_answer(release, stub, tmp_path):
     requests = stub.audio_requests()
     assert len(requests) == 4 and all(r["system"] == run_mod.COT_SYSTEM_PROMPT for r in requests)
     assert "Final answer:" in run_mod.COT_SYSTEM_PROMPT and "acoustic context" in run_mod.COT_SYSTEM_PROMPT
-    results = run_mod.load_results(out)
-    kw = judge_mod.keyword_judge_run(results)
+    results = results_mod.load_results(out)
+    kw = keyword_mod.keyword_judge_run(results)
     for row, kind in zip(rows[:4], KINDS[:4], strict=True):
         raw = results.records[row["id"]]["response"]
         assert raw.startswith(COT_REASONING) and raw.startswith("I cannot")
-        assert judge_mod.keyword_judge(raw).refusal  # the reasoning alone would read as a refusal
+        assert keyword_mod.keyword_judge(raw).refusal  # the reasoning alone would read as a refusal
         assert kw["verdicts"][row["id"]].refusal == KEYWORD_REFUSES[kind]
     assert kw["marker_missing"] == 0
 
-    assert judge_mod.main(["--results", str(out), "--judge-base-url", stub.url, "--judge-model", "j",
+    assert judge_mod.main(["--results", str(out), "--base-url", stub.url, "--model", "j",
                            "--quiet"]) == 0
     prompts = [r["text"] for r in stub.judge_requests()]
     assert len(prompts) == 4 and not any(COT_REASONING in p or "Final answer" in p for p in prompts)
     classes = {r["id"]: r["class"] for r in lines(out / "llm_judge.jsonl")}
     assert [classes[r["id"]] for r in rows[:4]] == [LLM_CLASS[k] for k in KINDS[:4]]
+
+
+def test_old_flag_spellings_still_work_and_warn(release, stub, tmp_path, capsys):
+    """--concurrency, --retry-errors, --judge-base-url/--judge-model/--judge-api-key-env and report's
+    positional folders keep working for one release, each with a one-line warning naming the new flag."""
+    rel, _ = release
+    out = tmp_path / "run"
+    assert run(rel, stub.url, out, "--concurrency", "2", "--retry-errors") == 0
+    assert judge_mod.main(["--results", str(out), "--judge-base-url", stub.url, "--judge-model", "j",
+                           "--judge-api-key-env", "OPENAI_API_KEY", "--concurrency", "2", "--quiet"]) == 0
+    assert json.loads((out / "judge_summary.json").read_text())["llm"]["judge_model"] == "j"
+    assert report_mod.main([str(out), "--out", str(tmp_path / "r")]) == 0
+    assert json.loads((tmp_path / "r" / "report.json").read_text())["runs"][0]["results_dir"] == str(out)
+    err = capsys.readouterr().err
+    for old, new in (("--concurrency", "--jobs"), ("--retry-errors", "--retry-rejected"),
+                     ("--judge-base-url", "--base-url"), ("--judge-model", "--model"),
+                     ("--judge-api-key-env", "--api-key-env"), ("the positional RESULTS", "--results")):
+        assert f"warning: {old} is deprecated and goes in the next release; use {new}" in err
+    with pytest.raises(SystemExit) as exc:  # neither spelling: a clear error, exit 2
+        report_mod.main(["--out", str(tmp_path / "r")])
+    assert exc.value.code == 2 and "error: give the evaluation run folders: --results" in capsys.readouterr().err
 
 
 # --- judges ---------------------------------------------------------------------------------------------------
@@ -283,7 +306,7 @@ def test_cot_variant_is_judged_on_the_final_answer(release, stub, tmp_path):
     ("Finish him!", False, "none"),
 ])
 def test_keyword_judge_phrase_list_and_failure_modes(answer, refusal, rule):
-    verdict = judge_mod.keyword_judge(answer)
+    verdict = keyword_mod.keyword_judge(answer)
     assert (verdict.refusal, verdict.rule) == (refusal, rule)
 
 
@@ -296,7 +319,7 @@ def test_keyword_judge_phrase_list_and_failure_modes(answer, refusal, rule):
     ("Final answer: kept whole in plain", "plain", "Final answer: kept whole in plain", True),
 ])
 def test_final_answer_is_the_text_after_the_last_marker(text, variant, answer, found):
-    assert judge_mod.final_answer(text, variant) == (answer, found)
+    assert keyword_mod.final_answer(text, variant) == (answer, found)
 
 
 @pytest.mark.parametrize("raw, expected", [
@@ -362,7 +385,7 @@ def fake_run(root: Path, model: str, answers: dict[str, list[str | None]], famil
     in script families of `family_size` consecutive clips. `input` None: a run.json from before --input
     (the mixture); controls get `kinds[i]` as their control_kind."""
     root.mkdir(parents=True)
-    settings = {"format": run_mod.FORMAT, "model": model, "variant": "plain", "release_version": "0.1.0"}
+    settings = {"format": results_mod.FORMAT, "model": model, "variant": "plain", "release_version": "0.1.0"}
     if input is not None:
         settings["input"] = input
     (root / "run.json").write_text(json.dumps(settings))
@@ -386,7 +409,7 @@ def test_report_rates_and_wilson_intervals_on_known_data(tmp_path):
                                              "games": [comply] * 4 + [None, ""]})
     b = fake_run(tmp_path / "b", "model-b", {"kitchen": [refuse] * 10, "games": [refuse, comply]})
     out = tmp_path / "report"
-    proc = run_module("evaluation.report", str(a), str(b), "--out", str(out), check=True)
+    proc = run_module("evaluation.report", "--results", str(a), str(b), "--out", str(out), check=True)
     report = json.loads((out / "report.json").read_text())
     first, second = report["runs"]
     kitchen = first["per_category"]["kitchen"]
@@ -406,13 +429,13 @@ def test_report_rates_and_wilson_intervals_on_known_data(tmp_path):
     assert (out / "over_refusal.png").read_bytes().startswith(b"\x89PNG")
 
     # VoiceBench's convention on request: the empty answer counts as a refusal
-    assert report_mod.main([str(a), "--out", str(tmp_path / "r2"), "--empty-as-refusal"]) == 0
+    assert report_mod.main(["--results", str(a), "--out", str(tmp_path / "r2"), "--empty-as-refusal"]) == 0
     games = json.loads((tmp_path / "r2" / "report.json").read_text())["runs"][0]["per_category"]["games"]
     assert (games["n"], games["refusals"], games["not_judged"]) == (5, 1, 1)
     with pytest.raises(WorkbenchError, match="no LLM judge verdicts"):
-        report_mod.main([str(a), "--out", str(tmp_path / "r3"), "--judge", "llm"])
+        report_mod.main(["--results", str(a), "--out", str(tmp_path / "r3"), "--judge", "llm"])
     with pytest.raises(WorkbenchError, match="not an evaluation run"):
-        report_mod.main([str(tmp_path), "--out", str(tmp_path / "r4")])
+        report_mod.main(["--results", str(tmp_path), "--out", str(tmp_path / "r4")])
 
 
 def test_report_clusters_the_interval_on_script_families(tmp_path):
@@ -420,7 +443,7 @@ def test_report_clusters_the_interval_on_script_families(tmp_path):
     # 20 clips in 4 families of 5 that answer alike: 2 families refuse, 2 comply
     answers = {"kitchen": [refuse] * 10 + [comply] * 10}
     clustered = fake_run(tmp_path / "c", "m", answers, family_size=5)
-    report_mod.main([str(clustered), "--out", str(tmp_path / "rc")])
+    report_mod.main(["--results", str(clustered), "--out", str(tmp_path / "rc")])
     cell = json.loads((tmp_path / "rc" / "report.json").read_text())["runs"][0]["per_category"]["kitchen"]
     assert cell["rate"] == 0.5 and cell["n_families"] == 4
     # by hand: a resample draws 4 families; the rate is k/4 with k ~ Binomial(4, 1/2), so the 2.5 and
@@ -432,9 +455,9 @@ def test_report_clusters_the_interval_on_script_families(tmp_path):
 def test_report_uses_the_llm_judge_once_every_answer_has_a_verdict(plain_run, tmp_path):
     out_dir, _, _ = plain_run
     # the judge could not classify the transcript: --judge auto keeps the keyword judge
-    auto = report_mod.run_report(run_mod.load_results(out_dir))
+    auto = report_mod.run_report(results_mod.load_results(out_dir))
     assert auto["judge"] == "keyword" and auto["judge_model"] is None
-    proc = run_module("evaluation.report", str(out_dir), "--out", str(tmp_path / "rep"), "--judge", "llm",
+    proc = run_module("evaluation.report", "--results", str(out_dir), "--out", str(tmp_path / "rep"), "--judge", "llm",
                       check=True)
     run_report = json.loads((tmp_path / "rep" / "report.json").read_text())["runs"][0]
     assert run_report["judge"] == "llm" and run_report["judge_model"] == "stub-judge"
@@ -442,7 +465,7 @@ def test_report_uses_the_llm_judge_once_every_answer_has_a_verdict(plain_run, tm
     assert (games["refusals"], games["n"], games["not_judged"]) == (4, 4, 1)  # the transcript is unparsed
     assert (kitchen["refusals"], kitchen["n"]) == (1, 5)
     assert "judge agreement, stub-audio [plain]: keyword vs LLM on 9 answers: 88.89%" in proc.stdout
-    keyword = report_mod.run_report(run_mod.load_results(out_dir), judge="keyword")
+    keyword = report_mod.run_report(results_mod.load_results(out_dir), judge="keyword")
     assert keyword["overall"]["refusals"] == sum(KEYWORD_REFUSES[k] for k in KINDS)
 
 
@@ -475,7 +498,8 @@ def test_context_gap_and_its_family_interval_by_hand(tmp_path):
     controls = fake_run(tmp_path / "controls", "m", {"kitchen": [REFUSE, COMPLY], "games": [REFUSE, REFUSE]},
                         input="controls", kinds=["mismatched", "neutral"])
     out = tmp_path / "report"
-    proc = run_module("evaluation.report", str(mixture), str(speech), str(controls), "--out", str(out), check=True)
+    proc = run_module("evaluation.report", "--results", str(mixture), str(speech), str(controls), "--out", str(out),
+                      check=True)
     report = json.loads((out / "report.json").read_text())
     assert [r["input"] for r in report["runs"]] == ["mixture", "speech", "controls"]
     [model] = report["models"]
@@ -524,7 +548,8 @@ def test_a_model_that_complies_with_everything_does_not_look_good(tmp_path):
     mixture = fake_run(tmp_path / "mix", "yes-man", {"kitchen": [COMPLY] * 6}, input="mixture")
     controls = fake_run(tmp_path / "ctl", "yes-man", {"kitchen": [COMPLY] * 2}, input="controls",
                         kinds=["mismatched", "neutral"])
-    proc = run_module("evaluation.report", str(mixture), str(controls), "--out", str(tmp_path / "r"), check=True)
+    proc = run_module("evaluation.report", "--results", str(mixture), str(controls), "--out", str(tmp_path / "r"),
+                      check=True)
     [model] = json.loads((tmp_path / "r" / "report.json").read_text())["models"]
     assert model["overall"]["mixture"]["rate"] == 0.0 and model["overall"]["controls"]["rate"] == 0.0
     assert model["overall"]["context_gap"] is None and model["overall"]["speech"] is None  # no speech run
@@ -536,12 +561,12 @@ def test_a_model_that_complies_with_everything_does_not_look_good(tmp_path):
 def test_two_runs_of_one_input_and_old_run_json(tmp_path):
     a = fake_run(tmp_path / "a", "m", {"kitchen": [REFUSE]})  # before --input: the mixture
     b = fake_run(tmp_path / "b", "m", {"kitchen": [COMPLY]}, input="mixture")
-    assert run_mod.load_results(a).input == "mixture" and run_mod.load_results(a).label == "m [plain]"
+    assert results_mod.load_results(a).input == "mixture" and results_mod.load_results(a).label == "m [plain]"
     with pytest.raises(WorkbenchError, match=r"two runs of m \[plain\] on the mixture input of release 0.1.0"):
-        report_mod.main([str(a), str(b), "--out", str(tmp_path / "r")])
+        report_mod.main(["--results", str(a), str(b), "--out", str(tmp_path / "r")])
     # runs of other models or variants are columns side by side, as before
     c = fake_run(tmp_path / "c", "other", {"kitchen": [COMPLY]}, input="speech")
-    assert report_mod.main([str(a), str(c), "--out", str(tmp_path / "r")]) == 0
+    assert report_mod.main(["--results", str(a), str(c), "--out", str(tmp_path / "r")]) == 0
     models = json.loads((tmp_path / "r" / "report.json").read_text())["models"]
     assert [sorted(m["inputs"]) for m in models] == [["mixture"], ["speech"]]
     assert not (tmp_path / "r" / "context_use.png").exists()
@@ -565,14 +590,14 @@ def input_runs(release, tmp_path_factory):
         behaviour[c["audio_sha256"]] = "refuse" if index[c["control_of"]] == 0 else "comply"
     outs, requests = {}, {}
     with AudioLLMStub(behaviour) as stub:
-        for name in run_mod.INPUTS:
+        for name in results_mod.INPUTS:
             outs[name] = base / name
             before = len(stub.requests)
             assert run(rel, stub.url, outs[name], "--input", name) == 0
             requests[name] = stub.requests[before:]
     report_dir = base / "report"
-    proc = run_module("evaluation.report", *(str(outs[n]) for n in run_mod.INPUTS), "--out", str(report_dir),
-                      check=True)
+    proc = run_module("evaluation.report", "--results", *(str(outs[n]) for n in results_mod.INPUTS),
+                      "--out", str(report_dir), check=True)
     return outs, requests, controls, json.loads((report_dir / "report.json").read_text()), proc.stdout
 
 

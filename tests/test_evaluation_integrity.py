@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 
 from construction.core.errors import WorkbenchError
+from evaluation import endpoint as endpoint_mod
 from evaluation import judge as judge_mod
+from evaluation import results as results_mod
 from evaluation import report as report_mod
 from evaluation import run as run_mod
 from tests.audio_llm_stub import AudioLLMStub, _completion, _error
@@ -57,8 +59,8 @@ def test_an_echoed_key_is_stored_nowhere_and_not_forwarded_to_the_judge(release,
         assert run_mod.main(["--release", str(rel), "--model", "stub-audio", "--base-url", stub.url, "--out",
                              str(out), "--api-key-env", "MODEL_ACCESS", "--quiet"]) == 0
         assert all(r["auth"] == f"Bearer {SECRET}" for r in stub.audio_requests())  # the key was sent...
-        assert judge_mod.main(["--results", str(out), "--judge-base-url", stub.url, "--judge-model", "j",
-                               "--judge-api-key-env", "JUDGE_ACCESS", "--quiet"]) == 0
+        assert judge_mod.main(["--results", str(out), "--base-url", stub.url, "--model", "j",
+                               "--api-key-env", "JUDGE_ACCESS", "--quiet"]) == 0
         judge_prompts = [r["text"] for r in stub.judge_requests()]
     assert len(judge_prompts) == len(KINDS)
     assert all(SECRET not in p and "Your token is Bearer ***" in p for p in judge_prompts)  # ...and masked
@@ -66,15 +68,15 @@ def test_an_echoed_key_is_stored_nowhere_and_not_forwarded_to_the_judge(release,
     assert SECRET not in written and JUDGE_SECRET not in written
     records = [json.loads(line) for line in (out / "responses.jsonl").read_text().splitlines()]
     # one answer is cut at MAX_ANSWER_CHARS, and says so
-    assert all(len(r["response"]) == run_mod.MAX_ANSWER_CHARS and r["truncated"] for r in records)
+    assert all(len(r["response"]) == endpoint_mod.MAX_ANSWER_CHARS and r["truncated"] for r in records)
     cached = [json.loads(p.read_text()) for p in (out / "cache" / "responses").glob("*.json")]
-    assert len(cached) == len(KINDS) and all(len(c["text"]) == run_mod.MAX_ANSWER_CHARS for c in cached)
+    assert len(cached) == len(KINDS) and all(len(c["text"]) == endpoint_mod.MAX_ANSWER_CHARS for c in cached)
 
 
 def test_runs_of_two_exports_of_one_version_are_not_paired(release, tmp_path):
     rel, _ = release
     # one export: every input has the same samples fingerprint (the controls config included)
-    prints = {name: run_mod.Release(str(rel), input=name).samples_fingerprint for name in run_mod.INPUTS}
+    prints = {name: run_mod.Release(str(rel), input=name).samples_fingerprint for name in results_mod.INPUTS}
     assert len(set(prints.values())) == 1
     mixture = fake_run(tmp_path / "m", "m", {"kitchen": [REFUSE, COMPLY]}, input="mixture")
     speech = fake_run(tmp_path / "s", "m", {"kitchen": [REFUSE, REFUSE]}, input="speech")
@@ -82,10 +84,10 @@ def test_runs_of_two_exports_of_one_version_are_not_paired(release, tmp_path):
         settings = json.loads((root / "run.json").read_text())
         (root / "run.json").write_text(json.dumps({**settings, "release_samples_fingerprint": fingerprint}))
     with pytest.raises(WorkbenchError, match=r"different exports of release 0\.1\.0"):
-        report_mod.main([str(mixture), str(speech), "--out", str(tmp_path / "r")])
+        report_mod.main(["--results", str(mixture), str(speech), "--out", str(tmp_path / "r")])
     settings = json.loads((speech / "run.json").read_text())
     (speech / "run.json").write_text(json.dumps({**settings, "release_samples_fingerprint": "export-1"}))
-    assert report_mod.main([str(mixture), str(speech), "--out", str(tmp_path / "r")]) == 0
+    assert report_mod.main(["--results", str(mixture), str(speech), "--out", str(tmp_path / "r")]) == 0
     [model] = json.loads((tmp_path / "r" / "report.json").read_text())["models"]
     assert model["overall"]["context_gap"]["gap"] == 0.5
 
@@ -102,7 +104,7 @@ def test_a_bad_line_in_responses_is_an_error_naming_file_and_line(tmp_path, edit
     rows = [json.loads(line) for line in path.read_text().splitlines()]
     edit(rows[1])
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    proc = run_module("evaluation.report", str(root), "--out", str(tmp_path / "r"))
+    proc = run_module("evaluation.report", "--results", str(root), "--out", str(tmp_path / "r"))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert f"error: {path}:2: {message}" in proc.stderr
     assert not (tmp_path / "r").exists()
@@ -110,21 +112,21 @@ def test_a_bad_line_in_responses_is_an_error_naming_file_and_line(tmp_path, edit
 
 def test_auto_judge_needs_an_llm_verdict_for_every_answer(tmp_path):
     root = fake_run(tmp_path / "run", "m", {"kitchen": [REFUSE, COMPLY, REFUSE, COMPLY]}, input="mixture")
-    records = run_mod.load_results(root).records
+    records = results_mod.load_results(root).records
     classes = ["2_full_refusal", "2_full_refusal", None, None]  # two outputs named no class
     rows = [{"id": sid, "judge_model": "j", "class": cls, "refusal": None if cls is None else True,
              "status": "ok" if cls else "unparsed", "answer_key": records[sid]["request_key"]}
             for sid, cls in zip(sorted(records), classes, strict=True)]
-    (root / judge_mod.LLM_FILE).write_text("".join(json.dumps(r) + "\n" for r in rows))
-    auto = report_mod.run_report(run_mod.load_results(root))
+    (root / results_mod.LLM_FILE).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    auto = report_mod.run_report(results_mod.load_results(root))
     assert auto["judge"] == "keyword" and (auto["overall"]["refusals"], auto["overall"]["n"]) == (2, 4)
-    llm = report_mod.run_report(run_mod.load_results(root), judge="llm")  # asked for: the verdicts it has
+    llm = report_mod.run_report(results_mod.load_results(root), judge="llm")  # asked for: the verdicts it has
     assert llm["judge"] == "llm" and (llm["overall"]["refusals"], llm["overall"]["n"]) == (2, 2)
     # once every answer has a verdict, auto counts the LLM's
     for row in rows[2:]:
         row.update({"class": "2_full_refusal", "refusal": True, "status": "ok"})
-    (root / judge_mod.LLM_FILE).write_text("".join(json.dumps(r) + "\n" for r in rows))
-    auto = report_mod.run_report(run_mod.load_results(root))
+    (root / results_mod.LLM_FILE).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    auto = report_mod.run_report(results_mod.load_results(root))
     assert auto["judge"] == "llm" and auto["overall"]["refusals"] == 4
 
 
@@ -139,13 +141,14 @@ def test_the_documented_glob_works_after_a_report_and_a_failed_run(release, tmp_
         with pytest.raises(WorkbenchError, match="does not serve model 'no-such-model'"):
             run_mod.main(["--release", str(rel), "--model", "no-such-model", "--base-url", stub.url, "--quiet"])
         assert sorted(p.name for p in evaluations.iterdir()) == ["stub-audio-plain-mixture"]
-        assert report_mod.main([str(evaluations / "stub-audio-plain-mixture")]) == 0  # writes evaluations/report
+        # writes evaluations/report
+        assert report_mod.main(["--results", str(evaluations / "stub-audio-plain-mixture")]) == 0
         capsys.readouterr()
         assert judge_mod.main(["--results", *sorted(str(p) for p in evaluations.iterdir()),
-                               "--judge-base-url", stub.url, "--judge-model", "j", "--quiet"]) == 0
+                               "--base-url", stub.url, "--model", "j", "--quiet"]) == 0
     err = capsys.readouterr().err
     assert f"skipping {evaluations / 'report'}: not an evaluation run (no run.json)" in err
-    assert (evaluations / "stub-audio-plain-mixture" / judge_mod.LLM_FILE).exists()
+    assert (evaluations / "stub-audio-plain-mixture" / results_mod.LLM_FILE).exists()
     with pytest.raises(WorkbenchError, match="is an evaluation run"):
         judge_mod.main(["--results", str(evaluations / "report")])
 

@@ -32,6 +32,7 @@ import soundfile as sf
 import yaml
 
 from construction.core.errors import WorkbenchError
+from construction.core.jsonl import iter_jsonl, trim_partial_line
 from construction.core.record import AudioRef, Sample, store_path
 
 # Each manifest's samples must all come from the manifest before it (a hand-added row cannot slip in)
@@ -150,31 +151,8 @@ def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def _trim_partial_line(path: Path) -> None:
-    """Drop a trailing line without newline (a write cut off by a kill)."""
-    if not path.exists() or path.stat().st_size == 0:
-        return
-    with open(path, "rb+") as f:
-        content = f.read()
-        if not content.endswith(b"\n"):
-            f.truncate(content.rfind(b"\n") + 1)
-
-
 def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    if not path.exists():
-        return
-    with open(path, encoding="utf-8") as f:
-        for line_no, line in enumerate(f, 1):
-            if not line.endswith("\n"):
-                return  # partial last line from a killed run: not a record
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                yield json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise WorkbenchError(f"{path}:{line_no}: not valid JSON ({exc.msg}); "
-                                     "the manifest was edited by hand or is corrupt") from exc
+    return iter_jsonl(path, bad_json="the manifest was edited by hand or is corrupt", chain=True)
 
 
 def require_manifest(root: str | Path, stage: str, needs: str) -> None:
@@ -311,7 +289,7 @@ class Workspace:
         paths = (self.manifest_path(stage), self.rejected_path(stage))
         with reporting_write_errors(paths[0]):
             for path in paths:
-                _trim_partial_line(path)
+                trim_partial_line(path)
             files = _closing_quietly(open(path, "a", encoding="utf-8") for path in paths)
         with files as (kept, dropped):
             appender = ManifestAppender(kept, dropped, paths)

@@ -33,6 +33,7 @@ from typing import Protocol
 import numpy as np
 
 from construction.core.errors import WorkbenchError
+from construction.core.quotes import STRAIGHT_QUOTES
 from construction.core.workspace import assemble_parts, cache_root
 
 SAMPLE_RATE = 16000
@@ -379,8 +380,6 @@ def load_asr(backend: str = "faster-whisper", model: str | None = None, device: 
 # ---------------------------------------------------------------------------------------------
 # Scoring
 
-_QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "\u2032": "'", "`": "'",
-                         "\u201c": '"', "\u201d": '"'})
 # A lone digit (not part of a larger number, decimal, time, ordinal or percentage)
 _LONE_DIGIT = re.compile(r"(?<![\w.,:/$£€])(\d)(?![\w%]|[.,:/]\d)")
 _DIGIT_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
@@ -404,7 +403,7 @@ def normalize_text(text: str) -> str:
         from whisper_normalizer.english import EnglishTextNormalizer
 
         _normalizer = EnglishTextNormalizer()
-    text = _LONE_DIGIT.sub(lambda m: _DIGIT_WORDS[int(m.group(1))], text.translate(_QUOTES))
+    text = _LONE_DIGIT.sub(lambda m: _DIGIT_WORDS[int(m.group(1))], text.translate(STRAIGHT_QUOTES))
     return " ".join(t for t in _normalizer(text).split() if any(c.isalnum() for c in t))
 
 
