@@ -28,9 +28,9 @@ STAGE = "synthesize"
 
 def voice_bank(cfg: SynthesizeConfig):  # -> list[Voice]
     """The configured voices (offline bank and/or CosyVoice prompts), checked for balance."""
-    from construction.speech import tts
+    from construction.speech.voices import offline_voice_bank, voice_by_id
 
-    voices = [tts.voice_by_id(v) for v in cfg.voices] if cfg.voices is not None else tts.offline_voice_bank()
+    voices = [voice_by_id(v) for v in cfg.voices] if cfg.voices is not None else offline_voice_bank()
     if cfg.cosyvoice is not None:
         from construction.speech.cosyvoice import load_prompt_bank, prompt_voices
 
@@ -90,7 +90,7 @@ class SynthesizeStage:
 
     def synthesize_one(self, sample: Sample, voice=None) -> Sample | Rejected:
         """Speech for one script, in its assigned voice (or `voice`, when the WER stage retries)."""
-        from construction.speech.tts import check_pronounceable, normalize_for_tts
+        from construction.speech.normalise import check_pronounceable, normalize_for_tts
 
         cfg = self.config.synthesize
         voice = voice or self.assignment.get(sample.sample_id)

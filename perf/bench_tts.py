@@ -18,7 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from construction.speech.tts import load_backend, offline_voice_bank, voice_by_id
+from construction.speech.tts import load_backend
+from construction.speech.voices import offline_voice_bank, voice_by_id
 
 SENTENCES = [
     "Finish him! The crowd is going wild tonight.",

@@ -50,7 +50,8 @@ sys.path.insert(0, str(REPO))
 from construction.speech.asr import SAMPLE_RATE, load_asr, normalize_text, score
 from construction.generate import _fill
 from construction.text.taxonomy import load_taxonomy
-from construction.speech.tts import load_backend, voice_by_id
+from construction.speech.tts import load_backend
+from construction.speech.voices import voice_by_id
 
 CARRIER = "Listen to me, {value}, right now."
 DEFAULT_VOICES = "hibari:heart,piper:en_US-joe-medium"

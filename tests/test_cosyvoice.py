@@ -26,7 +26,7 @@ from construction.speech.cosyvoice import (
     zero_shot_prompt_text,
 )
 from construction.core.errors import WorkbenchError
-from construction.speech.tts import Voice
+from construction.speech.voices import Voice
 from tests.cosyvoice_stub import CosyVoiceStub, expected_pcm
 
 TRANSCRIPT = "The quick brown fox jumps over the lazy dog."
