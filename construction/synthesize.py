@@ -32,7 +32,7 @@ def voice_bank(cfg: SynthesizeConfig):  # -> list[Voice]
 
     voices = [voice_by_id(v) for v in cfg.voices] if cfg.voices is not None else offline_voice_bank()
     if cfg.cosyvoice is not None:
-        from construction.speech.cosyvoice import load_prompt_bank, prompt_voices
+        from construction.speech.cosyvoice_bank import load_prompt_bank, prompt_voices
 
         voices += prompt_voices(load_prompt_bank(cfg.cosyvoice.prompt_bank))
     if not voices:
