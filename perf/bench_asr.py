@@ -27,13 +27,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from construction.speech.asr import (
-    SAMPLE_RATE,
-    corpus_score,
-    load_asr,
-    score,
-    whisper_base_model_dir,
-)
+from construction.speech.asr import SAMPLE_RATE, load_asr, whisper_base_model_dir
+from construction.speech.scoring import corpus_score, score
 
 SENTENCES = [
     "Finish him now, he is already hanging on the ropes and the crowd is screaming.",
