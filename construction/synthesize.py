@@ -1,10 +1,12 @@
 """Stage 2: every script becomes clean speech from a balanced bank of voices.
 
-    python -m construction.synthesize --workspace W [--config FILE] [--voices ID,ID,...]
-
 Voices are dealt per category in blocks: each block of len(bank) consecutive scripts of a category
 gets every voice once, in a seeded order. So the set is balanced across voices and categories, and
 extending a build (more scripts per category) never changes the voice of an existing sample.
+
+The voices are the offline catalogue's (construction.speech.voices, spoken by construction.speech.tts)
+and a CosyVoice prompt bank's (construction.speech.cosyvoice). Flags: `python -m construction.synthesize
+--help`.
 """
 
 from __future__ import annotations
