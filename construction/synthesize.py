@@ -1,10 +1,12 @@
 """Stage 2: every script becomes clean speech from a balanced bank of voices.
 
-    python -m construction.synthesize --workspace W [--config FILE] [--voices ID,ID,...]
-
 Voices are dealt per category in blocks: each block of len(bank) consecutive scripts of a category
 gets every voice once, in a seeded order. So the set is balanced across voices and categories, and
 extending a build (more scripts per category) never changes the voice of an existing sample.
+
+The voices are the offline catalogue's (construction.speech.voices, spoken by construction.speech.tts)
+and a CosyVoice prompt bank's (construction.speech.cosyvoice). Flags: `python -m construction.synthesize
+--help`.
 """
 
 from __future__ import annotations
@@ -28,11 +30,11 @@ STAGE = "synthesize"
 
 def voice_bank(cfg: SynthesizeConfig):  # -> list[Voice]
     """The configured voices (offline bank and/or CosyVoice prompts), checked for balance."""
-    from construction.speech import tts
+    from construction.speech.voices import offline_voice_bank, voice_by_id
 
-    voices = [tts.voice_by_id(v) for v in cfg.voices] if cfg.voices is not None else tts.offline_voice_bank()
+    voices = [voice_by_id(v) for v in cfg.voices] if cfg.voices is not None else offline_voice_bank()
     if cfg.cosyvoice is not None:
-        from construction.speech.cosyvoice import load_prompt_bank, prompt_voices
+        from construction.speech.cosyvoice_bank import load_prompt_bank, prompt_voices
 
         voices += prompt_voices(load_prompt_bank(cfg.cosyvoice.prompt_bank))
     if not voices:
@@ -90,7 +92,7 @@ class SynthesizeStage:
 
     def synthesize_one(self, sample: Sample, voice=None) -> Sample | Rejected:
         """Speech for one script, in its assigned voice (or `voice`, when the WER stage retries)."""
-        from construction.speech.tts import check_pronounceable, normalize_for_tts
+        from construction.speech.normalise import check_pronounceable, normalize_for_tts
 
         cfg = self.config.synthesize
         voice = voice or self.assignment.get(sample.sample_id)

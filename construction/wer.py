@@ -1,15 +1,15 @@
 """Stage 4: keep only samples Whisper still understands, after mixing.
 
-    python -m construction.wer --workspace W [--config FILE] [--max-wer 0.2] [--resynthesize K]
-
-The mixture is transcribed and scored against the script (WER and CER as fractions, after the
-Whisper English normaliser; see construction.speech.asr.score). A sample is kept when the mixture's
-WER <= wer.max_wer. The clean speech is transcribed too, for every sample with
+The mixture is transcribed (construction.speech.asr) and scored against the script (WER and CER as
+fractions, after the Whisper English normaliser; see construction.speech.scoring.score). A sample is
+kept when the mixture's WER <= wer.max_wer. The clean speech is transcribed too, for every sample with
 wer.transcribe_speech = always, else (the default, faster) only for failing ones: a rejected sample
 is reported as `wer_tts` when its clean speech already fails (a TTS problem) and `wer_snr` when only
 the mixture fails (a mixing problem). With wer.resynthesize_attempts = K, a failing sample is
 re-synthesised with another voice of the same gender (another TTS engine first) and re-mixed with a
 new seed, up to K times; every attempt is recorded in provenance.
+
+Flags: `python -m construction.wer --help`.
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ class WerStage:
 
     def _transcribe_and_score(self, batch: list[Sample]) -> list[Sample | Rejected]:
         """Each sample scored, in batch order; a sample whose audio cannot be read comes back rejected."""
-        from construction.speech.asr import score
+        from construction.speech.scoring import score
 
         cfg = self.config.wer
         samples, audio, rejected = self._read(batch, "mixture")
@@ -115,7 +115,7 @@ class WerStage:
         return [done[s.sample_id] for s in batch]
 
     def _verdict(self, sample: Sample) -> str | None:
-        from construction.speech.asr import missing_key_words
+        from construction.speech.scoring import missing_key_words
 
         limit = self.config.wer.max_wer
         if sample.wer_mixture <= limit:

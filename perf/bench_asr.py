@@ -1,17 +1,14 @@
 """Whisper base speed and accuracy, side by side on the same clips.
 
-    python perf/bench_asr.py [--clips 30] [--rounds 2] [--snr-db 10] [--skip-openai]
-    python perf/bench_asr.py --workspace W [--clips 200] [--threads 1]
-
-Clips: Piper speech of fixed sentences (optionally with pink noise at --snr-db), or with --workspace
-the first --clips mixtures of a workspace's mix manifest (real backgrounds, the WER stage's input).
-Rows: openai-whisper base `model.transcribe` one clip at a time in 30 s windows (the reference;
-weights converted from the packaged CTranslate2 model by scripts/whisper_ct2_to_openai.py, so both
-run the same weights), then construction.speech.asr's faster-whisper backend in 30 s windows and in fitted
-windows (the default). Columns: wall-clock and CPU seconds per second of audio (best of --rounds),
-speed-up over the reference (wall), corpus WER against the scripts, and how many keep/reject
-decisions at WER <= 0.2 agree with the reference. Numbers from a shared machine are noisy: rerun
-when it is quiet.
+Clips: Piper speech of fixed sentences (optionally with pink noise at --snr-db), or with --workspace the
+first --clips mixtures of a workspace's mix manifest (real backgrounds, the WER stage's input). Rows:
+openai-whisper base `model.transcribe` one clip at a time in 30 s windows (the reference; weights
+converted from the packaged CTranslate2 model by scripts/whisper_ct2_to_openai.py, so both run the same
+weights), then construction.speech.asr's faster-whisper backend in 30 s windows and in fitted windows
+(the default), scored by construction.speech.scoring. Columns: wall-clock and CPU seconds per second of
+audio (best of --rounds), speed-up over the reference (wall), corpus WER against the scripts, and how
+many keep/reject decisions at WER <= 0.2 agree with the reference. Numbers from a shared machine are
+noisy: rerun when it is quiet. Flags: `python perf/bench_asr.py --help`.
 """
 
 from __future__ import annotations
@@ -27,13 +24,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from construction.speech.asr import (
-    SAMPLE_RATE,
-    corpus_score,
-    load_asr,
-    score,
-    whisper_base_model_dir,
-)
+from construction.speech.asr import SAMPLE_RATE, load_asr, whisper_base_model_dir
+from construction.speech.scoring import corpus_score, score
 
 SENTENCES = [
     "Finish him now, he is already hanging on the ropes and the crowd is screaming.",
@@ -128,12 +120,12 @@ def workspace_mixtures(root: str, n: int) -> tuple[list[str], list[np.ndarray]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--clips", type=int, default=30)
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--clips", type=int, default=30, help="clips to transcribe (default 30)")
+    parser.add_argument("--rounds", type=int, default=2, help="timing rounds, best kept (default 2)")
     parser.add_argument("--snr-db", type=float, default=None, help="add pink noise at this SNR")
     parser.add_argument("--workspace", help="transcribe this workspace's mixtures instead of Piper clips")
     parser.add_argument("--threads", type=int, default=0, help="CPU threads (default: every core)")
-    parser.add_argument("--skip-openai", action="store_true")
+    parser.add_argument("--skip-openai", action="store_true", help="leave out the openai-whisper reference row")
     args = parser.parse_args()
 
     import torch

@@ -1,11 +1,10 @@
 """Real-time factor of every offline voice, and what 600 scripts would cost.
 
-    python perf/bench_tts.py [--sentences N] [--threads T] [--voices ID,ID] [--measure-scripts N]
-
 RTF = synthesis time / audio duration (lower is faster). Load time is the first `load_backend` call
 (Kokoro: model check + ONNX session; piper/hibari: sessions and lexicons). The 600-script estimate
 assumes the bank's voices are dealt evenly, as the synthesize stage does; `--measure-scripts 600`
 synthesizes them for real instead (slow). Timings are wall-clock on a shared CPU: rerun quietly.
+Flags: `python perf/bench_tts.py --help`.
 """
 from __future__ import annotations
 
@@ -18,7 +17,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from construction.speech.tts import load_backend, offline_voice_bank, voice_by_id
+from construction.speech.tts import load_backend
+from construction.speech.voices import offline_voice_bank, voice_by_id
 
 SENTENCES = [
     "Finish him! The crowd is going wild tonight.",

@@ -10,7 +10,7 @@ and transcribed with the packaged Whisper base in fitted windows (construction.s
 stage's defaults). With --carrier each value is also said in the fixed sentence
 "Listen to me, {value}, right now." (a second context; a value's worst context counts).
 
-A value's cost is the errors of the jiwer alignment (normalised words, construction.speech.asr.normalize_text)
+A value's cost is the errors of the jiwer alignment (normalised words, construction.speech.scoring.normalize_text)
 that fall on the value's own words: substitutions and deletions of them, insertions inside the value,
 and insertions at its edges when one of its words was already wrong ("Siobhan" -> "shout on": one
 substitution, one insertion). Its WER contribution is that cost over the words of the line, the share
@@ -47,10 +47,12 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from construction.speech.asr import SAMPLE_RATE, load_asr, normalize_text, score
+from construction.speech.asr import SAMPLE_RATE, load_asr
+from construction.speech.scoring import normalize_text, score
 from construction.generate import _fill
 from construction.text.taxonomy import load_taxonomy
-from construction.speech.tts import load_backend, voice_by_id
+from construction.speech.tts import load_backend
+from construction.speech.voices import voice_by_id
 
 CARRIER = "Listen to me, {value}, right now."
 DEFAULT_VOICES = "hibari:heart,piper:en_US-joe-medium"

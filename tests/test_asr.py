@@ -1,4 +1,4 @@
-"""construction.speech.asr: the packaged model, both backends on real Piper speech, fitted windows, scoring."""
+"""construction.speech.asr: the packaged model, both backends on real Piper speech, fitted windows."""
 
 from __future__ import annotations
 
@@ -10,15 +10,8 @@ import numpy as np
 import pytest
 
 import construction.speech.asr as asr_mod
-from construction.speech.asr import (
-    MODEL_SHA256,
-    SAMPLE_RATE,
-    corpus_score,
-    load_asr,
-    normalize_text,
-    score,
-    whisper_base_model_dir,
-)
+from construction.speech.asr import MODEL_SHA256, SAMPLE_RATE, load_asr, whisper_base_model_dir
+from construction.speech.scoring import corpus_score, score
 from construction.core.errors import WorkbenchError
 
 SENTENCES = [  # spoken by Piper joe
@@ -310,49 +303,3 @@ def test_openai_whisper_name_not_in_cache_raises(monkeypatch, tmp_path):
         load_asr("openai-whisper", model="base")
     with pytest.raises(WorkbenchError, match="neither a checkpoint file nor one of"):
         load_asr("openai-whisper", model="giant")
-
-
-# --- normalisation and scoring -------------------------------------------------------------------
-
-@pytest.mark.parametrize("text, expected", [
-    ("Hello, WORLD!", "hello world"),
-    ("I’m going", "i am going"),  # curly apostrophe
-    ("I'm going", "i am going"),
-    ("one, two, three", "123"),
-    ("1, 2, 3", "123"),
-    ("Twenty-seven enemies", "27 enemies"),
-    ("27 enemies", "27 enemies"),
-    ("level 3", "level 3"),
-    ("2.5 kg", "2.5 kg"),
-    ("the colour", "the color"),
-    ("uh, um, finish him", "finish him"),
-    ("[gunfire] Take the shot", "take the shot"),
-    ("!!! ... ?", ""),
-    ("- . -", ""),
-    ("", ""),
-])
-def test_normalize_text(text, expected):
-    assert normalize_text(text) == expected
-
-
-@pytest.mark.parametrize("reference, hypothesis, wer, cer", [
-    ("Finish him!", "finish him", 0.0, 0.0),
-    ("the cat sat on the mat", "the cat sat on mat", 1 / 6, 4 / 22),
-    ("one, two, three, go!", "1, 2, 3, go.", 0.0, 0.0),
-    ("I’m done", "I am done", 0.0, 0.0),
-    ("kill the engine", "fill the engine", 1 / 3, 1 / 15),
-    ("hi", "hi there you all", 3.0, 14 / 2),
-    ("hello there", "", 1.0, 1.0),
-    ("!!!", "", 0.0, 0.0),  # nothing to say, nothing heard
-    ("...", "thank you", 1.0, 1.0),  # nothing to say, something heard
-])
-def test_score(reference, hypothesis, wer, cer):
-    got_wer, got_cer = score(reference, hypothesis)
-    assert got_wer == pytest.approx(wer) and got_cer == pytest.approx(cer)
-
-
-def test_corpus_score_weights_by_reference_length():
-    wer, _ = corpus_score(["a b c d", "e f", "!!!"], ["a b c d", "e x", "noise"])
-    assert wer == pytest.approx(1 / 6)  # the empty reference is left out
-    with pytest.raises(WorkbenchError):
-        corpus_score(["a"], [])

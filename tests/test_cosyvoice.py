@@ -16,17 +16,11 @@ import pytest
 import soundfile as sf
 import yaml
 
-from construction.speech.cosyvoice import (
-    STYLE_INSTRUCTIONS,
-    CosyVoiceHTTP,
-    CosyVoiceLocal,
-    instruct_prompt_text,
-    load_prompt_bank,
-    prompt_voices,
-    zero_shot_prompt_text,
-)
+from construction.speech.cosyvoice import CosyVoiceHTTP, CosyVoiceLocal
+from construction.speech.cosyvoice_bank import load_prompt_bank, prompt_voices
+from construction.speech.cosyvoice_prompts import STYLE_INSTRUCTIONS, instruct_prompt_text, zero_shot_prompt_text
 from construction.core.errors import WorkbenchError
-from construction.speech.tts import Voice
+from construction.speech.voices import Voice
 from tests.cosyvoice_stub import CosyVoiceStub, expected_pcm
 
 TRANSCRIPT = "The quick brown fox jumps over the lazy dog."
@@ -297,7 +291,7 @@ def test_style_rendered_only_for_instructions_the_version_was_trained_on(
 def test_an_untrained_instruction_through_the_stage_is_not_rendered(tmp_path: Path, fresh_stub: CosyVoiceStub
                                                                     ) -> None:
     from construction.core.config import load_config
-    from construction.speech.cosyvoice import NEUTRAL_STYLES
+    from construction.speech.cosyvoice_prompts import NEUTRAL_STYLES
     from construction.synthesize import SynthesizeStage
     from tests.test_synthesize import _cosyvoice_config, _scripts
 

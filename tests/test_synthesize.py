@@ -14,7 +14,7 @@ from construction.core.config import load_config
 from construction.core.errors import WorkbenchError
 from construction.core.record import Sample, make_sample_id
 from construction.synthesize import assign_voices, voice_bank
-from construction.speech.tts import Voice
+from construction.speech.voices import Voice
 from construction.core.workspace import Workspace
 from tests.conftest import MINI_TAXONOMY, run_module
 from tests.cosyvoice_stub import CosyVoiceStub

@@ -141,16 +141,6 @@ def test_missing_model_dir_is_a_clear_error(tmp_path):
     assert proc.returncode == 2 and "no-model" in proc.stderr and "Traceback" not in proc.stderr
 
 
-def test_missing_key_words_allows_inflections():
-    from construction.speech.asr import missing_key_words
-
-    assert missing_key_words(["stab"], "He stabbed the guard twice") == []
-    assert missing_key_words(["kill", "bleed"], "kills them and lets him bleed out") == []
-    assert missing_key_words(["stab", "slaughter"], "stub the guard, then slotter them") == ["stab", "slaughter"]
-    assert missing_key_words(["blow up"], "blow the bridge up") == []  # each word of a phrase
-    assert missing_key_words([], "anything") == []
-
-
 def test_a_mixture_that_loses_its_key_word_is_rejected_though_its_wer_passes(tmp_path):
     """The TTS says "stub" where the script says "stab": one word in eleven (WER 0.09 passes), but it is
     the word that makes the line harmful."""

@@ -1,8 +1,9 @@
-"""Speech recognition backends and WER scoring for the WER filter.
+"""Speech recognition for the WER filter: transcripts of speech and mixtures.
 
     asr = load_asr()                       # faster-whisper, packaged Whisper base, int8 on the CPU
     texts = asr.transcribe([clip, ...])    # float32 mono 16 kHz arrays -> one text per clip
-    wer, cer = score(reference, texts[0])
+
+The transcripts are scored against their scripts by construction.speech.scoring.
 
 Backends: `faster-whisper` (default; CTranslate2) and `openai-whisper` (the reference implementation).
 
@@ -33,7 +34,6 @@ from typing import Protocol
 import numpy as np
 
 from construction.core.errors import WorkbenchError
-from construction.core.quotes import STRAIGHT_QUOTES
 from construction.core.workspace import assemble_parts, cache_root
 
 SAMPLE_RATE = 16000
@@ -375,83 +375,3 @@ def load_asr(backend: str = "faster-whisper", model: str | None = None, device: 
         return OpenAIWhisperASR(model, device=device, beam_size=None if beam_size == 1 else beam_size,
                                 language=language)
     raise WorkbenchError(f"unknown ASR backend {backend!r}; choose faster-whisper or openai-whisper")
-
-
-# ---------------------------------------------------------------------------------------------
-# Scoring
-
-# A lone digit (not part of a larger number, decimal, time, ordinal or percentage)
-_LONE_DIGIT = re.compile(r"(?<![\w.,:/$£€])(\d)(?![\w%]|[.,:/]\d)")
-_DIGIT_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
-_normalizer = None
-
-
-def normalize_text(text: str) -> str:
-    """The text WER is computed on.
-
-    1. Curly apostrophes and quotes become straight ones (Whisper's normaliser would otherwise split
-       "I’m" into "i m" while "I'm" becomes "i am").
-    2. A lone digit becomes its word ("1, 2, 3" -> "one, two, three"), so spoken and written digit
-       runs normalise alike (the normaliser joins "one two three" into "123" but leaves "1 2 3").
-    3. Whisper's EnglishTextNormalizer (package whisper-normalizer): lower case, punctuation and
-       bracketed text removed, spelled numbers to digits ("twenty seven" -> "27"), contractions
-       expanded, British spellings to American, fillers ("uh", "um") removed.
-    4. Tokens with no letter or digit left (a stray "." or "-") are dropped.
-    """
-    global _normalizer
-    if _normalizer is None:
-        from whisper_normalizer.english import EnglishTextNormalizer
-
-        _normalizer = EnglishTextNormalizer()
-    text = _LONE_DIGIT.sub(lambda m: _DIGIT_WORDS[int(m.group(1))], text.translate(STRAIGHT_QUOTES))
-    return " ".join(t for t in _normalizer(text).split() if any(c.isalnum() for c in t))
-
-
-def _stem(word: str) -> str:
-    """A crude stem, so an inflection still counts as heard ("stabbed" for "stab", "kills" for "kill")."""
-    for suffix in ("ing", "ed", "es", "s", "er"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            word = word[: -len(suffix)]
-            break
-    return word[:-1] if len(word) > 3 and word[-1] == word[-2] else word  # "stabb" -> "stab"
-
-
-def missing_key_words(key_words: list[str], transcript: str) -> list[str]:
-    """The key words (after normalize_text, each of their words) not found in the transcript, allowing
-    inflections; [] when every one was heard."""
-    heard = {_stem(w) for w in normalize_text(transcript).split()}
-    return [k for k in key_words if not all(_stem(w) in heard for w in normalize_text(k).split())]
-
-
-def score(reference: str, hypothesis: str) -> tuple[float, float]:
-    """(WER, CER) of a transcript against its script, as fractions (0.25 = 25 %).
-
-    Both texts go through normalize_text; WER = (substitutions + deletions + insertions) / words in
-    the normalised reference (jiwer), CER the same over characters (spaces included). WER can exceed
-    1 when the transcript adds words. If the normalised reference is empty (a script of only
-    punctuation or fillers), both are 0.0 when the normalised transcript is empty too and 1.0 when it
-    is not.
-    """
-    import jiwer
-
-    ref, hyp = normalize_text(reference), normalize_text(hypothesis)
-    if not ref:
-        return (0.0, 0.0) if not hyp else (1.0, 1.0)
-    if not hyp:
-        return 1.0, 1.0
-    return float(jiwer.wer(ref, hyp)), float(jiwer.cer(ref, hyp))
-
-
-def corpus_score(references: list[str], hypotheses: list[str]) -> tuple[float, float]:
-    """Corpus (WER, CER): total errors over total reference words / characters, normalised as in
-    score(); pairs whose normalised reference is empty are left out."""
-    import jiwer
-
-    if len(references) != len(hypotheses):
-        raise WorkbenchError(f"{len(references)} references but {len(hypotheses)} hypotheses")
-    pairs = [(normalize_text(r), normalize_text(h)) for r, h in zip(references, hypotheses)]
-    pairs = [(r, h) for r, h in pairs if r]
-    if not pairs:
-        raise WorkbenchError("no reference has any words left after normalisation")
-    refs, hyps = [r for r, _ in pairs], [h for _, h in pairs]
-    return float(jiwer.wer(refs, hyps)), float(jiwer.cer(refs, hyps))

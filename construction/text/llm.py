@@ -7,6 +7,9 @@ taxonomy. So no answer can invent a background tag or put the benign frame into 
 Local servers (llama.cpp, vLLM on one GPU) answer one request at a time and keep working on a request
 the client gave up on: the client never retries a timeout (a retry would queue behind the abandoned
 request), the default timeout is 1,800 s for a loopback address, and requests go one at a time.
+
+The endpoint comes from the generate config section (generate.llm_base_url, generate.llm_model) or its
+flags: `python -m construction.generate --help`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The scenario taxonomy: six categories, the speech each allows, the sounds that make it benign.
 
-The default lives in construction/data/taxonomy.yaml; users copy and edit it and point
+The default is package data (construction/data/taxonomy.yaml); users copy and edit it and point
 `generate.taxonomy` at their copy. It also carries the offline catalog: per category, scenes (what is
 heard behind the speech: defining and support sounds) and speech skeletons (harmful-sounding lines
 with {slots}, each naming the scenes it is paired with), written apart and paired by the catalog.
