@@ -1,7 +1,5 @@
 """Harmful controls for the human validation: the same speech without the scene that makes it benign.
 
-    python -m construction.controls --workspace W [--config FILE] [--share 0.1]
-
 For a seeded share of the samples that passed the WER filter (at least one per category), a control
 is mixed from the SAME clean speech over
   - a `mismatched` scene: a scene of another category that the speech line is not paired with (the
@@ -10,7 +8,7 @@ is mixed from the SAME clean speech over
 Either way nothing in the sound makes the words benign, so the expected mixture label is harmful. An
 annotator (or a validation rule) that calls a control benign is not judging the sound. Controls are
 written to manifests/controls.jsonl (ids `ctl-...`, `custom.control_of` naming the sample); they are
-never benchmark samples.
+never benchmark samples. Flags: --help.
 """
 
 from __future__ import annotations

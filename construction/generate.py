@@ -1,18 +1,17 @@
 """Stage 1: scenario scripts, N per category, from the offline catalog or an OpenAI-compatible LLM.
 
-    python -m construction.generate --workspace W --per-category N --seed S --backend catalog|openai
-
 A script pairs SPEECH that sounds harmful heard alone with a SCENE (what is heard behind it) that makes
 it benign. Both backends feed one loop: draw candidates for a category, reject speech that names its
 benign referent (a cue word of the taxonomy: `speech_reveals_context`), the same words twice
 (`duplicate_speech`) or a near twin (`near_duplicate`, rapidfuzz ratio >= generate.near_duplicate_ratio),
 optionally ask a text-only harm screen (`speech_benign_alone`), stop at N. Rejected rows keep their
 reason and twin. The manifest is written whole and atomically at the end; LLM answers are cached on
-disk by request hash, so an interrupted or rerun build sends nothing twice.
+disk by request hash, so an interrupted or rerun build sends nothing twice. Flags: --help.
 """
 
 from __future__ import annotations
 
+import argparse
 import random
 import re
 import sys
@@ -24,7 +23,7 @@ from typing import Any, NamedTuple
 from rapidfuzz import fuzz, process
 from tqdm import tqdm
 
-from construction.core.cli import base_parser, keep_config, run_config, run_main
+from construction.core.cli import add_endpoint, base_parser, keep_config, old_spelling, run_config, run_main
 from construction.core.config import Config, GenerateConfig
 from construction.core.errors import WorkbenchError
 from construction.core.record import Sample, make_sample_id, stable_seed
@@ -233,20 +232,39 @@ def run_generate(ws: Workspace, config: Config, progress: bool = True, restart: 
     return stats
 
 
+def add_script_options(parser: argparse.ArgumentParser) -> None:
+    """The flags of the script stage, on every command that runs it (generate, pipeline): how many
+    scripts, which backend, and the openai backend's endpoint (config generate.llm_base_url,
+    generate.llm_model, generate.api_key_env)."""
+    parser.add_argument("--per-category", type=int, help="scripts per category (config generate.per_category)")
+    parser.add_argument("--backend", choices=["catalog", "openai"],
+                        help="where scripts come from: the offline catalog or an LLM (config generate.backend)")
+    add_endpoint(parser, "script LLM (--backend openai)")
+    parser.set_defaults(api_key_env=None)  # absent: the config's generate.api_key_env (default OPENAI_API_KEY)
+    old_spelling(parser, "--llm-base-url", "--base-url")
+    old_spelling(parser, "--llm-model", "--model")
+
+
+def script_overrides(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, str]]:
+    """(config overrides, flag names) for run_config from the flags add_script_options added."""
+    overrides = {"generate.per_category": args.per_category, "generate.backend": args.backend,
+                 "generate.llm_base_url": args.base_url, "generate.llm_model": args.model,
+                 "generate.api_key_env": args.api_key_env}
+    flags = {"generate.llm_base_url": "--base-url", "generate.llm_model": "--model",
+             "generate.api_key_env": "--api-key-env"}
+    return overrides, flags
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = base_parser("python -m construction.generate", __doc__.splitlines()[0])
-    parser.add_argument("--per-category", type=int, help="scripts per category (config generate.per_category)")
-    parser.add_argument("--backend", choices=["catalog", "openai"], help="config generate.backend")
+    add_script_options(parser)
     parser.add_argument("--taxonomy", help="taxonomy YAML (default: the shipped one)")
     parser.add_argument("--categories", help="comma-separated category ids (default: all)")
-    parser.add_argument("--llm-base-url", help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1")
-    parser.add_argument("--llm-model", help="model name at that endpoint")
     args = parser.parse_args(argv)
+    overrides, flags = script_overrides(args)
     config = run_config(args, {
-        "generate.per_category": args.per_category, "generate.backend": args.backend,
-        "generate.taxonomy": args.taxonomy, "generate.llm_base_url": args.llm_base_url,
-        "generate.llm_model": args.llm_model,
-        "generate.categories": args.categories.split(",") if args.categories else None})
+        **overrides, "generate.taxonomy": args.taxonomy,
+        "generate.categories": args.categories.split(",") if args.categories else None}, flags)
     ws = Workspace(args.workspace)
     with ws.lock():  # first, so a run refused by the lock leaves config.yaml as it was
         keep_config(ws, config, args, runs=(STAGE,))

@@ -1,7 +1,5 @@
 """Stage 3: the scene the listener must hear, then the speech over it.
 
-    python -m construction.mix --workspace W [--config FILE] [--sounds DIR]
-
 A mixture is three parts: the scene ALONE for `scene_alone_s` (1.5-2.5 s) at a level near the speech's
 (`scene_level_db`, -6..+3 dB relative to it), so a listener knows where they are before anything is
 said; then the speech with the scene continuing UNDER it at `snr_db` (3-15 dB); then the scene alone
@@ -21,7 +19,7 @@ the sample id and seed alone, and stored on the sample; the same recipe gives th
 SNR definition: snr_db = L(speech) - L(scene under the speech), L the ITU-R BS.1770-4 integrated
 loudness (pyloudnorm) of each component alone over the speech's extent in the final clip. The level of
 the scene alone is L(scene alone before the speech) - L(speech). A final peak guard scales the whole
-mixture, so neither changes.
+mixture, so neither changes. Flags: --help (the sound library is --sounds LIBRARY_DIR, config mix.sounds).
 """
 
 from __future__ import annotations
@@ -34,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from construction.core.cli import base_parser, keep_config, run_config, run_main
+from construction.core.cli import add_sounds, base_parser, keep_config, run_config, run_main
 from construction.core.config import Config, MixConfig
 from construction.core.errors import WorkbenchError
 from construction.core.record import MixRecipe, Sample, SceneSound, stable_seed
@@ -157,7 +155,7 @@ class MixStage:
             raise WorkbenchError(
                 f"the sound library {self.library.root} is too thin for a release: these defining sounds have "
                 f"fewer than mix.min_clips_per_defining_tag = {minimum} clips under {licence}:\n" + "\n".join(lines)
-                + "\nadd clips (python -m construction.sounds.library import ...), or lower the setting for a demo "
+                + "\nadd clips (python -m construction.sounds import ...), or lower the setting for a demo "
                 "build (the dataset card then says so)")
         self.assignment = assign_clips(samples, self.taxonomy, self.library, licence, self.config.seed)
         self._audio: dict[str, np.ndarray] = {}
@@ -312,7 +310,7 @@ def print_mix_summary(stats: dict[str, Any]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = base_parser("python -m construction.mix", __doc__.splitlines()[0])
-    parser.add_argument("--sounds", help="sound library directory (config mix.sounds)")
+    add_sounds(parser, "sound library directory (config mix.sounds)")
     args = parser.parse_args(argv)
     require_manifest(args.workspace, STAGE, MixStage.input_stage)
     config = run_config(args, {"mix.sounds": args.sounds})

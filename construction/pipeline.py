@@ -1,9 +1,8 @@
 """The automatic build: generate -> synthesize -> mix -> wer, each resumable, in one command.
 
-    python -m construction.pipeline --workspace W [--config FILE] [--per-category N] [--seed S]
-
 Every stage skips the samples it already did, so rerunning after an interruption (or with a larger
---per-category) continues where the last run stopped.
+--per-category) continues where the last run stopped. It takes the flags of the stages it runs
+(see --help; the script flags are generate's, the sound library is mix's --sounds).
 """
 
 from __future__ import annotations
@@ -11,9 +10,9 @@ from __future__ import annotations
 import sys
 import time
 
-from construction.core.cli import base_parser, keep_config, run_config, run_main
+from construction.core.cli import add_sounds, base_parser, keep_config, run_config, run_main
 from construction.core.config import Config
-from construction.generate import print_generate_summary, run_generate
+from construction.generate import add_script_options, print_generate_summary, run_generate, script_overrides
 from construction.core.runner import print_summary, run_configured
 from construction.mix import print_mix_summary
 from construction.wer import print_wer_summary
@@ -54,12 +53,11 @@ def run_pipeline(ws: Workspace, config: Config, *, restart: bool = False, retry_
 
 def main(argv: list[str] | None = None) -> int:
     parser = base_parser("python -m construction.pipeline", __doc__.splitlines()[0])
-    parser.add_argument("--per-category", type=int, help="scripts per category (config generate.per_category)")
-    parser.add_argument("--backend", choices=["catalog", "openai"], help="script backend (generate.backend)")
-    parser.add_argument("--sounds", help="sound library directory (config mix.sounds)")
+    add_script_options(parser)
+    add_sounds(parser, "sound library directory (config mix.sounds)")
     args = parser.parse_args(argv)
-    config = run_config(args, {"generate.per_category": args.per_category,
-                               "generate.backend": args.backend, "mix.sounds": args.sounds})
+    overrides, flags = script_overrides(args)
+    config = run_config(args, {**overrides, "mix.sounds": args.sounds}, flags)
     ws = Workspace(args.workspace)
     with ws.lock():  # first, so a refused run changes nothing; held across every stage
         keep_config(ws, config, args, runs=("generate", "synthesize", "mix", "wer"))

@@ -1,6 +1,9 @@
 """Push and pull time for N samples (default 3,000) in three blind arms against a real local Label Studio.
 
-    python perf/bench_annotation.py [--samples 3000] [--annotators 3] [--controls-share 0.1] [--shared-root]
+    python perf/bench_annotation.py [--samples 3000] [--shared-root]      (flags: --help)
+
+Pushing thousands of samples in three blind arms to Label Studio, and pulling the labels back, must
+stay fast enough to rerun at will; this measures both against a real local server.
 
 Starts its own server from the cached template (scripts/install_label_studio.sh must have run), serving
 the workspace's audio as `python -m annotation.server start --workspace W` does: push then registers one

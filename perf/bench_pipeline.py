@@ -1,7 +1,10 @@
 """Whole-pipeline wall time per stage, samples/min and peak memory, at several sizes.
 
-    python perf/bench_pipeline.py full  --samples 600 3000 [--executor local ray] [--jobs N] [--json F]
-    python perf/bench_pipeline.py cheap --samples 3000 30000
+    python perf/bench_pipeline.py full  --samples 600 3000      (flags: full --help)
+    python perf/bench_pipeline.py cheap --samples 3000 30000    (flags: cheap --help)
+
+A release build runs thousands of samples through every stage on a few cores: this says where the
+time goes and shows that memory does not grow with the build.
 
 `full` runs the automatic stages (generate -> synthesize -> mix -> wer, embedded offline defaults) in
 a fresh workspace, each as its own `python -m construction.<stage>` command, so every stage gets its

@@ -1,6 +1,9 @@
 """Release export time and size for a synthetic validated workspace (goal: 3,000 clips in <= 60 s).
 
-    python perf/bench_release.py [--samples 3000] [--duration-s 4] [--control-share 0.1] [--keep DIR]
+    python perf/bench_release.py [--samples 3000] [--keep DIR]      (flags: --help)
+
+A release embeds every clip's audio in parquet, so its export time and size grow with the build;
+this measures them at the size of a release.
 
 Each sample has its clean speech (a faintly noisy tone) and its mixture (the tone under noise), both
 incompressible like real audio and unique per sample, both stored as 16 kHz WAV through the workspace and both embedded in the release; 3 labels in

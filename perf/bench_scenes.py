@@ -1,8 +1,11 @@
-"""The scenes a built workspace renders, against issue 16's targets.
+"""How well a built workspace renders its scenes, against targets for reach, completeness and clip spread.
 
-    python perf/bench_scenes.py WORKSPACE [--config FILE]
+    python perf/bench_scenes.py --workspace W [--config FILE]      (flags: --help)
 
-Reads the manifests of a workspace built with `python -m construction.pipeline` and reports:
+A sample only works if the listener hears the scene that makes its speech benign, so the pipeline
+must get most scripts through to a mixture, render every defining sound of each scene, and spread
+the library's clips over the samples. Reads the manifests of a workspace built with
+`python -m construction.pipeline` and reports:
 - share of scripts that reach the WER stage with a background (target >= 90 %, every category >= 80 %);
 - share of those kept after WER (target >= 85 %), per category, by reason;
 - share of mixtures whose recipe renders every defining sound of their scene (target 100 %);
@@ -24,6 +27,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from construction.core.cli import add_workspace, old_spelling  # noqa: E402
 from construction.core.config import load_config  # noqa: E402
 from construction.sounds.scenes import clips_by_tag, open_library, scene_sounds  # noqa: E402
 from construction.text.taxonomy import load_taxonomy  # noqa: E402
@@ -32,9 +36,12 @@ from construction.core.workspace import Workspace  # noqa: E402
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("workspace")
-    parser.add_argument("--config")
+    add_workspace(parser, default=None)
+    old_spelling(parser, "WORKSPACE", "--workspace")
+    parser.add_argument("--config", help="the config the workspace was built with (default: the embedded one)")
     args = parser.parse_args()
+    if not args.workspace:
+        parser.error("the following arguments are required: --workspace")
     config = load_config(args.config)
     ws = Workspace(args.workspace, read_only=True)
     taxonomy, _ = load_taxonomy(config.generate.taxonomy)

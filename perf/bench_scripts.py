@@ -1,6 +1,9 @@
 """The offline catalog against the script contract: cue words, diversity, twins, speed and memory.
 
-    python perf/bench_scripts.py [--per-category 500] [--large 5000] [--seed 5] [--examples 10]
+    python perf/bench_scripts.py [--per-category 500] [--large 5000] [--seed 5]      (flags: --help)
+
+A benchmark built from the offline catalog is only worth something if its scripts neither give the
+benign context away in words nor repeat one another; this measures both, and the speed of generate.
 
 Runs `python -m construction.generate` (catalog backend, shipped taxonomy) at --per-category and at
 --large, and reports, from the manifests:

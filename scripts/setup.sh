@@ -47,5 +47,5 @@ fi
 
 # The offline starter library of background sounds, cut from the Debian/PyPI packages above. A rerun
 # with unchanged inputs only verifies it.
-"$PY" -m construction.sounds.starter --out "${AORBENCH_SOUNDS:-$HOME/.cache/aor-bench/starter-sounds}"
+"$PY" -m construction.sounds.starter --sounds "${AORBENCH_SOUNDS:-$HOME/.cache/aor-bench/starter-sounds}"
 echo "setup complete"

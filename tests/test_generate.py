@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from construction.core.config import load_config
 from construction.core.errors import WorkbenchError
@@ -160,7 +161,7 @@ def test_near_duplicates_are_dropped_with_reason(tmp_path, mini_taxonomy):
 def _openai(ws: Path, stub: LLMStub, taxonomy: Path, *extra: str, key: str | None = "sk-test"):
     env = {"OPENAI_API_KEY": key} if key else {"OPENAI_API_KEY": ""}
     return run_module("construction.generate", "--workspace", str(ws), "--quiet", "--backend", "openai",
-                      "--llm-base-url", stub.url, "--llm-model", "stub-model", "--taxonomy", str(taxonomy),
+                      "--base-url", stub.url, "--model", "stub-model", "--taxonomy", str(taxonomy),
                       "--categories", "video_games", *extra, env=env)
 
 
@@ -236,10 +237,24 @@ def test_openai_wrong_key_missing_key_and_server_down(tmp_path, mini_taxonomy):
     down = LLMStub()  # never started: connection refused
     down.server.server_close()
     proc = run_module("construction.generate", "--workspace", str(tmp_path / "ws3"), "--backend", "openai",
-                      "--llm-base-url", url, "--taxonomy", str(mini_taxonomy), "--config",
+                      "--base-url", url, "--taxonomy", str(mini_taxonomy), "--config",
                       str(_cfg(tmp_path, "generate:\n  max_retries: 0\n")), env={"OPENAI_API_KEY": "k"})
     assert proc.returncode == 2 and "cannot reach the LLM endpoint" in proc.stderr
     assert not (tmp_path / "ws3/manifests/generate.jsonl").exists()
+
+
+def test_api_key_env_names_the_variable_and_old_endpoint_flags_still_work(tmp_path, mini_taxonomy):
+    with LLMStub() as stub:
+        proc = run_module("construction.generate", "--workspace", str(tmp_path / "ws"), "--quiet", "--backend",
+                          "openai", "--llm-base-url", stub.url, "--llm-model", "old-model", "--api-key-env",
+                          "AORBENCH_TEST_KEY", "--taxonomy", str(mini_taxonomy), "--categories", "video_games",
+                          "--per-category", "1", env={"OPENAI_API_KEY": "", "AORBENCH_TEST_KEY": "sk-other"})
+        assert proc.returncode == 0, proc.stderr
+        assert "--llm-base-url is deprecated" in proc.stderr and "use --base-url" in proc.stderr
+        assert "--llm-model is deprecated" in proc.stderr and "use --model" in proc.stderr
+        assert stub.requests[0]["auth"] == "Bearer sk-other" and stub.requests[0]["body"]["model"] == "old-model"
+    snapshot = yaml.safe_load((tmp_path / "ws" / "config.yaml").read_text())["generate"]
+    assert snapshot["llm_model"] == "old-model" and snapshot["api_key_env"] == "AORBENCH_TEST_KEY"
 
 
 def _cfg(tmp_path: Path, text: str) -> Path:

@@ -88,3 +88,23 @@ def test_pipeline_end_to_end_and_sigkill_resume(tmp_path, config, expected):
     proc = run_module("construction.pipeline", "--workspace", str(killed), *args)
     assert proc.returncode == 0, proc.stderr
     assert _manifests(killed) == expected
+
+
+def test_generate_and_pipeline_share_the_script_flags():
+    """One definition of the script flags (construction.generate.add_script_options): same help on both."""
+    import argparse
+
+    from construction.generate import add_script_options
+
+    parser = argparse.ArgumentParser()
+    add_script_options(parser)
+    shown = [a for a in parser._actions if a.help != argparse.SUPPRESS and a.option_strings != ["-h", "--help"]]
+    assert [a.option_strings[0] for a in shown] == ["--per-category", "--backend", "--base-url", "--model",
+                                                    "--api-key-env"]
+    for module in ("construction.generate", "construction.pipeline"):
+        proc = run_module(module, "--help")
+        flat = " ".join(proc.stdout.split())
+        assert proc.returncode == 0 and all(a.option_strings[0] in flat for a in shown), module
+        assert "--llm-base-url" not in flat  # old spellings are hidden
+    args = parser.parse_args([])
+    assert args.api_key_env is None  # absent: the config's generate.api_key_env decides

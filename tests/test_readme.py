@@ -8,7 +8,7 @@ Placeholders stay literal where a literal works (`W` is a folder named W, `DIR` 
 is changed, and only this:
 - sizes: `--per-category N` runs with 1 (one script per category, six samples);
 - options in [brackets] are left out (each one is checked against the command's --help instead);
-- the LLM endpoint (`http://localhost:8000/v1 --llm-model M`) is tests/llm_stub.py, which speaks the
+- the LLM endpoint (`http://localhost:8000/v1 --model M`) is tests/llm_stub.py, which speaks the
   OpenAI protocol, on a free port.
 Blocks that cannot run here are in NOT_HERE with the reason; a command in no block that runs and in no
 excused block fails the test, so a new command cannot join the README unchecked. Every `python -m`
@@ -135,8 +135,8 @@ def walk(tmp_path_factory) -> Walk:
     result = Walk(root)
     background: list[subprocess.Popen] = []
     with LLMStub() as llm:
-        substitutions = SIZES + [(re.compile(re.escape("http://localhost:8000/v1 --llm-model M")),
-                                  f"{llm.url} --llm-model stub")]
+        substitutions = SIZES + [(re.compile(re.escape("http://localhost:8000/v1 --model M")),
+                                  f"{llm.url} --model stub")]
         try:
             for heading, block in blocks(("bash", "sh", "shell", "python")):
                 if block.startswith(("from ", "import ")):  # a Python snippet: run as a script

@@ -114,7 +114,7 @@ def test_the_harm_screen_rejects_speech_that_is_benign_alone(tmp_path):
         config = tmp_path / "config.yaml"
         config.write_text(yaml.safe_dump({"generate": {"harm_screen": {"base_url": stub.url, "model": "judge"}}}))
         ws = tmp_path / "ws"
-        args = ("--backend", "openai", "--llm-base-url", stub.url, "--llm-model", "writer", "--per-category", "6",
+        args = ("--backend", "openai", "--base-url", stub.url, "--model", "writer", "--per-category", "6",
                 "--categories", "video_games", "--config", str(config))
         proc = _generate(ws, _taxonomy(tmp_path), *args, env={"OPENAI_API_KEY": "k"})
         assert proc.returncode == 0, proc.stderr
@@ -140,7 +140,7 @@ def test_a_server_without_json_schema_falls_back_to_json_mode(tmp_path, refusal)
     with LLMStub() as stub:
         stub.actions = [refusal]
         ws = tmp_path / "ws"
-        proc = _generate(ws, _taxonomy(tmp_path), "--backend", "openai", "--llm-base-url", stub.url,
+        proc = _generate(ws, _taxonomy(tmp_path), "--backend", "openai", "--base-url", stub.url,
                          "--per-category", "3", "--categories", "video_games", env={"OPENAI_API_KEY": "k"})
         assert proc.returncode == 0, proc.stderr
         formats = [r["body"].get("response_format", {}).get("type") for r in stub.requests]
@@ -152,7 +152,7 @@ def test_json_mode_off_sends_no_response_format(tmp_path):
     with LLMStub() as stub:
         config = tmp_path / "config.yaml"
         config.write_text("generate:\n  json_mode: 'off'\n")
-        proc = _generate(tmp_path / "ws", _taxonomy(tmp_path), "--backend", "openai", "--llm-base-url", stub.url,
+        proc = _generate(tmp_path / "ws", _taxonomy(tmp_path), "--backend", "openai", "--base-url", stub.url,
                          "--per-category", "3", "--categories", "video_games", "--config", str(config),
                          env={"OPENAI_API_KEY": "k"})
         assert proc.returncode == 0, proc.stderr
@@ -165,7 +165,7 @@ def test_a_copied_few_shot_line_is_a_near_duplicate(tmp_path):
 
     with LLMStub() as stub:
         ws = tmp_path / "ws"
-        proc = _generate(ws, _taxonomy(tmp_path, edit), "--backend", "openai", "--llm-base-url", stub.url,
+        proc = _generate(ws, _taxonomy(tmp_path, edit), "--backend", "openai", "--base-url", stub.url,
                          "--per-category", "4", "--categories", "video_games", env={"OPENAI_API_KEY": "k"})
         assert proc.returncode == 0, proc.stderr
     reasons = [r["reason"] for r in _rejected(ws)]

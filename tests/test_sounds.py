@@ -22,14 +22,14 @@ from construction.sounds import c4group
 from construction.sounds.debcache import DebPackage, PackageUnavailable, find_deb
 from construction.core.errors import WorkbenchError
 from construction.sounds.importers import import_tree
-from construction.sounds.library import (CATALOG, SAMPLING_PLUS, SHARE_ALIKE, TIER_A, Clip, compatible, coverage,
-                                 default_kind, load_library, measure, normalise_licence, quality_problem,
-                                 write_catalog)
-from construction.sounds.sources import (ClipSpec, DoomWad, OpenSfxCat, SoundFontSample, SourceSpec,
-                                        debian_copyright_licence, dual_licence, freedink_licence, open_source,
-                                        openclonk_licence)
-from construction.sounds.starter import (DEFAULT_CONFIG, build_starter_library, default_cache_dir, load_starter_config,
-                                         prepare_audio, taxonomy_vocabulary)
+from construction.sounds.library import (CATALOG, Clip, coverage, default_kind, load_library, measure,
+                                         quality_problem, write_catalog)
+from construction.sounds.licences import (SAMPLING_PLUS, SHARE_ALIKE, TIER_A, compatible, debian_copyright_licence,
+                                          dual_licence, freedink_licence, normalise_licence, openclonk_licence)
+from construction.sounds.prepare import prepare_audio
+from construction.sounds.sources import DoomWad, OpenSfxCat, SoundFontSample, open_source
+from construction.sounds.sources_file import DEFAULT_SOURCES, ClipSpec, SourceSpec, load_starter_sources
+from construction.sounds.starter import build_starter_library, default_cache_dir, taxonomy_vocabulary
 from tests.conftest import run_module
 
 
@@ -428,7 +428,7 @@ def test_import_append_merges_catalogs(tmp_path: Path) -> None:
 def test_cli_bad_tree_exits_nonzero_with_message(tmp_path: Path, fmt: str, build, message: str) -> None:
     src, out = tmp_path / "src", tmp_path / "out"
     build(src)
-    proc = run_module("construction.sounds", "import", "--format", fmt, "--src", str(src), "--out", str(out),
+    proc = run_module("construction.sounds", "import", "--format", fmt, "--src", str(src), "--sounds", str(out),
                       timeout=60)
     assert proc.returncode == 2
     assert message in proc.stderr and proc.stderr.startswith("error: ")
@@ -439,14 +439,26 @@ def test_cli_bad_esc50_columns_and_good_import(tmp_path: Path) -> None:
     src = make_esc50(tmp_path / "esc")
     text = (src / "meta" / "esc50.csv").read_text()
     (src / "meta" / "esc50.csv").write_text(text.replace("src_file", "source"))
-    proc = run_module("construction.sounds", "import", "--format", "esc50", "--src", str(src), "--out", str(src))
+    proc = run_module("construction.sounds", "import", "--format", "esc50", "--src", str(src), "--sounds", str(src))
     assert proc.returncode == 2 and "lacks columns ['src_file']" in proc.stderr
     (src / "meta" / "esc50.csv").write_text(text)
-    proc = run_module("construction.sounds", "import", "--format", "esc50", "--src", str(src), "--out", str(src))
+    proc = run_module("construction.sounds", "import", "--format", "esc50", "--src", str(src), "--sounds", str(src))
     assert proc.returncode == 0, proc.stderr
     assert "imported 3 clips" in proc.stdout and "by licence: CC-BY-3.0=2, CC0-1.0=1" in proc.stdout
-    proc = run_module("construction.sounds", "check", str(src))
+    proc = run_module("construction.sounds", "check", "--sounds", str(src))
     assert proc.returncode == 0 and "3 valid clips, 3 usable under CC-BY-4.0 (0 beds, 3 events)" in proc.stdout
+
+
+def test_cli_old_library_spellings_still_work_and_warn(tmp_path: Path) -> None:
+    src = make_esc50(tmp_path / "esc")
+    proc = run_module("construction.sounds", "import", "--format", "esc50", "--src", str(src), "--out", str(src))
+    assert proc.returncode == 0 and "imported 3 clips" in proc.stdout
+    assert "--out is deprecated" in proc.stderr and "use --sounds" in proc.stderr
+    proc = run_module("construction.sounds", "check", str(src))
+    assert proc.returncode == 0 and "3 valid clips" in proc.stdout
+    assert "the positional LIBRARY_DIR is deprecated" in proc.stderr and "use --sounds" in proc.stderr
+    proc = run_module("construction.sounds", "check")
+    assert proc.returncode == 2 and "required: --sounds" in proc.stderr
 
 
 def test_cli_help() -> None:
@@ -882,7 +894,7 @@ def test_build_reuses_unchanged_inputs_and_rebuilds_on_change(synthetic_build) -
 def test_build_refuses_a_licence_the_package_contradicts(tmp_path: Path) -> None:
     config = synthetic_source(tmp_path, [{"entry": "sa-x.wav", "audio": tone(1.0), "tags": ["toy"],
                                           "licence": "CC-BY-3.0"}])  # DEP-5 says CC-BY-SA-3.0 for sa-*
-    with pytest.raises(WorkbenchError, match="clip 'sa-x': the package says CC-BY-SA-3.0, the config says CC-BY-3.0"):
+    with pytest.raises(WorkbenchError, match="clip 'sa-x': the package says CC-BY-SA-3.0, the sources file says CC-BY-3.0"):
         build_starter_library(tmp_path / "lib", config, cache_dir=tmp_path / "cache", download=False)
     assert not (tmp_path / "lib" / CATALOG).exists()
 
@@ -942,7 +954,7 @@ def _source_available(spec: SourceSpec) -> bool:
     return bool(spec.package) and find_deb(spec.package, default_cache_dir() / "debs") is not None
 
 
-STARTER = load_starter_config()
+STARTER = load_starter_sources()
 needs_packages = pytest.mark.skipif(
     not all(_source_available(s) for s in STARTER.sources.values()),
     reason="starter sound packages absent: run scripts/setup.sh (apt-get install / apt-get download, "
@@ -1018,7 +1030,7 @@ def test_real_openclonk_sound_group_reads() -> None:
 
 
 def subset_config(tmp_path: Path, ids: list[str], edit: Callable[[str], str] = lambda text: text) -> Path:
-    data = yaml.safe_load(edit(DEFAULT_CONFIG.read_text()))
+    data = yaml.safe_load(edit(DEFAULT_SOURCES.read_text()))
     data["clips"] = [c for c in data["clips"] if c["id"] in ids]
     data["sources"] = {k: v for k, v in data["sources"].items() if k in {c["source"] for c in data["clips"]}}
     path = tmp_path / "starter.yaml"
@@ -1091,5 +1103,14 @@ def test_starter_config_is_consistent() -> None:
 def test_cli_reports_and_exits_nonzero_on_bad_config(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("version: 2\nsources: {}\nclips: []\n")
-    proc = run_module("construction.sounds.starter", "--out", str(tmp_path / "lib"), "--config", str(bad))
+    proc = run_module("construction.sounds.starter", "--sounds", str(tmp_path / "lib"), "--sources", str(bad))
     assert proc.returncode == 2 and "invalid at 'clips'" in proc.stderr
+
+
+def test_starter_old_spellings_still_work_and_warn(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("version: 2\nsources: {}\nclips: []\n")
+    proc = run_module("construction.sounds.starter", "--out", str(tmp_path / "lib"), "--config", str(bad))
+    assert proc.returncode == 2 and f"starter sources file {bad} is invalid at 'clips'" in proc.stderr
+    assert "--out is deprecated" in proc.stderr and "--config is deprecated" in proc.stderr
+    assert "use --sounds" in proc.stderr and "use --sources" in proc.stderr

@@ -426,7 +426,7 @@ def test_an_llm_script_of_10000_characters_is_rejected_at_generate(tmp_path, min
         config = tmp_path / "c.yaml"
         config.write_text(yaml.safe_dump({"generate": {"max_retries": 0, "scripts_per_request": 1}}))
         proc = run_module("construction.generate", "--workspace", str(tmp_path / "ws"), "--backend", "openai",
-                          "--llm-base-url", stub.url, "--per-category", "1", "--categories", "video_games",
+                          "--base-url", stub.url, "--per-category", "1", "--categories", "video_games",
                           "--taxonomy", str(mini_taxonomy), "--config", str(config), "--quiet",
                           env={"OPENAI_API_KEY": "k"})
     assert proc.returncode == 0, proc.stderr  # the next answer was a normal script

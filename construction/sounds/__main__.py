@@ -1,4 +1,4 @@
-"""`python -m construction.sounds`: check, import and list sound libraries (see --help).
+"""`python -m construction.sounds`: import a corpus into a sound library, or check one (see --help).
 
 The command line is construction.sounds.importers.main, kept apart from the library module so that the
 library never imports its importers."""

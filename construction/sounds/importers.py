@@ -1,12 +1,11 @@
-"""Importers of external corpora into a sound library (ESC-50, FSD50K, a folder with a sidecar
-CSV), and the command line of `python -m construction.sounds.library`.
+"""Importers of external corpora into a sound library (ESC-50, FSD50K, a folder with a sidecar CSV),
+and the command line of `python -m construction.sounds` (import, check: see --help).
 
-construction.sounds.library is the library itself (clips, licence rules, measurement, catalog, loading);
-this module writes a catalog.jsonl for a corpus tree that already sits on disk, the audio staying
-where it is. (The offline starter library's package readers are construction.sounds.sources.)
-The command line lives here because its `import` command dispatches to the importers, and
-construction.sounds.library must not import this module, which imports it: sounds.py's `__main__` block
-hands over to `main` below.
+The offline starter library is too thin for a release build, so maintainers add clips from corpora
+they have on disk. An importer writes a catalog.jsonl for a corpus tree, the audio staying where it
+is, and gives each clip its own licence and credit from the corpus's metadata. The library itself
+(clips, measurement, catalog, loading) is construction.sounds.library, which never imports this
+module; the starter library's package readers are construction.sounds.sources.
 """
 
 from __future__ import annotations
@@ -22,10 +21,12 @@ from pathlib import Path
 
 import soundfile as sf
 
+from construction.core.cli import add_sounds, old_spelling
 from construction.core.errors import WorkbenchError
-from construction.sounds.library import (CATALOG, RELEASE_RULES, SAMPLING_PLUS, TAG_RE, Clip, default_kind, load_library,
-                                 measure, normalise_licence, read_catalog, write_catalog)
 from construction.core.workspace import sha256_file
+from construction.sounds.library import (CATALOG, TAG_RE, Clip, default_kind, load_library, measure, read_catalog,
+                                         write_catalog)
+from construction.sounds.licences import RELEASE_RULES, SAMPLING_PLUS, normalise_licence
 
 log = logging.getLogger(__name__)
 
@@ -283,27 +284,31 @@ def main(argv: list[str] | None = None) -> int:
     imp = sub.add_parser("import", help="write a catalog for an existing corpus tree (audio stays in place)")
     imp.add_argument("--format", required=True, choices=sorted(IMPORTERS), help="layout of the source tree")
     imp.add_argument("--src", required=True, help="root of the corpus (e.g. the unpacked ESC-50-master)")
-    imp.add_argument("--out", required=True, help="library directory to write catalog.jsonl into")
-    imp.add_argument("--append", action="store_true", help="merge into an existing catalog in --out")
+    add_sounds(imp, "library directory to write catalog.jsonl into (required)")
+    old_spelling(imp, "--out", "--sounds")
+    imp.add_argument("--append", action="store_true", help="merge into an existing catalog in --sounds")
     imp.add_argument("--sidecar", default="sounds.csv",
                      help="folder format: CSV with path,tags,licence,attribution,source_url (default: sounds.csv)")
     chk = sub.add_parser("check", help="validate a library and print per-licence counts and problems")
-    chk.add_argument("library", help="library directory (holds catalog.jsonl)")
+    add_sounds(chk, "library directory (holds catalog.jsonl) (required)")
+    old_spelling(chk, "LIBRARY_DIR", "--sounds")
     chk.add_argument("--release-licence", default="CC-BY-4.0", choices=sorted(RELEASE_RULES))
     chk.add_argument("--quick", action="store_true", help="skip decoding and sha256 checks")
     args = parser.parse_args(argv)
+    if not args.sounds:
+        (imp if args.command == "import" else chk).error("the following arguments are required: --sounds")
 
     if args.command == "import":
-        report = import_tree(args.format, args.src, args.out, append=args.append, sidecar=args.sidecar)
+        report = import_tree(args.format, args.src, args.sounds, append=args.append, sidecar=args.sidecar)
         by_licence: dict[str, int] = {}
         for clip in report.clips:
             by_licence[clip.licence] = by_licence.get(clip.licence, 0) + 1
-        print(f"imported {len(report.clips)} clips into {Path(args.out) / CATALOG}")
+        print(f"imported {len(report.clips)} clips into {Path(args.sounds) / CATALOG}")
         print("by licence: " + ", ".join(f"{k}={v}" for k, v in sorted(by_licence.items())))
         if report.skipped:
             print("skipped: " + ", ".join(f"{k}={v}" for k, v in sorted(report.skipped.items())))
         return 0
-    library = load_library(args.library, check_audio=not args.quick)
+    library = load_library(args.sounds, check_audio=not args.quick)
     usable = library.select([], args.release_licence)
     beds = sum(c.kind == "bed" for c in usable)
     print(f"{len(library.clips)} valid clips, {len(usable)} usable under {args.release_licence} "

@@ -1,25 +1,22 @@
-"""The background-sound library: a catalog of licensed clips, licence rules, measurement and loading.
+"""The background-sound library: a catalog of licensed clips, their measurement, loading and selection.
 
-A library is a directory holding `catalog.jsonl` (one clip per line, human-readable) and the audio
-the catalog points to by a path relative to the directory (imported corpora stay where they are and
-are referenced with `../`). Loading validates every clip: a missing, corrupt, empty or silent file,
-a changed file (sha256), or a missing/unknown licence is reported as a problem and the clip skipped.
-
-Licence rules (speech mixed over a background is a derived work of the background):
-    tier A (attribution at most): CC0, public domain, CC-BY-2.0/2.5/3.0/4.0, BSD-3-Clause, MIT
-    share-alike: CC-BY-SA-3.0/4.0 -> only in a CC-BY-SA release
-    non-commercial: CC-BY-NC(-SA) -> only in an explicitly NC release (NC-SA only in CC-BY-NC-SA)
-    never: GPL, GFDL, CC Sampling+, anything unknown
+The mix stage draws the scene behind each script from a library, so a library must say, per clip,
+what it is (tags, `kind`), whether a release may carry it (licence, attribution) and that the file
+is still the one catalogued (sha256). A library is a directory holding `catalog.jsonl` (one clip per
+line, human-readable) and the audio the catalog points to by a path relative to the directory
+(imported corpora stay where they are and are referenced with `../`). Loading validates every clip:
+a missing, corrupt, empty or silent file, a changed file (sha256), or a missing/unknown licence is
+reported as a problem and the clip skipped. Which licences a release admits is
+construction.sounds.licences.
 
 Every clip has a `kind`: `bed` (ambience, crowd, music: can play under a whole clip and loop with
 crossfades) or `event` (a one-shot: a shot, a bell, a pop). Clips also carry what was measured on
 them (`lufs`, `peak_dbfs`, `active_fraction`); a catalog written before these fields existed still
 loads, and a clip without a kind gets the measured default (>= 4 s and not mostly silent: bed).
 
-Importers of ESC-50, FSD50K and a plain folder with a sidecar CSV live in construction.sounds.importers,
-which imports this module and holds the command line; running this module runs its `main`:
-    python -m construction.sounds import --format esc50|fsd50k|folder --src DIR --out LIBRARY_DIR
-    python -m construction.sounds check LIBRARY_DIR [--release-licence CC-BY-4.0]
+Libraries are built by `python -m construction.sounds.starter` (the offline starter library) and
+`python -m construction.sounds import` (a corpus on disk), and checked by `python -m construction.sounds
+check`: see their --help.
 """
 
 from __future__ import annotations
@@ -39,85 +36,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from construction.core.errors import WorkbenchError
 from construction.core.workspace import atomic_write_text, sha256_file
+from construction.sounds.licences import KNOWN_LICENCES, compatible
+from construction.sounds.licences import normalise_licence  # noqa: F401  (release/ imports it from here)
 
 log = logging.getLogger(__name__)
 
 CATALOG = "catalog.jsonl"
 SILENCE_PEAK_DBFS = -60.0  # a clip whose loudest sample stays below this is treated as silent
 TAG_RE = re.compile(r"^[a-z0-9]+(_[a-z0-9]+)*$")
-
-# --- licences -------------------------------------------------------------------------------
-
-PUBLIC_DOMAIN = "LicenseRef-PublicDomain"
-SAMPLING_PLUS = "LicenseRef-CC-Sampling-Plus-1.0"
-TIER_A = frozenset({"CC0-1.0", PUBLIC_DOMAIN, "CC-BY-2.0", "CC-BY-2.5", "CC-BY-3.0", "CC-BY-4.0",
-                    "BSD-3-Clause", "MIT"})
-# BY-SA 2.0 and 3.0 let adaptations be licensed under a later BY-SA version (BY-SA-4.0 output is fine)
-SHARE_ALIKE = frozenset({"CC-BY-SA-2.0", "CC-BY-SA-3.0", "CC-BY-SA-4.0"})
-NON_COMMERCIAL = frozenset({"CC-BY-NC-3.0", "CC-BY-NC-4.0"})
-NON_COMMERCIAL_SA = frozenset({"CC-BY-NC-SA-3.0", "CC-BY-NC-SA-4.0"})
-# Known so that a clip is reported as incompatible rather than "unknown"; never admitted.
-EXCLUDED = frozenset({"GPL-2.0-only", "GPL-2.0-or-later", "GPL-3.0-only", "GPL-3.0-or-later",
-                      "GFDL-1.3-or-later", "GFDL-1.3-only", "CC-BY-ND-3.0", "CC-BY-ND-4.0",
-                      "CC-BY-NC-ND-3.0", "CC-BY-NC-ND-4.0", SAMPLING_PLUS})
-KNOWN_LICENCES = TIER_A | SHARE_ALIKE | NON_COMMERCIAL | NON_COMMERCIAL_SA | EXCLUDED
-
-# What each supported release licence admits. A CC-BY-SA-3.0 release cannot take 4.0 SA material;
-# BY-SA material cannot go into an NC release (its adaptations must stay BY-SA).
-RELEASE_RULES: dict[str, frozenset[str]] = {
-    "CC-BY-4.0": TIER_A,
-    "CC-BY-SA-4.0": TIER_A | SHARE_ALIKE,
-    "CC-BY-SA-3.0": TIER_A | {"CC-BY-SA-2.0", "CC-BY-SA-3.0"},
-    "CC-BY-NC-4.0": TIER_A | NON_COMMERCIAL,
-    "CC-BY-NC-SA-4.0": TIER_A | NON_COMMERCIAL | NON_COMMERCIAL_SA,
-}
-
-_CC_URL = re.compile(r"creativecommons\.org/(licenses|publicdomain)/([a-z+-]+)/(\d\.\d)", re.I)
-# "CC BY 3.0", "CC-BY-SA 3.0 Unported", "CC BY-NC 4.0 International" (README-style spellings)
-_CC_WORDS = re.compile(r"^cc[- ]by((?:[- ](?:sa|nc|nd))*)[- ]v?(\d\.\d)(?:[- ]?(?:unported|international|generic))?$",
-                       re.I)
-_ALIASES = {  # spellings seen in package docs and sidecars -> SPDX-like id
-    "cc0": "CC0-1.0", "cc0 1.0": "CC0-1.0", "public domain": PUBLIC_DOMAIN, "pd": PUBLIC_DOMAIN,
-    "public-domain": PUBLIC_DOMAIN,
-    "bsd-3-clause": "BSD-3-Clause", "mit": "MIT", "gpl-2+": "GPL-2.0-or-later",
-    "gpl-2": "GPL-2.0-only", "gpl-3+": "GPL-3.0-or-later", "gfdl-1.3": "GFDL-1.3-or-later",
-}
-
-
-def normalise_licence(value: str) -> str | None:
-    """An SPDX-like id for a licence id, alias or creativecommons.org URL; None if unknown."""
-    text = (value or "").strip()
-    if not text:
-        return None
-    match = _CC_URL.search(text)
-    if match:
-        kind, code, version = match.group(1).lower(), match.group(2).lower(), match.group(3)
-        if kind == "publicdomain":
-            return {"zero": "CC0-1.0", "mark": PUBLIC_DOMAIN}.get(code)
-        if code == "sampling+":
-            return SAMPLING_PLUS
-        spdx = f"CC-{code.upper()}-{version}"
-        return spdx if spdx in KNOWN_LICENCES else None
-    for known in KNOWN_LICENCES:
-        if text.lower() == known.lower():
-            return known
-    words = _CC_WORDS.match(text)
-    if words:
-        parts = "".join(f"-{p.upper()}" for p in re.split(r"[- ]", words.group(1)) if p)
-        spdx = f"CC-BY{parts}-{words.group(2)}"
-        return spdx if spdx in KNOWN_LICENCES else None
-    return _ALIASES.get(text.lower())
-
-
-def compatible(clip_licence: str, release_licence: str) -> bool:
-    """May a clip under `clip_licence` be mixed into a release under `release_licence`?"""
-    try:
-        admitted = RELEASE_RULES[release_licence]
-    except KeyError:
-        raise WorkbenchError(f"unsupported release licence '{release_licence}'; "
-                             f"choose one of {', '.join(RELEASE_RULES)}") from None
-    return clip_licence in admitted
-
 
 # --- measurement ------------------------------------------------------------------------------
 
@@ -340,7 +266,7 @@ def read_catalog(root: Path) -> tuple[list[Clip], list[Problem]]:
     path = root / CATALOG
     if not path.is_file():
         raise WorkbenchError(f"no sound library at {root}: {CATALOG} is missing "
-                             "(build one with `python -m construction.sounds.starter --out DIR` "
+                             "(build one with `python -m construction.sounds.starter --sounds DIR` "
                              "or `python -m construction.sounds import ...`)")
     clips: list[Clip] = []
     problems: list[Problem] = []

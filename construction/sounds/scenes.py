@@ -23,7 +23,7 @@ def open_library(path: str | Path) -> SoundLibrary:
     root = Path(path).expanduser()
     if not (root / "catalog.jsonl").exists():
         raise WorkbenchError(f"no sound library at {root} (no catalog.jsonl): build the offline one with "
-                             f"python -m construction.sounds.starter --out {root}, or set mix.sounds")
+                             f"python -m construction.sounds.starter --sounds {root}, or set mix.sounds")
     return load_library(root)
 
 

@@ -1,8 +1,10 @@
-"""Where the starter library's clips come from: one reader per source kind (Debian package files,
-opensfx.cat, Doom WAD, zip, C4Group, PyPI wheel), each decoding a clip's audio and re-reading its
-licence from the package's own record.
+"""Readers of the packages the starter library is cut from: one per source kind (Debian package files,
+opensfx.cat, Doom WAD, zip, C4Group, PyPI wheel, SoundFont), each decoding a clip's audio and
+re-reading its licence from the package's own record (the record's wording is read by
+construction.sounds.licences).
 
-Sources (see construction/data/starter_sounds.yaml and the shared sound-sources references):
+Sources (see construction/data/starter_sounds.yaml, the sources file, modelled in
+construction.sounds.sources_file):
     openttd-opensfx          opensfx.cat container; licence and credits embedded in each entry
     freedoom                 DMX sound lumps in freedoom2.wad; BSD-3-Clause
     teeworlds-data           WavPack .wv files (decoded with wvunpack, or ffmpeg); CC-BY-SA-3.0
@@ -20,12 +22,9 @@ the cache (~/.cache/aor-bench/debs) and unpacked member by member (construction.
 
 from __future__ import annotations
 
-import fnmatch
-import gzip
 import hashlib
 import io
 import os
-import re
 import shutil
 import struct
 import subprocess
@@ -34,138 +33,21 @@ import tempfile
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
 import soundfile as sf
-from pydantic import BaseModel, ConfigDict, Field
 
+from construction.core.errors import WorkbenchError
+from construction.core.workspace import sha256_file
 from construction.sounds.c4group import open_group
 from construction.sounds.debcache import DebPackage, DownloadLog, PackageUnavailable
-from construction.core.errors import WorkbenchError
-from construction.sounds.library import normalise_licence, sha256_file
-
-
-class SourceSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    kind: Literal["opensfx_cat", "doom_wad", "wavpack_dir", "audio_dir", "pypi_wheel", "zip_archive", "c4group",
-                  "sf2_sample"]
-    install: str
-    docs: str
-    homepage: str
-    package: str | None = None          # Debian package: files come from / or from its cached .deb
-    file: str | None = None
-    dir: str | None = None
-    package_path: str | None = None     # upstream path of `dir` (or of the zip's root) for DEP-5 matching
-    package_licence: str | None = None
-    licence_statement: str | None = None  # sf2_sample: the sentence in `docs` that grants package_licence
-    licence_from: Literal["dep5", "dep5_dual", "freedink"] = "dep5"  # *_dir and zip sources
-    dual_licence: str | None = None     # dep5_dual: the SPDX id the stanza's comment offers besides GPL
-    authors: str | None = None          # c4group: the authors file inside the group
-    unpacked: bool = False              # c4group: `file` is an unpacked group (a folder)
-    requirement: str | None = None
-    wheel: str | None = None
-    sha256: str | None = None
-    member_dir: str | None = None
-    clip_kind: Literal["bed", "event"] | None = None  # default kind of this source's clips
-    max_s: float | None = Field(default=None, gt=0)   # beds longer than this are cut to their loudest part
-
-
-class ClipSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
-    source: str
-    entry: str | int
-    title: str
-    tags: list[str] = Field(min_length=1)
-    labels: list[str] = Field(default_factory=list)
-    kind: Literal["bed", "event"] | None = None
-    licence: str
-    attribution: str = Field(min_length=1)
-    source_url: str
-    credit: str | None = None  # openclonk: the name as written in authors.txt (absent: not listed there)
+from construction.sounds.licences import (credits_cc0, grants_openclonk_content, is_bsd3_text, openclonk_licence,
+                                          opensfx_licence, read_doc, record_licence, states_mit)
+from construction.sounds.sources_file import ClipSpec, SourceSpec
 
 
 class SourceMissing(WorkbenchError):
     """A package (or tool) a source needs is not installed / cannot be fetched."""
-
-
-# --- licence records ---------------------------------------------------------------------------
-
-def _read_doc(path: Path) -> str:
-    data = path.read_bytes()
-    return (gzip.decompress(data) if path.suffix == ".gz" else data).decode("utf-8", errors="replace")
-
-
-def _dep5_stanza(copyright_text: str, file_path: str) -> str | None:
-    """The last DEP-5 'Files:' stanza matching file_path (the DEP-5 rule), as text."""
-    found = None
-    for stanza in re.split(r"\n\s*\n", copyright_text):
-        files = re.search(r"^Files:(.*(?:\n[ \t]+.*)*)", stanza, re.M)
-        licence = re.search(r"^License:[ \t]*(.+)$", stanza, re.M)
-        if files and licence and any(fnmatch.fnmatchcase(file_path, pattern) for pattern in files.group(1).split()):
-            found = stanza
-    return found
-
-
-def debian_copyright_licence(copyright_text: str, file_path: str) -> str | None:
-    """The License of the last DEP-5 'Files:' stanza matching file_path (the DEP-5 rule)."""
-    stanza = _dep5_stanza(copyright_text, file_path)
-    match = re.search(r"^License:[ \t]*(.+)$", stanza or "", re.M)  # "GPL-2+ or CDDL" stays whole
-    return match.group(1).strip() if match else None
-
-
-def dual_licence(copyright_text: str, file_path: str, offered: str) -> str | None:
-    """LinCity-NG style: the stanza is GPL, and its Comment says the sound effects are also offered
-    under a Creative Commons licence; returns `offered` only if the comment really says so."""
-    stanza = _dep5_stanza(copyright_text, file_path) or ""
-    comment = " ".join(stanza.split("Comment:", 1)[1].split()) if "Comment:" in stanza else ""
-    words = {"CC-BY-SA-2.0": "Creative Commons Attribution Sharealike v2"}
-    if offered in words and "sound effects are dual-licensed" in comment and words[offered] in comment:
-        return offered
-    return None
-
-
-def freedink_licence(readme: str, name: str) -> str | None:
-    """FreeDink's README-REPLACEMENTS: a '- name' block per replaced file; the replacement's
-    licence is its '+License:' line (or a plain 'License:' line)."""
-    blocks = re.split(r"\n(?=- )", readme)
-    for block in blocks:
-        head = "\n".join(block.splitlines()[:2])
-        if not re.search(rf"(?<![\w.]){re.escape(name)}(?![\w])", head):
-            continue
-        found = re.findall(r"^\s*\+License:\s*(.+)$", block, re.M) or re.findall(r"^\s*License:\s*(.+)$", block, re.M)
-        return found[0].strip() if found else None
-    return None
-
-
-CC0_SECTION = re.compile(r"^.*licensed under the CC 0 license.*$", re.I | re.M)
-BY_DEFAULT = re.compile(r"If not stated otherwise, the sound effects are licensed under the\s+"
-                        r"CC Attribution 3\.0 license", re.I)
-
-
-def openclonk_licence(authors: str, entry: str, credit: str | None) -> tuple[str | None, str]:
-    """(SPDX id, how it was found) from an OpenClonk authors.txt.
-
-    Three layouts occur: '<File> licensed under CC0' lines (scenario folders); a header 'If not
-    stated otherwise ... CC Attribution 3.0' followed by an author table and a 'licensed under the
-    CC 0 license' section (Sound.ocg, Music.ocg). `credit` is the clip's name as the table writes it."""
-    base = entry.rsplit("/", 1)[-1]
-    line = re.search(rf"^{re.escape(base)} licensed under (\S+)", authors, re.M)
-    if line:
-        return normalise_licence(line.group(1)), f"'{base} licensed under {line.group(1)}'"
-    if not BY_DEFAULT.search(authors):
-        return None, "no licence statement"
-    split = CC0_SECTION.search(authors)
-    by_part, cc0_part = (authors[:split.start()], authors[split.end():]) if split else (authors, "")
-    if credit:
-        pattern = re.compile(rf"(?<![\w]){re.escape(credit)}(?![\w])")
-        if pattern.search(cc0_part):
-            return "CC0-1.0", f"'{credit}' listed in the CC0 section"
-        if pattern.search(by_part):
-            return "CC-BY-3.0", f"'{credit}' listed under the CC-BY-3.0 default"
-        return None, f"'{credit}' is not listed"
-    return "CC-BY-3.0", "not listed: the 'if not stated otherwise' CC-BY-3.0 default"
 
 
 # --- readers: one per source kind; audio as float64 [frames, channels] + rate --------------------
@@ -203,11 +85,6 @@ class OpenSfxCat:
     """OpenTTD's sound container: a table of (offset | 0x80000000, size) pairs, then per entry a
     length-prefixed, NUL-terminated description ("Title". Original ... License: ...) and a RIFF WAV."""
 
-    LICENCES = {"Creative Commons Attribution 3.0": "CC-BY-3.0",
-                "Creative Commons Attribution 3.0 Unported": "CC-BY-3.0",
-                "Creative Commons Attribution-ShareAlike 3.0 Unported": "CC-BY-SA-3.0",
-                "Creative Commons Zero 1.0": "CC0-1.0"}
-
     def __init__(self, spec: SourceSpec, resolve: Resolve | None = None):
         path = (resolve or _plain(spec))(spec.file or "")
         self.data = path.read_bytes()
@@ -228,10 +105,10 @@ class OpenSfxCat:
 
     def licence(self, clip: ClipSpec) -> str:
         text, _ = self._entry(int(clip.entry))
-        match = re.search(r"License: (.+?)\.(?:\s|$)", text)
-        if not match or match.group(1).strip() not in self.LICENCES:
+        spdx = opensfx_licence(text)
+        if spdx is None:
             raise WorkbenchError(f"opensfx entry {clip.entry} states no licence we know: {text!r}")
-        return self.LICENCES[match.group(1).strip()]
+        return spdx
 
     def audio(self, clip: ClipSpec) -> tuple[np.ndarray, int]:
         text, wav = self._entry(int(clip.entry))
@@ -259,10 +136,8 @@ class DoomWad:
 
     def licence(self, clip: ClipSpec) -> str:
         # Debian names it "freedoom-license"; check that its text is the BSD 3-clause one.
-        text = _read_doc(self.resolve(self.spec.docs))
-        bsd3 = all(p in text for p in ("Redistribution and use in source and binary forms",
-                                       "Neither the name", "without specific prior written permission"))
-        if not bsd3 or not self.spec.package_licence:
+        text = read_doc(self.resolve(self.spec.docs))
+        if not is_bsd3_text(text) or not self.spec.package_licence:
             raise WorkbenchError(f"{self.spec.docs} no longer holds the BSD 3-clause text")
         return self.spec.package_licence
 
@@ -288,13 +163,7 @@ class _RecordLicence:
 
     def _record_licence(self, upstream_path: str, name: str) -> str:
         spec = self.spec
-        if spec.licence_from == "freedink":
-            found = freedink_licence(self.record, name)
-        elif spec.licence_from == "dep5_dual":
-            found = dual_licence(self.record, upstream_path, spec.dual_licence or "")
-        else:
-            found = debian_copyright_licence(self.record, upstream_path)
-        spdx = normalise_licence(found or "")
+        spdx, found = record_licence(spec.licence_from, self.record, upstream_path, name, spec.dual_licence or "")
         if not spdx:
             raise WorkbenchError(f"{spec.docs} gives no known licence for {upstream_path} (found {found!r})")
         return spdx
@@ -308,7 +177,7 @@ class PackageFiles(_RecordLicence):
         self.resolve = resolve or _plain(spec)
         if not spec.dir:
             raise WorkbenchError(f"source of kind {spec.kind} needs 'dir'")
-        self.record = _read_doc(self.resolve(spec.docs))
+        self.record = read_doc(self.resolve(spec.docs))
         self.spec = spec
         self.decoder = None
         if spec.kind == "wavpack_dir":
@@ -341,7 +210,7 @@ class ZipArchive(_RecordLicence):
     def __init__(self, spec: SourceSpec, resolve: Resolve | None = None):
         self.resolve = resolve or _plain(spec)
         self.spec = spec
-        self.record = _read_doc(self.resolve(spec.docs))
+        self.record = read_doc(self.resolve(spec.docs))
         path = self.resolve(spec.file or "")
         try:
             self.zip = zipfile.ZipFile(path)
@@ -366,8 +235,8 @@ class C4GroupSource:
     def __init__(self, spec: SourceSpec, resolve: Resolve | None = None):
         self.resolve = resolve or _plain(spec)
         self.spec = spec
-        debian = _read_doc(self.resolve(spec.docs))
-        if not ("Creative Commons Attribution 3.0" in debian and "CC0" in debian):
+        debian = read_doc(self.resolve(spec.docs))
+        if not grants_openclonk_content(debian):
             raise WorkbenchError(f"{spec.docs} no longer grants the game content under CC-BY 3.0 or CC0")
         self.group = open_group(self.resolve(spec.file or ""))
         self.authors = self.group.read(spec.authors or "authors.txt").decode("utf-8", errors="replace")
@@ -416,10 +285,9 @@ class PypiWheel:
 
     def licence(self, clip: ClipSpec) -> str:
         # CREDITS.md: all bundled sounds CC0 (BigSoundBank, J. Sardin), one table row per animal
-        if "CC0" not in self.credits:
-            raise WorkbenchError(f"{self.spec.wheel}: {self.spec.docs} no longer says CC0")
-        if clip.source_url not in self.credits:
-            raise WorkbenchError(f"{self.spec.wheel}: {self.spec.docs} does not list {clip.source_url}")
+        problem = credits_cc0(self.credits, clip.source_url)
+        if problem:
+            raise WorkbenchError(f"{self.spec.wheel}: {self.spec.docs} {problem}")
         return "CC0-1.0"
 
     def audio(self, clip: ClipSpec) -> tuple[np.ndarray, int]:
@@ -436,8 +304,6 @@ class SoundFontSample:
     sample's name, start and end (in sample frames of the 16-bit mono 'smpl' chunk) and rate. A clip is
     one whole sample as stored (not a rendered note, no loop). The licence is the package's: its
     copyright file must still hold `licence_statement` and the MIT permission text."""
-
-    MIT_TEXT = ("Permission is hereby granted, free of charge", "THE SOFTWARE IS PROVIDED \"AS IS\"")
 
     def __init__(self, spec: SourceSpec, resolve: Resolve | None = None):
         self.resolve = resolve or _plain(spec)
@@ -472,10 +338,8 @@ class SoundFontSample:
             offset += 8 + size + (size & 1)
 
     def licence(self, clip: ClipSpec) -> str:
-        text = " ".join(_read_doc(self.resolve(self.spec.docs)).split())
-        statement = " ".join((self.spec.licence_statement or "").split())
-        if not (statement and self.spec.package_licence and statement in text
-                and all(part in text for part in self.MIT_TEXT)):
+        text = read_doc(self.resolve(self.spec.docs))
+        if not (self.spec.package_licence and states_mit(text, self.spec.licence_statement or "")):
             raise WorkbenchError(f"{self.spec.docs} no longer says {self.spec.licence_statement!r} "
                                  "with the MIT permission text")
         return self.spec.package_licence
