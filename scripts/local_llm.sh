@@ -73,7 +73,7 @@ generate:
 EOF
 started=$(date +%s)
 OPENAI_API_KEY="${OPENAI_API_KEY:-local}" "$PY" -m construction.generate --workspace "$WS" --backend openai \
-    --llm-base-url "http://127.0.0.1:$PORT/v1" --llm-model "$ALIAS" --categories video_games --per-category 3 \
+    --base-url "http://127.0.0.1:$PORT/v1" --model "$ALIAS" --categories video_games --per-category 3 \
     --config "$WS.config.yaml" || true
 echo "generate against the local server took $(( $(date +%s) - started )) s; scripts:"
 "$PY" - "$WS" <<'EOF'

@@ -61,7 +61,7 @@ def test_redact_masks_keys_url_credentials_and_secret_env(monkeypatch):
 def test_generate_never_shows_the_key_or_url_credentials(tmp_path, mini_taxonomy):
     def generate(ws: str, url: str, *extra: str) -> subprocess.CompletedProcess:
         return run_module("construction.generate", "--workspace", str(tmp_path / ws), "--backend", "openai",
-                          "--llm-base-url", url, "--llm-model", "stub-model", "--taxonomy", str(mini_taxonomy),
+                          "--base-url", url, "--model", "stub-model", "--taxonomy", str(mini_taxonomy),
                           "--categories", "video_games", "--per-category", "2", *extra,
                           env={"OPENAI_API_KEY": KEY}, timeout=120)
 

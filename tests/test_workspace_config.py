@@ -96,8 +96,8 @@ def test_a_second_generate_never_discards_scripts(build, tmp_path):
     assert _run("generate", ws, "--config", str(build["config"]), "--per-category", "2").returncode == 0
     first = (ws / "manifests" / "generate.jsonl").read_bytes()
     # the README's second line on the same workspace: refused with the difference, before any request
-    proc = _run("generate", ws, "--backend", "openai", "--llm-base-url", "http://127.0.0.1:9/v1",
-                "--llm-model", "m")
+    proc = _run("generate", ws, "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1",
+                "--model", "m")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert 'generate.backend: "catalog" -> "openai"' in proc.stderr, proc.stderr
     assert "generate.llm_model" in proc.stderr and "pass --restart" in proc.stderr

@@ -133,7 +133,7 @@ class LLMClient:
         import openai
 
         if not base_url:
-            raise WorkbenchError(f"the {what} needs a base URL (generate.llm_base_url or --llm-base-url)")
+            raise WorkbenchError(f"the {what} needs a base URL (generate.llm_base_url or --base-url)")
         api_key = os.environ.get(api_key_env)
         if not api_key:
             raise WorkbenchError(f"the {what} reads its API key from ${api_key_env}, which is not set "
