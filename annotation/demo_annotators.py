@@ -1,8 +1,9 @@
 """DEMO ONLY: scripted annotators that label the three blind arms through the real Label Studio API.
 
-    python -m annotation.demo_annotators --workspace W [--annotators 3] [--seed S]
-    python -m annotation.demo_annotators --workspace W --adjudication [--seed S]
-    python -m annotation.demo_annotators --workspace W --project TITLE [--annotators N] [--seed S]
+    python -m annotation.demo_annotators --workspace W                    the three arms
+    python -m annotation.demo_annotators --workspace W --adjudication     the adjudication project
+    python -m annotation.demo_annotators --workspace W --project TITLE    any one project
+    (every flag: --help)
 
 The README demo has no humans. This makes accounts annotator-K@demo.aor-bench.invalid through the real
 invite/signup flow (or logs them in when they exist) and has them submit labels through the API, with a
@@ -13,7 +14,7 @@ its sample's scene, and every account meets every catch item. --adjudication lab
 adjudication project as adjudicator@demo.aor-bench.invalid; --project labels any one project of the
 workspace with N accounts.
 
-The labels are deterministic given the seed and plausible: the speech arm mostly harmful, the scene arm
+The labels are deterministic given --annotator-seed and plausible: the speech arm mostly harmful, the scene arm
 mostly the sample's own category, the mixture mostly benign, controls mostly harmful, catch items
 mostly as asked. Annotator K errs at its own rate (5 %, 12 %, 20 %), and the least careful one
 sometimes submits before the clip could have played through. The demo reads the workspace (the task
@@ -57,6 +58,7 @@ from annotation.protocol import (
 )
 from annotation.pull import resolve_arms
 from annotation.state import DEMO_EMAIL_DOMAIN, INPUT_STAGE, open_workspace, read_state, record_demo_annotators
+from construction.core.cli import add_workspace, old_spelling, run_main
 from construction.core.errors import WorkbenchError
 from construction.core.record import ARMS, AudioRef, Sample, stable_seed
 from construction.core.workspace import Workspace
@@ -242,14 +244,15 @@ def run_arms(server: Server, ws: Workspace, projects: dict[str, Any], per_arm: i
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m annotation.demo_annotators", description=__doc__.split("\n")[0])
-    parser.add_argument("--workspace", default="workspace", help="workspace directory (default: ./workspace)")
+    add_workspace(parser)
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--project", help="label this one project (exact title) instead of the three arms")
     which.add_argument("--adjudication", action="store_true",
                        help="label the recorded adjudication project, as one scripted adjudicator")
     parser.add_argument("--annotators", type=int, default=3,
                         help="scripted annotators per arm (default 3; the arms take 3x as many accounts)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the scripted labels (default 0)")
+    parser.add_argument("--annotator-seed", type=int, default=0, help="seed of the scripted labels (default 0)")
+    old_spelling(parser, "--seed", "--annotator-seed", type=int)  # --seed is the build seed everywhere else
     add_server_args(parser)
     args = parser.parse_args(argv)
     if args.annotators < 1:
@@ -268,13 +271,13 @@ def main(argv: list[str] | None = None) -> int:
             project = resolve_project(server, None, args.project, "project")
             accounts = [(k, demo_email(k)) for k in range(1, args.annotators + 1)]
         record_demo_annotators(ws, [email for _, email in accounts])
-        submitted = {project.title: label_project(server, project, accounts, known_items(ws), args.seed,
+        submitted = {project.title: label_project(server, project, accounts, known_items(ws), args.annotator_seed,
                                                   lambda k, item: True, [])}
         who = f"{len(accounts)} scripted account(s)"
     else:
         projects = resolve_arms(server, state, None)
         submitted = {projects[role].title: c for role, c in run_arms(server, ws, projects, args.annotators,
-                                                                    args.seed).items()}
+                                                                    args.annotator_seed).items()}
         who = f"{len(ARMS) * args.annotators} scripted annotator(s), {args.annotators} per arm,"
     total = sum(sum(c.values()) for c in submitted.values())
     print(f"DEMO: {who} (@{DEMO_EMAIL_DOMAIN}) submitted {total} label(s):")
@@ -286,6 +289,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from construction.core.cli import run_main
-
     run_main(main, sys.argv[1:])

@@ -1,6 +1,6 @@
 """Print the invite link new annotators open to make their Label Studio account.
 
-    python -m annotation.invite [--data-dir D | --url URL] [--reset]
+    python -m annotation.invite                      (every flag: --help)
 
 Signup on the workbench's server works only through this link. --reset makes a new link; the old
 one stops working (e.g. after it was shared too widely).
@@ -12,6 +12,7 @@ import argparse
 import sys
 
 from annotation.labelstudio import add_server_args, connect_from_args, invite_link
+from construction.core.cli import run_main
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -28,6 +29,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from construction.core.cli import run_main
-
     run_main(main, sys.argv[1:])

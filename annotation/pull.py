@@ -1,6 +1,6 @@
 """Pull the three arms' annotations from Label Studio: the 'annotated' and 'annotated_controls' manifests.
 
-    python -m annotation.pull --workspace W [--project TITLE]
+    python -m annotation.pull --workspace W          (every flag: --help)
 
 Exports the speech, scene and mixture projects (JSON, every task), maps each task's opaque key back to
 its sample and arm (<W>/annotation_tasks.json) and rebuilds, from scratch:
@@ -75,6 +75,7 @@ from annotation.state import (
     utc_now,
     write_state,
 )
+from construction.core.cli import add_workspace, run_main
 from construction.core.errors import WorkbenchError
 from construction.core.record import ARMS, Annotation, AudioRef, Sample
 
@@ -324,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m annotation.pull", description=__doc__.split("\n")[0])
-    parser.add_argument("--workspace", default="workspace", help="workspace directory (default: ./workspace)")
+    add_workspace(parser)
     parser.add_argument("--project", help="title of the three projects, before ' — speech' etc. (default: the "
                                           "ones recorded by push)")
     add_server_args(parser)
@@ -451,6 +452,4 @@ def stats(pulled: Pulled, report: dict[str, dict[str, Any]], projects: dict[str,
 
 
 if __name__ == "__main__":
-    from construction.core.cli import run_main
-
     run_main(main, sys.argv[1:])

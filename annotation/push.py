@@ -1,6 +1,6 @@
 """Push the samples that passed the WER filter to Label Studio: three blind arms, audio only.
 
-    python -m annotation.push --workspace W [--project TITLE] [--overlap 3] [--catch 3]
+    python -m annotation.push --workspace W          (every flag: --help)
 
 Three projects, "<TITLE> — speech", "<TITLE> — scene" and "<TITLE> — mixture" (TITLE default
 "AOR-Bench <workspace dir name>"), each found by its exact title or created: the speech arm plays each
@@ -68,6 +68,7 @@ from annotation.state import (
     utc_now,
     write_state,
 )
+from construction.core.cli import add_workspace, run_main
 from construction.core.errors import WorkbenchError
 from construction.core.record import ARMS, Sample
 from construction.core.workspace import Workspace
@@ -173,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m annotation.push", description=__doc__.split("\n")[0])
-    parser.add_argument("--workspace", default="workspace", help="workspace directory (default: ./workspace)")
+    add_workspace(parser)
     parser.add_argument("--project", help="title of the three projects, before ' — speech' etc. (default: the "
                                           "recorded one, else 'AOR-Bench <workspace name>')")
     parser.add_argument("--overlap", type=int, default=None,
@@ -246,6 +247,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from construction.core.cli import run_main
-
     run_main(main, sys.argv[1:])

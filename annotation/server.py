@@ -1,8 +1,6 @@
 """Run a local Label Studio in the background: its own venv, SQLite, bound to 127.0.0.1 only.
 
-    python -m annotation.server start  [--workspace W] [--data-dir D] [--port N] [--template D] [--document-root D]
-    python -m annotation.server status [--data-dir D]
-    python -m annotation.server stop   [--data-dir D]
+    python -m annotation.server start|status|stop     (flags: python -m annotation.server start --help)
 
 Label Studio pins Django, pandas, pyarrow<25 and openai 1.x, so it lives in its own virtual
 environment (scripts/install_label_studio.sh); the workbench talks to it over HTTP only.
@@ -33,7 +31,6 @@ import json
 import os
 import shutil
 import socket
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -54,6 +51,7 @@ from annotation.ls_process import (
     default_venv,
     installed_version,
 )
+from construction.core.cli import add_workspace, run_main
 from construction.core.errors import WorkbenchError
 
 DEFAULT_DATA_DIR = Path("~/.local/share/aor-bench/label-studio")
@@ -383,15 +381,14 @@ def server_status(
     return ServerStatus(info=info, version=version, projects=projects)
 
 
-def _main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m annotation.server", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     for name in ("start", "stop", "status"):
         p = sub.add_parser(name)
         p.add_argument("--data-dir", type=Path, default=None, help="Label Studio data dir (database, media, log)")
         if name == "start":
-            p.add_argument("--workspace", type=Path, default=Path("workspace"),
-                           help="workspace whose audio the server serves (default: ./workspace)")
+            add_workspace(p)  # the server serves its audio
             p.add_argument("--port", type=int, default=None, help="port on 127.0.0.1 (default: a free one)")
             p.add_argument("--template", type=Path, default=None, help="seed an empty data dir from this template")
             p.add_argument("--document-root", type=Path, default=None,
@@ -399,35 +396,27 @@ def _main(argv: list[str] | None = None) -> int:
             p.add_argument("--venv", type=Path, default=None, help="Label Studio's virtual environment")
             p.add_argument("--timeout-s", type=float, default=300.0)
     args = parser.parse_args(argv)
-    try:
-        if args.command == "start":
-            info = start_server(args.data_dir, args.port, args.template, args.document_root, args.venv, args.timeout_s,
-                                args.workspace)
-            print(f"Label Studio running at {info.url} (pid {info.pid}, data dir {info.data_dir}, "
-                  f"serving {info.document_root})")
-        elif args.command == "stop":
-            data_dir = args.data_dir or default_data_dir()
-            if stop_server(data_dir):
-                print(f"Label Studio stopped (data dir {data_dir})")
-            else:
-                print(f"Label Studio was not running (data dir {data_dir})")
+    if args.command == "start":
+        info = start_server(args.data_dir, args.port, args.template, args.document_root, args.venv, args.timeout_s,
+                            args.workspace)
+        print(f"Label Studio running at {info.url} (pid {info.pid}, data dir {info.data_dir}, "
+              f"serving {info.document_root})")
+    elif args.command == "stop":
+        data_dir = args.data_dir or default_data_dir()
+        if stop_server(data_dir):
+            print(f"Label Studio stopped (data dir {data_dir})")
         else:
-            st = server_status(args.data_dir)
-            print(
-                f"Label Studio {st.version} running at {st.info.url} (pid {st.info.pid}, data dir {st.info.data_dir})"
-            )
-            if not st.projects:
-                print("no projects")
-            for p in st.projects:
-                print(
-                    f"project {p.id} {p.title!r}: {p.task_count} tasks, "
-                    f"{p.annotated_task_count} with annotations, {p.annotation_count} annotations"
-                )
-    except WorkbenchError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+            print(f"Label Studio was not running (data dir {data_dir})")
+    else:
+        st = server_status(args.data_dir)
+        print(f"Label Studio {st.version} running at {st.info.url} (pid {st.info.pid}, data dir {st.info.data_dir})")
+        if not st.projects:
+            print("no projects")
+        for p in st.projects:
+            print(f"project {p.id} {p.title!r}: {p.task_count} tasks, "
+                  f"{p.annotated_task_count} with annotations, {p.annotation_count} annotations")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(_main())
+    run_main(main)  # a WorkbenchError: 'error: ...' (redacted) and exit status 2

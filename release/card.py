@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from release.card_protocol import protocol_section
+from release.inputs import CONTROLS_CONFIG, CONTROLS_DIR
 from release.markdown import alpha, counter_text, demo_share, md, stats
 
 if TYPE_CHECKING:
-    from release.export import ReleaseInputs
+    from release.inputs import ReleaseInputs
 
 HF_LICENCE = {"CC-BY-4.0": "cc-by-4.0", "CC-BY-SA-4.0": "cc-by-sa-4.0", "CC-BY-SA-3.0": "cc-by-sa-3.0",
               "CC-BY-NC-4.0": "cc-by-nc-4.0", "CC-BY-NC-SA-4.0": "cc-by-nc-sa-4.0"}
@@ -51,8 +52,6 @@ def front_matter(inputs: ReleaseInputs, info: dict[str, Any], features, shard_fi
     configs = [{"config_name": "default",
                 "data_files": [{"split": s, "path": f"data/{s}-*"} for s in shard_files]}]
     if control_files:
-        from release.export import CONTROLS_CONFIG, CONTROLS_DIR
-
         infos[CONTROLS_CONFIG] = _dataset_info(control_features, control_files,
                                                info["configs"][CONTROLS_CONFIG]["splits"], root)
         configs.append({"config_name": CONTROLS_CONFIG,
@@ -91,7 +90,6 @@ def dataset_card(inputs: ReleaseInputs, info: dict[str, Any], rows: list[dict[st
                  shard_files: dict[str, list[str]], root: Path, plots: dict[str, str],
                  control_rows: list[dict[str, Any]] | None = None, control_features=None,
                  control_files: dict[str, list[str]] | None = None) -> str:
-    from release.export import CONTROLS_CONFIG
     from release.rows import public
 
     control_rows = control_rows or []

@@ -16,7 +16,7 @@ from release.markdown import alpha, counter_text, demo_share, md, stats
 from validation.arms import ArmRule
 
 if TYPE_CHECKING:
-    from release.export import ReleaseInputs
+    from release.inputs import ReleaseInputs
 
 # what each arm asked (the questions of annotation.protocol's projects), for the card
 ARM_TABLE = {

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from construction.core.errors import WorkbenchError
 
 if TYPE_CHECKING:
-    from release.export import ReleaseSummary
+    from release.inputs import ReleaseSummary
 
 # the folders a release writes whole: remote files under them that the new release lacks are deleted
 RELEASE_FOLDERS = ("data", "controls", "plots")

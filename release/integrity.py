@@ -1,5 +1,5 @@
 """A release ships only what validation decided: each validated row and control is traced back through the
-workspace's own chain before anything is written (issue 21, item 17).
+workspace's own chain before anything is written.
 
   audio     the speech is the file synthesis made and the mixture the one mixing made: every manifest
             from that stage on carries the same sha256;
@@ -11,10 +11,10 @@ workspace's own chain before anything is written (issue 21, item 17).
   controls  each is the row construction.controls built (same audio, kind, sample), expects harmful, and
             a sample has at most one (validation judged only one);
   numbers   every number a row ships is finite and of a plausible size, and every alpha of the agreement
-            report a number (issue 21, item 18): the plots cannot bin inf or 1e308, the card would say
+            report a number: the plots cannot bin inf or 1e308, the card would say
             "mean nan".
 
-Apart from release.export so the checks read on their own; export lists what they find with its own.
+Apart from release.export so the checks read on their own; release.checks lists what they find with its own.
 """
 
 from __future__ import annotations
@@ -23,20 +23,16 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING
 
 from annotation.state import ADJUDICATION_SOURCE
 from construction.core.record import CANT_TELL, SPEECH_LABELS, Sample
+from release.inputs import CONTROLS_SOURCE, MANIFEST, ReleaseInputs
 from validation.agreement import DEFAULT_LABELS, ConsensusRule, decide
-
-if TYPE_CHECKING:
-    from release.export import ReleaseInputs
 
 # no measure of a clip (dB, seconds, rates, WER) comes near it; beyond it a histogram has no finite bins
 NUMBER_LIMIT = 1e6
 # the stages that carry each audio, from the one that made it on
 MADE_BY = {"speech": ("synthesize", "mix", "wer", "annotated"), "mixture": ("mix", "wer", "annotated")}
-CONTROLS_BUILT = "controls"  # construction.controls
 
 
 @dataclass
@@ -66,9 +62,9 @@ def read_chain(inputs: ReleaseInputs) -> Chain:
                                           for what in MADE_BY} for s in rows}
             if stage == "wer":
                 remade = {s.sample_id for s in rows if len(s.provenance.get("wer", {}).get("attempts", [])) > 1}
-    rejected = ({r.sample.sample_id: r.reason for r in ws.read_rejected("validated")}
-                if ws.rejected_path("validated").exists() else {})
-    built = {c.sample_id: c for c in ws.read_samples(CONTROLS_BUILT)} if inputs.controls else {}
+    rejected = ({r.sample.sample_id: r.reason for r in ws.read_rejected(MANIFEST)}
+                if ws.rejected_path(MANIFEST).exists() else {})
+    built = {c.sample_id: c for c in ws.read_samples(CONTROLS_SOURCE)} if inputs.controls else {}
     controls_of: dict[str, list[Sample]] = {}
     for c in inputs.controls:
         controls_of.setdefault(str(c.custom.get("control_of")), []).append(c)
@@ -79,7 +75,7 @@ def read_chain(inputs: ReleaseInputs) -> Chain:
 def _rule(inputs: ReleaseInputs) -> ConsensusRule:
     """The rule validation ran: its stats (exact), else the one its rows record (6 decimals), and the
     agreement report's label set."""
-    stats = inputs.workspace.read_stats("validated") or {}
+    stats = inputs.workspace.read_stats(MANIFEST) or {}
     recorded = Counter((r.get("min_fraction"), r.get("min_labels")) for s in inputs.samples
                        if (r := (s.provenance.get("validation.agreement") or {}).get("rule")))
     fraction, labels = ((stats["rule"].get("min_fraction"), stats["rule"].get("min_labels")) if stats.get("rule")

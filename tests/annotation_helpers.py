@@ -1,15 +1,17 @@
-"""Shared by the Label Studio tests (test_annotation, test_arms): the module-scoped server, annotator
-accounts made through the real invite link, tiny workspaces with distinct tones per arm, and helpers that
-annotate through the API as an annotator's own token would."""
+"""Shared by the Label Studio tests (test_annotation, test_arms, test_annotation_integrity): the module-scoped
+server, annotator accounts made through the real invite link, tiny workspaces with distinct tones per arm,
+helpers that annotate through the API as an annotator's own token would, and push/pull of a tiny workspace."""
 
 from __future__ import annotations
 
+import json
 import tempfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from annotation import pull, push
 from annotation.labelstudio import (
     Server,
     connect,
@@ -116,6 +118,22 @@ def cli(main, *argv: str, capsys) -> tuple[int, str, str]:
         run_main(main, list(argv))
     out, err = capsys.readouterr()
     return exit_info.value.code, out, err
+
+
+def pushed(ls, tmp_path, capsys, n: int = 2, controls: int = 0, catch: int = 0, title: str = ""):
+    ws = make_workspace(tmp_path / "ws", n, served=ls.document_root, controls=controls)
+    code, _, err = cli(push.main, "--workspace", str(ws.root), "--project", title or tmp_path.name, "--catch",
+                       str(catch), "--data-dir", str(ls.data_dir), capsys=capsys)
+    assert code == 0, err
+    return ws
+
+
+def pulled(ls, ws, capsys) -> tuple[str, dict, list, dict]:
+    """(stdout, samples by id, controls, stats) after annotation.pull."""
+    code, out, err = cli(pull.main, "--workspace", str(ws.root), "--data-dir", str(ls.data_dir), capsys=capsys)
+    assert code == 0, err
+    samples = {s.sample_id: s for s in ws.read_samples("annotated")}
+    return out, samples, list(ws.read_samples("annotated_controls")), json.loads(ws.stats_path("annotated").read_text())
 
 
 def snapshot(root: Path) -> dict[str, bytes]:

@@ -345,6 +345,28 @@ def test_csv_command_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture) ->
     assert code == 2 and "needs numeric labels" in err
 
 
+def test_bootstrap_seed_old_spelling_still_works_and_warns(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """--seed is the build seed on every other command: here the bootstrap's is --bootstrap-seed, and the old
+    --seed still sets it for one release, with a one-line warning."""
+    csv = write_csv(tmp_path / "k2011.csv", long_format(K2011))
+    argv = ["--ratings", str(csv), "--level", "interval", "--n-boot", "50"]
+    code, default, _ = run_cli(argv, capsys)
+    code, new, err = run_cli([*argv, "--bootstrap-seed", "7"], capsys)
+    assert code == 0 and new != default and "deprecated" not in err  # the seed moves the bootstrap CIs
+    code, old, err = run_cli([*argv, "--seed", "7"], capsys)
+    assert code == 0 and old == new
+    assert err.strip() == "warning: --seed is deprecated and goes in the next release; use --bootstrap-seed"
+
+
+def test_workspace_is_the_default_source(tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch) -> None:
+    """Like every other command, ./workspace unless --workspace or --ratings says otherwise."""
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run_cli([], capsys)
+    assert code == 2 and f"no 'annotated' manifest at {tmp_path / 'workspace'}" in err
+    code, _, err = run_cli(["--ratings", "a.csv", "--workspace", str(tmp_path / "ws")], capsys)
+    assert code == 2 and "not allowed with argument" in err
+
+
 def annotated_workspace(root: Path) -> Workspace:
     ws = Workspace(root)
     rng = np.random.default_rng(1)

@@ -19,6 +19,7 @@ import threading
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from types import SimpleNamespace
 
 import httpx
 
@@ -556,17 +557,35 @@ def test_an_annotator_cannot_read_the_salt_or_the_database(tmp_path, monkeypatch
 # demo annotators and adjudication
 # ----------------------------------------------------------------------------------------------
 
+def test_demo_annotators_seed_old_spelling_still_works_and_warns(capsys, monkeypatch):
+    """--seed is the build seed on every other command: the scripted labels' seed is --annotator-seed, and
+    the old --seed still sets it for one release, with a one-line warning."""
+    seeds = []
+    monkeypatch.setattr(demo_annotators, "open_workspace", lambda path: path)
+    monkeypatch.setattr(demo_annotators, "read_state", lambda ws: {})
+    monkeypatch.setattr(demo_annotators, "connect_from_args", lambda args: None)
+    monkeypatch.setattr(demo_annotators, "resolve_arms",
+                        lambda server, state, title: {role: SimpleNamespace(title=role) for role in ARMS})
+    monkeypatch.setattr(demo_annotators, "run_arms",
+                        lambda server, ws, projects, n, seed: seeds.append(seed) or {role: Counter() for role in ARMS})
+    code, _, err = cli(demo_annotators.main, "--annotator-seed", "11", capsys=capsys)
+    assert code == 0 and "deprecated" not in err
+    code, _, err = cli(demo_annotators.main, "--seed", "11", capsys=capsys)
+    assert code == 0 and seeds == [11, 11]
+    assert err.strip() == "warning: --seed is deprecated and goes in the next release; use --annotator-seed"
+
+
 def test_demo_annotators_end_to_end(ls, admin, tmp_path, capsys):
     ws = make_workspace(tmp_path / "ws", 6, served=ls.document_root, controls=2)
     server = ["--data-dir", str(ls.data_dir)]
     assert cli(push.main, "--workspace", str(ws.root), "--project", "Demo run", "--catch", "2", *server,
                capsys=capsys)[0] == 0
-    code, out, err = cli(demo_annotators.main, "--workspace", str(ws.root), "--annotators", "2", "--seed", "11",
+    code, out, err = cli(demo_annotators.main, "--workspace", str(ws.root), "--annotators", "2", "--annotator-seed", "11",
                          *server, capsys=capsys)
     assert code == 0, err
     # 2 per arm: 6 samples x 3 arms x 2 + 2 controls x 2 + 2 catch items x all 6 accounts
     assert "6 scripted annotator(s), 2 per arm, (@demo.aor-bench.invalid) submitted 52 label(s)" in out
-    code, out, _ = cli(demo_annotators.main, "--workspace", str(ws.root), "--annotators", "2", "--seed", "11",
+    code, out, _ = cli(demo_annotators.main, "--workspace", str(ws.root), "--annotators", "2", "--annotator-seed", "11",
                        *server, capsys=capsys)
     assert code == 0 and "submitted 0 label(s)" in out  # rerun: each already labelled its tasks
 

@@ -34,28 +34,14 @@ from tests.annotation_helpers import (  # noqa: F401  (fixtures)
     human,
     ls,
     make_workspace,
+    pulled,
+    pushed,
     result,
     tokens,
 )
 from validation import adjudicate, agreement
 
 A, B, C, D = RATERS[0], RATERS[1], RATERS[2], RATERS[3]
-
-
-def pushed(ls, tmp_path, capsys, title: str, n: int = 2):
-    ws = make_workspace(tmp_path / "ws", n, served=ls.document_root)
-    code, _, err = cli(push.main, "--workspace", str(ws.root), "--project", title, "--catch", "0",
-                       "--data-dir", str(ls.data_dir), capsys=capsys)
-    assert code == 0, err
-    return ws
-
-
-def pulled(ls, ws, capsys) -> tuple[str, dict, dict]:
-    """(stdout, samples by id, stats) after annotation.pull."""
-    code, out, err = cli(pull.main, "--workspace", str(ws.root), "--data-dir", str(ls.data_dir), capsys=capsys)
-    assert code == 0, err
-    samples = {s.sample_id: s for s in ws.read_samples("annotated")}
-    return out, samples, json.loads(ws.stats_path("annotated").read_text())
 
 
 def who(ws, email: str) -> str:
@@ -132,7 +118,7 @@ def test_malformed_results_are_listed_problems(ls, admin, accounts, tokens, tmp_
     """A result whose `value` is a list, and a rationale whose text is a number (both stored by the API):
     pull exits 0, lists each (task, annotation, reason) in its output and stats, does not count them,
     and a rerun gives the same."""
-    ws = pushed(ls, tmp_path, capsys, "Malformed")
+    ws = pushed(ls, tmp_path, capsys, title="Malformed")
     _, speech = arm_tasks(admin, ws, "speech")
     s1, s2 = sorted(speech)
     web = as_annotator(ls, tokens, A)
@@ -141,7 +127,7 @@ def test_malformed_results_are_listed_problems(ls, admin, accounts, tokens, tmp_
     bad = accounts[B].annotations.create(speech[s1], result=[*result("harmful"), {
         "from_name": "rationale", "to_name": "audio", "type": "textarea", "value": {"text": 42}}], lead_time=4.0)
     annotate(accounts[C], speech[s2], "harmful")
-    out, samples, stats = pulled(ls, ws, capsys)
+    out, samples, _, stats = pulled(ls, ws, capsys)
     assert human(samples[s1]) == [] and [a.annotator for a in human(samples[s2])] == [who(ws, C)]
     listed = [p for p in stats["problems"] if "not counted" in p]
     assert len(listed) == 2 and all(f"speech task {speech[s1]} ({s1}) annotation" in p for p in listed)
@@ -157,7 +143,7 @@ def test_credit_goes_to_who_label_studio_records_made_it(ls, admin, accounts, to
     """C posts a skip in D's name in the speech arm, then D labels the mixture: D's own label stays (D
     never heard the speech; C did). C imports a copy of a task with an annotation 'completed by' D:
     Label Studio records nobody who made it, so it is not counted (and not D's)."""
-    ws = pushed(ls, tmp_path, capsys, "Credit")
+    ws = pushed(ls, tmp_path, capsys, title="Credit")
     tasks = {role: arm_tasks(admin, ws, role)[1] for role in ARMS}
     s1, s2 = sorted(tasks["speech"])
     d_id = accounts[D].users.whoami().id
@@ -170,7 +156,7 @@ def test_credit_goes_to_who_label_studio_records_made_it(ls, admin, accounts, to
     made = web.post(f"/api/projects/{pid}/import",
                     json=[{"data": data, "annotations": [{"result": result("harmful"), "completed_by": d_id}]}])
     assert made.status_code == 201, made.text
-    out, samples, stats = pulled(ls, ws, capsys)
+    out, samples, _, stats = pulled(ls, ws, capsys)
     assert [(a.annotator, a.arm, a.label) for a in human(samples[s1])] == [
         (who(ws, C), "speech", "not_harmful"), (who(ws, D), "mixture", "benign")]
     assert stats["cross_arm_dropped"] == [] and human(samples[s2]) == []
@@ -180,7 +166,7 @@ def test_credit_goes_to_who_label_studio_records_made_it(ls, admin, accounts, to
 def test_a_task_must_play_what_push_sent(ls, admin, accounts, tokens, tmp_path, capsys):
     """An annotator points a task's audio at another sample's clip, and imports a second task with a
     copied key and other audio: neither task's labels are credited to the sample; both are listed."""
-    ws = pushed(ls, tmp_path, capsys, "Audio swap")
+    ws = pushed(ls, tmp_path, capsys, title="Audio swap")
     _, speech = arm_tasks(admin, ws, "speech")
     s1, s2 = sorted(speech)
     web = as_annotator(ls, tokens, A)
@@ -192,7 +178,7 @@ def test_a_task_must_play_what_push_sent(ls, admin, accounts, tokens, tmp_path, 
     copy = max(t.id for t in admin.client.tasks.list(project=pid))
     annotate(accounts[B], copy, "not_harmful")
     annotate(accounts[C], speech[s2], "harmful")  # the genuine task still counts
-    _, samples, stats = pulled(ls, ws, capsys)
+    _, samples, _, stats = pulled(ls, ws, capsys)
     assert human(samples[s1]) == [] and [a.label for a in human(samples[s2])] == ["harmful"]
     assert stats["missing_tasks"]["speech"] == []  # a task of that key is there: listed below, not missing
     swapped = [p for p in stats["problems"] if "is not what push sent for its key" in p]
@@ -203,12 +189,12 @@ def test_a_task_must_play_what_push_sent(ls, admin, accounts, tokens, tmp_path, 
 def test_a_deleted_task_is_reported(ls, admin, accounts, tmp_path, capsys):
     """A task deleted in the UI loses its labels: pull says which pushed tasks are gone, in its output
     and its stats."""
-    ws = pushed(ls, tmp_path, capsys, "Deleted task")
+    ws = pushed(ls, tmp_path, capsys, title="Deleted task")
     _, scene = arm_tasks(admin, ws, "scene")
     s1, _ = sorted(scene)
     annotate(accounts[A], scene[s1], "video_games")
     admin.client.tasks.delete(str(scene[s1]))
-    out, _, stats = pulled(ls, ws, capsys)
+    out, _, _, stats = pulled(ls, ws, capsys)
     assert stats["missing_tasks"] == {"speech": [], "scene": [s1], "mixture": []}
     assert "missing: 1 pushed task(s) are no longer in their project" in out and f"scene: {s1}" in out
 
@@ -217,7 +203,7 @@ def test_arms_are_bound_by_the_recorded_project_id(ls, admin, accounts, tokens, 
     """An annotator renames the speech arm and makes a decoy project of its title, with its config:
     pull still reads the recorded project (noting the new title), push sets the title back and never
     re-points the arm, and the labels in the real arm are counted."""
-    ws = pushed(ls, tmp_path, capsys, "Bound", n=1)
+    ws = pushed(ls, tmp_path, capsys, title="Bound", n=1)
     pid, speech = arm_tasks(admin, ws, "speech")
     (sid, task_id), = speech.items()
     annotate(accounts[A], task_id, "harmful")
@@ -226,7 +212,7 @@ def test_arms_are_bound_by_the_recorded_project_id(ls, admin, accounts, tokens, 
     assert web.patch(f"/api/projects/{pid}", json={"title": "Bound — speech (old)"}).status_code == 200
     decoy = web.post("/api/projects", json={"title": "Bound — speech", "label_config": config})
     assert decoy.status_code == 201, decoy.text
-    out, samples, _ = pulled(ls, ws, capsys)
+    out, samples, _, _ = pulled(ls, ws, capsys)
     assert f"the speech arm (project {pid}) is now titled 'Bound — speech (old)'" in out
     assert [a.label for a in human(samples[sid], "speech")] == ["harmful"]
     code, out, err = cli(push.main, "--workspace", str(ws.root), "--catch", "0", "--data-dir", str(ls.data_dir),
@@ -235,7 +221,7 @@ def test_arms_are_bound_by_the_recorded_project_id(ls, admin, accounts, tokens, 
     assert f"'Bound — speech' (id {pid})" in out and "reset title" in out
     assert read_state(ws)["arms"]["speech"]["id"] == pid and admin.client.projects.get(pid).title == "Bound — speech"
     assert admin.client.projects.get(decoy.json()["id"]).task_number in (0, None)
-    _, samples, _ = pulled(ls, ws, capsys)
+    _, samples, _, _ = pulled(ls, ws, capsys)
     assert [a.label for a in human(samples[sid], "speech")] == ["harmful"]
     # the arm deleted: push says so, and never takes the decoy instead
     admin.client.projects.delete(pid)
@@ -250,7 +236,7 @@ def test_labels_made_under_an_edited_config_are_not_counted(ls, admin, accounts,
     not_harmful (and 'No' harmful). Pull warns and does not count what was labelled since push last
     checked the config; push sets the config back; labels made after that count again, the ones made
     under the edited config never do."""
-    ws = pushed(ls, tmp_path, capsys, "Edited config")
+    ws = pushed(ls, tmp_path, capsys, title="Edited config")
     server = ["--workspace", str(ws.root), "--catch", "0", "--data-dir", str(ls.data_dir)]
     pid, speech = arm_tasks(admin, ws, "speech")
     s1, s2 = sorted(speech)
@@ -263,7 +249,7 @@ def test_labels_made_under_an_edited_config_are_not_counted(ls, admin, accounts,
     assert swapped != config
     assert web.patch(f"/api/projects/{pid}", json={"label_config": swapped}).status_code == 200
     annotate(accounts[C], speech[s2], "not_harmful")  # C pressed "Yes, it should be concerned"
-    out, samples, stats = pulled(ls, ws, capsys)
+    out, samples, _, stats = pulled(ls, ws, capsys)
     assert "the speech arm's labelling config was edited" in out
     assert [a.annotator for a in human(samples[s1])] == [who(ws, A)] and human(samples[s2]) == []
     assert any(f"speech task {speech[s2]} ({s2})" in p and "labelling config was edited; not counted" in p
@@ -272,7 +258,7 @@ def test_labels_made_under_an_edited_config_are_not_counted(ls, admin, accounts,
     assert code == 0 and "reset label_config" in out, err
     assert admin.client.projects.get(pid).label_config == config
     annotate(accounts[D], speech[s2], "harmful")
-    out, samples, _ = pulled(ls, ws, capsys)
+    out, samples, _, _ = pulled(ls, ws, capsys)
     assert "labelling config was edited (" not in out
     assert [(a.annotator, a.label) for a in human(samples[s2])] == [(who(ws, D), "harmful")]
     assert [a.annotator for a in human(samples[s1])] == [who(ws, A)]
@@ -288,7 +274,7 @@ def test_the_two_pulls_never_interleave(ls, admin, accounts, tmp_path, capsys, m
     annotation.pull is between its read of 'annotated' and its write: refused as 'in use'."""
     from construction.core.cli import run_main
 
-    ws = pushed(ls, tmp_path, capsys, "Lock")
+    ws = pushed(ls, tmp_path, capsys, title="Lock")
     _, speech = arm_tasks(admin, ws, "speech")
     s1, _ = sorted(speech)
     annotate(accounts[A], speech[s1], "harmful")
@@ -324,7 +310,7 @@ def test_demo_accounts_are_marked_by_the_workspace(ls, admin, tokens, accounts, 
     source demo."""
     from annotation.labelstudio import invite_link, signup_via_invite
 
-    ws = pushed(ls, tmp_path, capsys, "Demo marks", n=1)
+    ws = pushed(ls, tmp_path, capsys, title="Demo marks", n=1)
     impostor = signup_via_invite(ls.url, invite_link(admin), "annotator-9@demo.aor-bench.invalid", PASSWORD)
     _, speech = arm_tasks(admin, ws, "speech")
     (sid, task_id), = speech.items()
@@ -332,7 +318,7 @@ def test_demo_accounts_are_marked_by_the_workspace(ls, admin, tokens, accounts, 
     code, _, err = cli(demo_annotators.main, "--workspace", str(ws.root), "--annotators", "1",
                        "--data-dir", str(ls.data_dir), capsys=capsys)
     assert code == 0, err
-    _, samples, _ = pulled(ls, ws, capsys)
+    _, samples, _, _ = pulled(ls, ws, capsys)
     sources = {a.annotator: a.source for a in human(samples[sid])}
     assert sources.pop(who(ws, "annotator-9@demo.aor-bench.invalid")) == "label-studio"
     assert sources and set(sources.values()) == {"demo"}
@@ -342,7 +328,7 @@ def test_demo_accounts_are_marked_by_the_workspace(ls, admin, tokens, accounts, 
 def test_an_empty_adjudication_queue_is_a_no_op(ls, admin, tmp_path, capsys):
     """The README's demo block when nothing needs adjudication: adjudicate push, the demo adjudicator and
     adjudicate pull each say so and exit 0, and 'annotated' is unchanged."""
-    ws = pushed(ls, tmp_path, capsys, "Nothing to judge", n=1)
+    ws = pushed(ls, tmp_path, capsys, title="Nothing to judge", n=1)
     server = ["--workspace", str(ws.root), "--data-dir", str(ls.data_dir)]
     pulled(ls, ws, capsys)
     assert cli(agreement.main, "--workspace", str(ws.root), "--n-boot", "20", capsys=capsys)[0] == 0

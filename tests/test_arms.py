@@ -15,7 +15,7 @@ from pathlib import Path
 
 import httpx
 
-from annotation import pull, push
+from annotation import push
 from annotation.labelstudio import HIDDEN_COLUMNS
 from annotation.protocol import CATCH_OVERLAP, CATCH_TEXT
 from annotation.state import pseudonym, read_state
@@ -31,27 +31,13 @@ from tests.annotation_helpers import (  # noqa: F401  (fixtures)
     human,
     ls,
     make_workspace,
+    pulled,
+    pushed,
     result,
     tokens,
 )
 
 A, B, C, D = RATERS[0], RATERS[1], RATERS[2], RATERS[3]
-
-
-def pushed(ls, tmp_path, capsys, n: int = 2, controls: int = 0, catch: int = 0, title: str = ""):
-    ws = make_workspace(tmp_path / "ws", n, served=ls.document_root, controls=controls)
-    code, _, err = cli(push.main, "--workspace", str(ws.root), "--project", title or tmp_path.name, "--catch",
-                       str(catch), "--data-dir", str(ls.data_dir), capsys=capsys)
-    assert code == 0, err
-    return ws
-
-
-def pulled(ls, ws, capsys) -> tuple[str, dict, list, dict]:
-    """(stdout, samples by id, controls, stats) after annotation.pull."""
-    code, out, err = cli(pull.main, "--workspace", str(ws.root), "--data-dir", str(ls.data_dir), capsys=capsys)
-    assert code == 0, err
-    samples = {s.sample_id: s for s in ws.read_samples("annotated")}
-    return out, samples, list(ws.read_samples("annotated_controls")), json.loads(ws.stats_path("annotated").read_text())
 
 
 def names(ws) -> dict[str, str]:

@@ -4,7 +4,9 @@ its error text and user:password@ inside an endpoint URL, through the real CLIs 
 from __future__ import annotations
 
 import base64
+import json
 import logging
+import os
 import socket
 import subprocess
 from pathlib import Path
@@ -104,6 +106,18 @@ def test_evaluation_run_never_shows_the_key_or_url_credentials(tmp_path):
     assert "error: http://***@127.0.0.1:" in basic.stderr
     assert down.returncode == 2 and "error: cannot reach the model endpoint at http://***@127.0.0.1:" in down.stderr
     assert_clean([wrong_key, basic, down], tmp_path / "eval", tmp_path / "eval-basic", tmp_path / "eval-down")
+
+
+def test_annotation_server_errors_never_show_url_credentials(tmp_path):
+    """annotation.server goes through run_main like every command: its errors are redacted too."""
+    data_dir = tmp_path / "label-studio"
+    data_dir.mkdir()
+    url = with_credentials(f"http://127.0.0.1:{closed_port()}")
+    (data_dir / "server.json").write_text(json.dumps({"url": url, "port": 1, "pid": os.getpid()}))  # a live pid
+    proc = run_module("annotation.server", "status", "--data-dir", str(data_dir), timeout=120)
+    assert proc.returncode == 2 and "error: Label Studio at http://***@127.0.0.1:" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert_clean([proc])
 
 
 def _cfg(tmp_path: Path, text: str) -> Path:

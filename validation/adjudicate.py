@@ -1,7 +1,7 @@
 """Adjudicate the samples human annotators disagree on, blind, in a separate Label Studio project.
 
-    python -m validation.adjudicate push --workspace W [--project TITLE] [--show-votes]
-    python -m validation.adjudicate pull --workspace W [--project TITLE]
+    python -m validation.adjudicate push --workspace W   (every flag: --help)
+    python -m validation.adjudicate pull --workspace W
     python -m validation.agreement --workspace W      # then: the decisions become final
 
 push sends the adjudication queue of the last agreement run (validated.rejected rows with reason
@@ -43,6 +43,7 @@ from annotation.state import (
     read_state,
     write_state,
 )
+from construction.core.cli import add_workspace, run_main
 from construction.core.errors import WorkbenchError
 from construction.core.record import ARMS, Annotation, Sample
 from construction.core.workspace import Workspace
@@ -195,7 +196,7 @@ def pull(ws: Workspace, args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m validation.adjudicate", description=__doc__.split("\n")[0])
     parser.add_argument("command", choices=("push", "pull"))
-    parser.add_argument("--workspace", default="workspace", help="workspace directory (default: ./workspace)")
+    add_workspace(parser)
     parser.add_argument("--project", help="adjudication project title (default: '<arms' title> — adjudication')")
     parser.add_argument("--show-votes", action="store_true",
                         help="push: show the labels given so far beside the clip (default: blind, mixture audio only)")
@@ -206,6 +207,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from construction.core.cli import run_main
-
     run_main(main, sys.argv[1:])

@@ -3,10 +3,10 @@
 The consensus rule turns each sample's human labels into validated | harmful | adjudication |
 needs_labels | arm_failed (the three-arm rule: validation.arms). An adjudicator's decision is stored as
 an Annotation with source="adjudication" and is final. The statistics live in validation.statistics.
-Commands:
+Commands (every flag: --help):
 
-    python -m validation.agreement --ratings FILE.csv [--level ordinal] [--labels a,b,c]
     python -m validation.agreement --workspace W      # annotated -> validated + reports/agreement.*
+    python -m validation.agreement --ratings FILE.csv # alpha of any long-format ratings table
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from typing import Any
 import pandas as pd
 
 from annotation.state import ADJUDICATION_SOURCE
+from construction.core.cli import add_workspace, old_spelling, run_main
 from construction.core.errors import WorkbenchError
 from construction.core.record import Annotation, Sample
 from construction.core.runner import summarize
@@ -340,13 +341,15 @@ def read_ratings_csv(path: str | Path) -> pd.DataFrame:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m validation.agreement", description=__doc__.split("\n")[0])
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--ratings", help="long-format CSV with columns unit_id,annotator_id,label")
-    source.add_argument("--workspace", help="workspace with manifests/annotated.jsonl")
+    source = parser.add_mutually_exclusive_group()  # a workspace (./workspace unless told) or a ratings CSV
+    add_workspace(source)
+    source.add_argument("--ratings", help="long-format CSV with columns unit_id,annotator_id,label, instead of "
+                        "a workspace's manifests/annotated.jsonl")
     parser.add_argument("--level", choices=LEVELS, default="nominal", help="level of measurement for alpha")
     parser.add_argument("--labels", help="comma-separated label set, in order for ordinal data "
                         f"(workspace default: {','.join(DEFAULT_LABELS)})")
-    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    parser.add_argument("--bootstrap-seed", type=int, default=0, help="seed of the bootstrap resamples (default 0)")
+    old_spelling(parser, "--seed", "--bootstrap-seed", type=int)  # --seed is the build seed everywhere else
     parser.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples (default 1000)")
     parser.add_argument("--min-fraction", type=float, default=2 / 3, help="consensus fraction (default 2/3)")
     parser.add_argument("--min-labels", type=int, default=3, help="non-skipped labels needed (default 3)")
@@ -357,16 +360,14 @@ def main(argv: list[str] | None = None) -> int:
     labels = [x.strip() for x in args.labels.split(",") if x.strip()] if args.labels else None
 
     if args.ratings:
-        summary = agreement_summary(read_ratings_csv(args.ratings), args.level, labels, args.n_boot, args.seed)
+        summary = agreement_summary(read_ratings_csv(args.ratings), args.level, labels, args.n_boot, args.bootstrap_seed)
         print(format_summary(summary))
         return 0
     rule_labels = tuple(labels) if labels else DEFAULT_LABELS
     rule = ConsensusRule(min_fraction=args.min_fraction, min_labels=args.min_labels, labels=rule_labels)
-    run_workspace(Workspace(args.workspace), rule, args.level, rule_labels, args.n_boot, args.seed, args.protocol)
+    run_workspace(Workspace(args.workspace), rule, args.level, rule_labels, args.n_boot, args.bootstrap_seed, args.protocol)
     return 0
 
 
 if __name__ == "__main__":
-    from construction.core.cli import run_main
-
     run_main(main, sys.argv[1:])

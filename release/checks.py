@@ -1,0 +1,93 @@
+"""Every reason a validated sample, or a control of one, cannot be released, one line each: its labels
+and consensus, its backgrounds' licences, its audio in the store (present, unchanged, the WAV its record
+describes), and the chain checks of release.integrity.
+
+Apart from release.export so the refusal's reasons read on their own; the export lists them all, then
+writes nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from construction.core.errors import WorkbenchError
+from construction.core.record import Sample
+from construction.sounds.library import compatible, normalise_licence
+from release.inputs import DEFAULT_LICENCE, RELEASABLE, ReleaseInputs
+from release.integrity import (
+    agreement_problems,
+    control_problems,
+    read_chain,
+    sample_problems,
+)
+from release.rows import labelled, wav_problem
+
+
+def check_samples(inputs: ReleaseInputs, verify_checksums: bool = True) -> list[str]:
+    """Every reason a sample (or a control of one) cannot be released, one line each (empty: all good)."""
+    problems: list[str] = []
+    licence = inputs.release_licence
+    compatible(DEFAULT_LICENCE, licence)  # raises a clear error for an unsupported release licence
+    three_arm = inputs.protocol == "three-arm"
+    chain = read_chain(inputs)
+    problems += agreement_problems(inputs.agreement)
+    seen: set[str] = set()
+    for s in inputs.samples:
+        sid = s.sample_id
+        before = len(problems)
+        if sid in seen:
+            problems.append(f"{sid}: listed twice in the manifest")
+        seen.add(sid)
+        if not labelled(s) and s.decided_by != "adjudication":
+            problems.append(f"{sid}: no labels")
+        if s.consensus_label is None:
+            problems.append(f"{sid}: no consensus label")
+        elif s.consensus_label != RELEASABLE:
+            problems.append(f"{sid}: consensus '{s.consensus_label}' is not releasable (only '{RELEASABLE}')")
+        if three_arm and not (s.provenance.get("validation.agreement") or {}).get("arms"):
+            problems.append(f"{sid}: no per-arm results, yet the agreement report says the three-arm protocol "
+                            "validated it (run python -m validation.agreement again)")
+        problems += _licence_problems(s, licence)
+        problems += _audio_problems(inputs, s, verify_checksums)
+        problems += sample_problems(chain, s, decision=len(problems) == before)
+    for c in inputs.controls:
+        before = len(problems)
+        if c.custom.get("control") not in ("mismatched", "neutral"):
+            problems.append(f"{c.sample_id}: control kind {c.custom.get('control')!r} is not mismatched or neutral")
+        problems += _licence_problems(c, licence)
+        problems += _audio_problems(inputs, c, verify_checksums)
+        problems += control_problems(chain, c, decision=len(problems) == before)
+    return problems
+
+
+def _licence_problems(s: Sample, licence: str) -> list[str]:
+    if s.mix is None:
+        # a neutral control is the speech over silence: no scene, no recipe
+        return [] if s.custom.get("control") == "neutral" else [f"{s.sample_id}: no mix recipe"]
+    return [f"{s.sample_id}: background {sound.clip_id} is under {sound.licence}, incompatible with the "
+            f"{licence} release" for sound in s.mix.sounds
+            if not compatible(normalise_licence(sound.licence) or sound.licence, licence)]
+
+
+def _audio_problems(inputs: ReleaseInputs, s: Sample, verify_checksums: bool) -> list[str]:
+    """The mixture and the clean speech must be in the store, unchanged since they were made (with
+    `verify_checksums`: and the WAVs their records describe)."""
+    problems = []
+    for what, ref in (("mixture", s.mixture), ("speech", s.speech)):
+        if ref is None:
+            problems.append(f"{s.sample_id}: no {what} audio")
+            continue
+        try:
+            path = inputs.workspace.audio_path(ref)
+        except WorkbenchError as exc:
+            problems.append(f"{s.sample_id}: {exc}")
+            continue
+        if not path.is_file():
+            problems.append(f"{s.sample_id}: {'' if what == 'mixture' else what + ' '}audio file missing: {ref.path}")
+        elif verify_checksums:
+            data = path.read_bytes()
+            if hashlib.sha256(data).hexdigest() != ref.sha256:
+                problems.append(f"{s.sample_id}: checksum mismatch for {ref.path} (file changed since it was made)")
+            elif problem := wav_problem(data, ref):
+                problems.append(f"{s.sample_id}: {problem}")
+    return problems
