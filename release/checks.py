@@ -12,7 +12,7 @@ import hashlib
 
 from construction.core.errors import WorkbenchError
 from construction.core.record import Sample
-from construction.sounds.library import compatible, normalise_licence
+from construction.sounds.licences import compatible, normalise_licence
 from release.inputs import DEFAULT_LICENCE, RELEASABLE, ReleaseInputs
 from release.integrity import (
     agreement_problems,

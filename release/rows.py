@@ -22,7 +22,7 @@ import soundfile as sf
 from construction.core.errors import WorkbenchError
 from construction.core.record import PLACEMENTS, Annotation, AudioRef, Sample
 from construction.core.workspace import Workspace
-from construction.sounds.library import normalise_licence
+from construction.sounds.licences import normalise_licence
 from validation.arms import arm_results, arm_votes
 
 ARMS_SHIPPED = ("speech", "scene", "mixture")

@@ -28,7 +28,7 @@ from construction.core.cli import add_workspace, old_spelling, run_main
 from construction.core.errors import WorkbenchError
 from construction.core.record import Annotation, Sample
 from construction.core.runner import summarize
-from construction.core.workspace import Rejected, Workspace, atomic_write_text
+from construction.core.workspace import Rejected, Workspace, atomic_write_text, require_manifest
 from validation.arms import ArmRule, arm_failures, arm_results
 from validation.statistics import (  # noqa: F401 (re-exported: the statistics were here before)
     LEVELS,
@@ -365,6 +365,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     rule_labels = tuple(labels) if labels else DEFAULT_LABELS
     rule = ConsensusRule(min_fraction=args.min_fraction, min_labels=args.min_labels, labels=rule_labels)
+    require_manifest(args.workspace, "validation.agreement", INPUT_STAGE)  # before any folder is made
     run_workspace(Workspace(args.workspace), rule, args.level, rule_labels, args.n_boot, args.bootstrap_seed, args.protocol)
     return 0
 

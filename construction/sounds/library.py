@@ -37,7 +37,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from construction.core.errors import WorkbenchError
 from construction.core.workspace import atomic_write_text, sha256_file
 from construction.sounds.licences import KNOWN_LICENCES, compatible
-from construction.sounds.licences import normalise_licence  # noqa: F401  (release/ imports it from here)
 
 log = logging.getLogger(__name__)
 
