@@ -265,7 +265,7 @@ def test_labels_made_under_an_edited_config_are_not_counted(ls, admin, accounts,
 
 
 # ----------------------------------------------------------------------------------------------
-# 13, 15 and issue 26.4: the workspace side
+# the workspace side
 # ----------------------------------------------------------------------------------------------
 
 def test_the_two_pulls_never_interleave(ls, admin, accounts, tmp_path, capsys, monkeypatch):

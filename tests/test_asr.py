@@ -200,7 +200,7 @@ def _timestamp(fitted, seconds: float) -> int:
 
 
 @pytest.mark.parametrize("reason, tokens", [
-    ("trailing", [0.0, " Reload you...", 2.0]),  # issue 14's truncation, closed at a round 2.0 s
+    ("trailing", [0.0, " Reload you...", 2.0]),  # a transcript cut at its end, closed at a round 2.0 s
     ("early", [0.0, " Reload your", 0.8]),  # closed at 0.8 s in a 2.5 s clip
     ("early", [0.0, " Reload your", 0.8, 0.8]),  # a next segment opened, never written
     ("unfinished", [0.0, " Reload your weapon and"]),  # the token limit, mid-text

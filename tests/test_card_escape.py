@@ -1,5 +1,5 @@
 """Third-party text (Freesound uploader names, model names, notes) cannot inject HTML, links or table rows
-into ATTRIBUTION.md or the dataset card (issue 14, item 4); it stays readable, escaped."""
+into ATTRIBUTION.md or the dataset card; it stays readable, escaped."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def test_attribution_and_card_escape_markdown_and_html(tmp_path):
     assert "n/a (&lt;img src=y&gt;)" in card
 
 
-# --- issue 21, item 19: what CommonMark/GFM would still render from the data ----------------------
+# --- what CommonMark/GFM would still render from the data ---------------------------------------
 
 INVISIBLE = "\x07\x1b[31m\u202eevil\u202c\u200b\u2066"
 MARKUP = "_emphasis_ ~~strike~~ ~one~ https://evil.example/phish www.evil.example &#x202E; snake_case"
@@ -106,7 +106,7 @@ def test_attribution_strips_invisible_characters_and_escapes_emphasis_strike_and
     ("see https://evil.example/x or www.evil.example", "see https://evil.example/x or www.evil.example"),
 ])
 def test_md_leaves_each_construct_inert_text(value, shown):
-    """Each construct of issue 21 item 19 on its own, in a table cell as ATTRIBUTION.md has it."""
+    """Each such construct on its own, in a table cell as ATTRIBUTION.md has it."""
     escaped = md(value)
     assert not [ch for ch in escaped if unicodedata.category(ch) in ("Cc", "Cf")]
     assert not re.search(r"[A-Za-z0-9]://|(?<![\w\\])www\.", escaped)  # GFM's extended autolinks

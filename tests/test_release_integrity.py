@@ -279,7 +279,7 @@ def test_the_cards_usage_snippet_runs_as_written(tmp_path):
     assert "pip install datasets soundfile" in card and "torchcodec" in card
 
 
-# --- issue 26, item 8: splits over the whole release, none left empty ---------------------------------
+# --- splits over the whole release, none left empty ---------------------------------
 
 def _categories_per_split(out: Path) -> dict[str, list[str]]:
     import pyarrow.parquet as pq
@@ -339,7 +339,7 @@ def test_more_splits_than_samples_is_refused_before_writing(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-# --- issue 26, item 9: the card counts demo and human labels -------------------------------------------
+# --- the card counts demo and human labels -------------------------------------------
 
 @pytest.mark.parametrize("human_arm, sources, says", [
     (None, {"demo": 21, "human": 0, "adjudication": 0}, "all 21 labels from scripted demo annotators, none from people"),

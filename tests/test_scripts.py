@@ -1,4 +1,4 @@
-"""Issue 15: speech that sounds harmful alone, scenes paired by the catalog, cue words, the harm
+"""Speech that sounds harmful alone, scenes paired by the catalog, cue words, the harm
 screen, skeleton-level and text-level duplicates, diversity figures, the LLM's JSON schema."""
 
 from __future__ import annotations

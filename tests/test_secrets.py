@@ -1,4 +1,4 @@
-"""No credential is ever printed, logged or written (issue 14, item 3): API keys that a server echoes in
+"""No credential is ever printed, logged or written: API keys that a server echoes in
 its error text and user:password@ inside an endpoint URL, through the real CLIs against the HTTP stubs."""
 
 from __future__ import annotations

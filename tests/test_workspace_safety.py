@@ -1,4 +1,4 @@
-"""Issue 14: no file outside the workspace reaches a release, refused runs change nothing, every
+"""No file outside the workspace reaches a release, refused runs change nothing, every
 failure is a clear error. Each test here failed on the code before the fix."""
 
 from __future__ import annotations
