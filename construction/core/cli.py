@@ -19,8 +19,7 @@ from construction.core.errors import WorkbenchError
 from construction.core.redact import RedactingFilter, redact
 from construction.core.workspace import Workspace, is_write_error, write_error
 
-
-# One name per thing, on every command (README "Running the stages"): --workspace, --sounds (a sound
+# One name per thing, on every command (README "Every command"): --workspace, --sounds (a sound
 # library), --results (evaluation results folders), --base-url/--model/--api-key-env (an OpenAI-compatible
 # endpoint; a prefix where one command talks to two), --seed (the build seed, nothing else), --jobs
 # (parallel workers or requests), --restart, --retry-rejected, --quiet. Old spellings stay for one release.
