@@ -363,6 +363,7 @@ def test_workspace_is_the_default_source(tmp_path: Path, capsys: pytest.CaptureF
     monkeypatch.chdir(tmp_path)
     code, _, err = run_cli([], capsys)
     assert code == 2 and f"no 'annotated' manifest at {tmp_path / 'workspace'}" in err
+    assert not (tmp_path / "workspace").exists()  # refused before any folder is made
     code, _, err = run_cli(["--ratings", "a.csv", "--workspace", str(tmp_path / "ws")], capsys)
     assert code == 2 and "not allowed with argument" in err
 

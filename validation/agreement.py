@@ -28,7 +28,7 @@ from construction.core.cli import add_workspace, old_spelling, run_main
 from construction.core.errors import WorkbenchError
 from construction.core.record import Annotation, Sample
 from construction.core.runner import summarize
-from construction.core.workspace import Rejected, Workspace, atomic_write_text, require_manifest
+from construction.core.workspace import Rejected, Workspace, atomic_write_text
 from validation.arms import ArmRule, arm_failures, arm_results
 from validation.statistics import (  # noqa: F401 (re-exported: the statistics were here before)
     LEVELS,
@@ -245,13 +245,17 @@ def arm_agreement(samples: list[Sample], arm: str, labels: Sequence[str] | None,
             "n_ratings": len(ratings)}
 
 
+def no_labels(manifest: Path) -> WorkbenchError:
+    return WorkbenchError(f"no '{INPUT_STAGE}' manifest at {manifest}; pull the annotations first "
+                          "(python -m annotation.pull)")
+
+
 def run_workspace(ws: Workspace, rule: ConsensusRule = ConsensusRule(), level: str = "nominal",
                   labels: Sequence[str] | None = None, n_boot: int = 1000, seed: int = 0,
                   protocol: str = "three-arm") -> dict[str, Any]:
     """annotated -> validated (+ rejected with reasons), reports/agreement.json and .png. Returns the report."""
     if not ws.has_manifest(INPUT_STAGE):
-        raise WorkbenchError(f"no '{INPUT_STAGE}' manifest at {ws.manifest_path(INPUT_STAGE)}; "
-                             "pull the annotations first (python -m annotation.pull)")
+        raise no_labels(ws.manifest_path(INPUT_STAGE))
     ws.check_lineage(INPUT_STAGE)  # no hand-added row gets a consensus
     samples = list(ws.read_samples(INPUT_STAGE))
     if not samples:
@@ -365,7 +369,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     rule_labels = tuple(labels) if labels else DEFAULT_LABELS
     rule = ConsensusRule(min_fraction=args.min_fraction, min_labels=args.min_labels, labels=rule_labels)
-    require_manifest(args.workspace, "validation.agreement", INPUT_STAGE)  # before any folder is made
+    manifest = Path(args.workspace).expanduser().resolve() / "manifests" / f"{INPUT_STAGE}.jsonl"
+    if not manifest.is_file():  # refused before Workspace() makes any folder (./workspace by default)
+        raise no_labels(manifest)
     run_workspace(Workspace(args.workspace), rule, args.level, rule_labels, args.n_boot, args.bootstrap_seed, args.protocol)
     return 0
 
