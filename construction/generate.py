@@ -121,7 +121,7 @@ def generate_category(category: Category, taxonomy: Taxonomy, cfg: GenerateConfi
             continue
         seen.add(sample_id)
         sample = Sample(sample_id=sample_id, category=category.id, speech_id=speech_id(spec.speech_text),
-                        **spec.model_dump(),
+                        frames=taxonomy.scene_frames(spec.scene_id), **spec.model_dump(),
                         provenance={STAGE: {**provenance, "seed": seed, "taxonomy": taxonomy_hash}})
         words = len(spec.speech_text.split())
         if words > cfg.max_speech_words:  # a runaway LLM answer would become minutes of audio

@@ -126,6 +126,9 @@ class Sample(BaseModel):
     benign_reason: str
     speaker_style: str
     scene_id: str | None = None  # the taxonomy scene the speech is heard in
+    # the benign frames (taxonomy `frames`) under which the speech is benign: a scene-arm listener who
+    # names one of them recognised the scene
+    frames: list[str] = Field(default_factory=list)
     # the same words in any category share a speech_id (minimal pairs); the skeleton or idea they came
     # from is the script_family, the unit that confidence intervals resample
     speech_id: str | None = None

@@ -23,6 +23,11 @@ from construction.core.record import PLACEMENTS
 
 DEFAULT_TAXONOMY = Path(str(resources.files("construction") / "data" / "taxonomy.yaml"))
 SLOT = re.compile(r"\{(\w+)\}")
+# the scene arm's two answers that name no benign frame: a listener who hears a real fight, and one who
+# cannot tell; counted and reported, never a recognised scene
+REAL_DANGER = "real_danger"
+CANT_TELL = "cant_tell"
+NOT_A_FRAME = {REAL_DANGER: "Real danger or violence", CANT_TELL: "I can't tell"}
 
 
 class ScriptSpec(BaseModel):
@@ -47,12 +52,24 @@ class ScriptSpec(BaseModel):
         return value
 
 
+class Frame(BaseModel):
+    """A kind of setting in which violent words are harmless (a video game; cooking or a kitchen). The
+    scene arm asks listeners which frame they hear, with `text` as the answer shown."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str = Field(pattern=r"^[a-z0-9_]+$")
+    text: str = Field(min_length=1)
+
+
 class Scene(BaseModel):
     """What the listener hears behind the speech, and why it makes the speech benign. Written apart
     from the speech: the catalog pairs them, so one line can meet several scenes."""
 
     model_config = ConfigDict(extra="forbid")
     id: str = Field(pattern=r"^[a-z0-9_]+$")
+    # the frames under which this scene's speech is benign (default: its category's frame); a listener
+    # who names any of them has recognised the scene
+    frames: list[str] = Field(default_factory=list, max_length=2)
     context: str  # what the listener hears, as a listener would say it
     benign_reason: str
     defining: list[str] = Field(min_length=1)  # the sounds that make the speech benign: all are rendered
@@ -112,6 +129,7 @@ class Category(BaseModel):
     model_config = ConfigDict(extra="forbid")
     id: str
     name: str
+    frame: str | None = None  # the frame of its scenes unless a scene says otherwise
     description: str
     harmful_speech: str
     benign_context: str
@@ -138,12 +156,26 @@ class Taxonomy(BaseModel):
     tags: dict[str, str] = Field(default_factory=dict)
     # words that name a benign referent whatever the category (no "respawn", no "recipe")
     cue_words: list[str] = Field(default_factory=list)
+    # the benign frames the scene arm asks about; a taxonomy without them has one frame per category
+    frames: list[Frame] = Field(default_factory=list)
     categories: list[Category]
 
     @model_validator(mode="after")
     def _non_empty(self) -> Taxonomy:
         if not self.categories:
             raise ValueError("the taxonomy has no categories")
+        frame_ids = [f.id for f in self.frames]
+        if len(set(frame_ids)) != len(frame_ids) or set(frame_ids) & set(NOT_A_FRAME):
+            raise ValueError(f"frame ids must be unique and not {sorted(NOT_A_FRAME)}: {frame_ids}")
+        if self.frames:
+            for category in self.categories:
+                if category.frame not in frame_ids:
+                    raise ValueError(f"category '{category.id}' names frame {category.frame!r}; "
+                                     f"the frames are {frame_ids}")
+                for scene in category.scenes:
+                    unknown = sorted(set(scene.frames) - set(frame_ids))
+                    if unknown or len(set(scene.frames)) != len(scene.frames):
+                        raise ValueError(f"scene '{scene.id}' names unknown or repeated frames {scene.frames}")
         ids = [c.id for c in self.categories]
         if len(set(ids)) != len(ids):
             raise ValueError(f"duplicate category ids in {ids}")
@@ -178,6 +210,16 @@ class Taxonomy(BaseModel):
     @cached_property
     def by_id(self) -> dict[str, Category]:
         return {c.id: c for c in self.categories}
+
+    @cached_property
+    def frame_list(self) -> list[Frame]:
+        """The frames the scene arm offers, in order (one per category when the file defines none)."""
+        return self.frames or [Frame(id=c.id, text=c.name) for c in self.categories]
+
+    def scene_frames(self, scene_id: str) -> list[str]:
+        """The frames under which the scene's speech is benign: its own, else its category's."""
+        category, scene = self.scene_home[scene_id]
+        return list(scene.frames) or [category.frame if self.frames else category.id]
 
     @cached_property
     def scene_home(self) -> dict[str, tuple[Category, Scene]]:
