@@ -46,14 +46,15 @@ def catalog_candidates(category: Category, taxonomy: Taxonomy, seed: int,
     """Endless deterministic draws (same seed -> same sequence). Every skeleton paired with a scene of
     the category comes once, in a seeded order, before any comes again: a build uses as many distinct
     skeletons as its size allows. Each draw picks one of the line's scenes here, slot fills, a style.
-    Scenes the sound library cannot render are never drawn."""
+    Scenes in `unrenderable` (the library cannot render them, or they are ambiguous) are never drawn."""
     by_line: dict[str, list] = defaultdict(list)
     for line, home, scene in taxonomy.pairs(category.id, skip=unrenderable):
         by_line[line.id].append((line, home, scene))
     if not by_line:
         raise WorkbenchError(f"category '{category.id}' has no speech line paired with a scene the sound "
-                             "library can render: see 'unrenderable_scenes' (python -m construction.sounds "
-                             "check, or add clips for the missing defining sounds)")
+                             "library can render and a listener can tell apart: see 'unrenderable_scenes' "
+                             "(python -m construction.sounds check, or add clips for the missing defining "
+                             "sounds) and the ambiguous scenes of 'frames' (generate.allow_ambiguous_scenes)")
     rng = random.Random(stable_seed("catalog", seed, category.id))
     while True:
         order = list(by_line)
@@ -187,7 +188,8 @@ def run_generate(ws: Workspace, config: Config, progress: bool = True, restart: 
     """Writes the manifest whole; a run that would drop scripts an earlier run made (another taxonomy
     file, another LLM answer) is refused unless `restart`."""
     from construction.text.llm import HarmScreen, make_llm
-    from construction.sounds.scenes import open_library, unrenderable_scenes
+    from construction.sounds.scenes import clips_by_tag, open_library, unrenderable_scenes
+    from construction.text.frames import distinctiveness
 
     cfg = config.generate
     taxonomy, taxonomy_hash = load_taxonomy(cfg.taxonomy)
@@ -195,7 +197,14 @@ def run_generate(ws: Workspace, config: Config, progress: bool = True, restart: 
     categories = [taxonomy.category(c) for c in category_ids]
     # only scenes whose every defining sound has a clip under the release licence are paired: a script
     # the mix cannot render is never written, synthesised and then dropped
-    unrenderable = unrenderable_scenes(taxonomy, open_library(config.mix.sounds), config.release_licence)
+    library = open_library(config.mix.sounds)
+    unrenderable = unrenderable_scenes(taxonomy, library, config.release_licence)
+    # and, unless allowed, only scenes a listener can place in one of their frames by ear
+    defining = {t for c in taxonomy.categories for s in c.scenes for t in s.defining}
+    rendered = {tag for tag, clips in clips_by_tag(library, defining, config.release_licence).items() if clips}
+    frames = distinctiveness(taxonomy, rendered, category_ids)
+    ambiguous = {scene for c in frames["per_category"].values() for scene in c["ambiguous"]}
+    skipped = set(unrenderable) | (set() if cfg.allow_ambiguous_scenes else ambiguous)
     with ws.lock():
         llm = make_llm(cfg, ws, config.seed) if cfg.backend == "openai" else None
         screen = HarmScreen(cfg.harm_screen, ws, config.seed) if cfg.harm_screen else None
@@ -206,7 +215,7 @@ def run_generate(ws: Workspace, config: Config, progress: bool = True, restart: 
         with ws.replacing(STAGE) as out:
             for category in tqdm(categories, desc=STAGE, unit="category", disable=not progress):
                 counts, kept[category.id] = generate_category(category, taxonomy, cfg, config.seed, llm, screen,
-                                                              taxonomy_hash, out, unrenderable)
+                                                              taxonomy_hash, out, skipped)
                 per_category[category.id] = {**counts, "shortfall": cfg.per_category - counts["kept"]}
             lost = sorted(made - {k.sample_id for ks in kept.values() for k in ks})
             if lost:  # raised inside the block: the manifest stays as it was
@@ -226,6 +235,8 @@ def run_generate(ws: Workspace, config: Config, progress: bool = True, restart: 
                  "near_twin_ratio": cfg.near_duplicate_ratio,
                  "unrenderable_scenes": {scene: unrenderable[scene] for c in categories for scene in
                                          (s.id for s in c.scenes) if scene in unrenderable},
+                 # per category: scenes, distinctive scenes and their share, ambiguous scenes and what they share
+                 "frames": {**frames, "ambiguous_scenes_used": cfg.allow_ambiguous_scenes},
                  "llm_requests_sent": (llm.sent if llm else 0) + (screen.llm.sent if screen else 0),
                  "seconds_this_run": round(time.monotonic() - started, 2)}
         ws.write_stats(STAGE, stats)
@@ -286,6 +297,12 @@ def print_generate_summary(stats: dict[str, Any]) -> None:
           f"word-3-gram ratio {stats['word_trigram_ratio']}")
     for scene, missing in stats.get("unrenderable_scenes", {}).items():
         print(f"  scene {scene} not used: no clip for {', '.join(missing)}")
+    frames = stats.get("frames")
+    if frames and frames["scenes"]:
+        ambiguous = sum(len(c["ambiguous"]) for c in frames["per_category"].values())
+        use = "used (generate.allow_ambiguous_scenes)" if frames["ambiguous_scenes_used"] else "not used"
+        print(f"  distinctive scenes: {frames['distinctive']}/{frames['scenes']} "
+              f"({frames['distinctive_share']:.0%}); {ambiguous} ambiguous, {use}: stats frames.per_category")
 
 
 if __name__ == "__main__":

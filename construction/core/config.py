@@ -51,6 +51,9 @@ class GenerateConfig(Section):
     stall_draws: int = Field(2000, ge=1, description="a category stops when this many draws in a row brought "
                                                       "no new script (the catalog is exhausted)")
     max_speech_words: int = Field(40, ge=1, description="longer speech is rejected as speech_too_long")
+    # a scene none of whose defining sounds belongs to its frames alone (construction/text/frames.py) cannot
+    # be recognised by ear: skipped unless allowed
+    allow_ambiguous_scenes: bool = False
     # openai backend
     llm_base_url: str | None = None
     llm_model: str = "gpt-4o-mini"
