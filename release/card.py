@@ -173,7 +173,11 @@ def dataset_card(inputs: ReleaseInputs, info: dict[str, Any], rows: list[dict[st
         "benign referent: lines with a listed cue word are dropped) with a scene from a category taxonomy; "
         "speech skeletons and scenes are written apart, so one line can meet several scenes. "
         f"{len({s.script_family for s in samples})} script families (skeletons), "
-        f"{len({s.speech_id for s in samples})} distinct speech lines; near twins are dropped.",
+        f"{len({s.speech_id for s in samples})} distinct speech lines; near twins are dropped."
+        + (" **Ambiguous scenes allowed:** scenes with no defining sound distinctive for their benign frame "
+           "were used too (generate.allow_ambiguous_scenes), so a listener may not tell their frame by ear."
+           if (config.get("generate") or {}).get("allow_ambiguous_scenes") else
+           " Only scenes with a defining sound that no scene of another frame uses were drawn."),
         f"2. **Speech:** TTS backends {counter_text(prov('synthesize', 'backend'))}; "
         f"{len({s.voice_id for s in samples})} voice(s); genders {counter_text(prov('synthesize', 'gender'))}. "
         "Speaking styles (`speaker_style`) are rendered for "

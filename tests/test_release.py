@@ -816,3 +816,18 @@ def test_dry_run_prints_the_plan_and_sends_nothing(built, hub, tmp_path, capsys,
     for rel, data in tree_bytes(out).items():
         assert re.search(rf"^\s+{len(data):,d}  {re.escape(rel)}$", printed, re.M), rel
 
+
+
+def test_the_card_says_whether_ambiguous_scenes_were_allowed(built, tmp_path):
+    """Scenes no listener can tell apart by ear are left out by default; a build that let them in says so."""
+    ws, out, _ = built
+    assert "Only scenes with a defining sound that no scene of another frame uses were drawn." in \
+        " ".join(card_front_matter(out)[1].split())
+    copy = tmp_path / "ws"
+    shutil.copytree(ws.root, copy)
+    config = yaml.safe_load((copy / "config.yaml").read_text())
+    config.setdefault("generate", {})["allow_ambiguous_scenes"] = True
+    (copy / "config.yaml").write_text(yaml.safe_dump(config))
+    run_module("release.export", "--workspace", str(copy), "--out", str(tmp_path / "out"), check=True)
+    text = " ".join(card_front_matter(tmp_path / "out")[1].split())
+    assert "**Ambiguous scenes allowed:**" in text and "Only scenes with a defining sound" not in text
