@@ -210,9 +210,9 @@ def frame_matrix_section(agreement: dict[str, Any], categories: list[str]) -> li
         out += [f"**{md(category)}**: {md(entry.get('n', 0))} labels; "
                 f"{'n/a' if own is None else f'{own:.0%}'} named one of the sample's own frames, "
                 f"{'n/a' if share is None else f'{share:.0%}'} real danger.", "",
-                "| frames accepted | " + " | ".join(f"`{md(c)}`" for c in columns) + " |",
+                "| frames accepted | " + " | ".join(md(c) for c in columns) + " |",
                 "|---|" + "---:|" * len(columns)]
-        out += [f"| `{md(frames)}` | " + " | ".join(str(row.get(c, 0)) for c in columns) + " |"
+        out += [f"| {md(frames)} | " + " | ".join(str(row.get(c, 0)) for c in columns) + " |"
                 for frames, row in rows.items()]
         out.append("")
     return out
