@@ -15,10 +15,11 @@ adjudication project as adjudicator@demo.aor-bench.invalid; --project labels any
 workspace with N accounts.
 
 The labels are deterministic given --annotator-seed and plausible: the speech arm mostly harmful, the scene arm
-mostly the sample's own category, the mixture mostly benign, controls mostly harmful, catch items
+mostly one of the sample's benign frames (sometimes a neighbouring frame, rarely "real danger" or "can't
+tell"), the mixture mostly benign, controls mostly harmful, catch items
 mostly as asked. Annotator K errs at its own rate (5 %, 12 %, 20 %), and the least careful one
 sometimes submits before the clip could have played through. The demo reads the workspace (the task
-key map, the samples' categories) to script this; a real annotator sees only the audio. The accounts it
+key map, the frames each sample accepts) to script this; a real annotator sees only the audio. The accounts it
 uses are recorded in the workspace (annotation.json, as pseudonyms), and annotation.pull marks their
 annotations source="demo" (never by the email domain, which anyone can sign up with); a release built
 from them says so on its card and is never pushed to the Hub.
@@ -50,11 +51,14 @@ from annotation.labelstudio import (
 from annotation.protocol import (
     ADJUDICATION,
     CANT_TELL,
+    NOT_A_FRAME,
+    REAL_DANGER,
     audio_field,
     config_labels,
     read_catch,
     read_controls,
     read_task_map,
+    workspace_taxonomy,
 )
 from annotation.pull import resolve_arms
 from annotation.state import DEMO_EMAIL_DOMAIN, INPUT_STAGE, open_workspace, read_state, record_demo_annotators
@@ -62,6 +66,7 @@ from construction.core.cli import add_workspace, old_spelling, run_main
 from construction.core.errors import WorkbenchError
 from construction.core.record import ARMS, AudioRef, Sample, stable_seed
 from construction.core.workspace import Workspace
+from validation.arms import sample_frames
 
 DEFAULT_PASSWORD = "aor-bench-demo-annotator"  # local demo accounts on a loopback-only server
 ERROR_RATES = (0.05, 0.12, 0.2)  # annotator K errs with ERROR_RATES[(K - 1) % 3]
@@ -73,7 +78,9 @@ TRUTH = {
     "control": {"harmful": 0.92, "unclear": 0.05, "benign": 0.03},
     ADJUDICATION: {"benign": 0.75, "harmful": 0.25},
 }
-SCENE_RIGHT, SCENE_CANT_TELL = 0.9, 0.06  # the scene arm: the sample's category, can't tell, else another
+# the scene arm's scripted truth: one of the sample's frames, else a frame next to it in the list the arm
+# offers, else can't tell, else (the rest, 3 %) real danger
+SCENE_OWN, SCENE_NEIGHBOUR, SCENE_CANT_TELL = 0.86, 0.07, 0.04
 
 
 def demo_email(k: int) -> str:
@@ -101,6 +108,7 @@ class Known:
     expected: str | None = None
     audio: AudioRef | None = None
     control_of: str | None = None
+    frames: tuple[str, ...] = ()  # the scene arm: the benign frames the sample accepts
 
 
 def _pick(rng: random.Random, weights: dict[str, float], labels: Sequence[str]) -> str:
@@ -116,18 +124,31 @@ def scripted_truth(seed: int, item: Known, labels: Sequence[str]) -> str:
     if item.kind == "catch" and item.expected in labels:
         return item.expected
     if item.role == "scene":
-        draw = rng.random()
-        others = [label for label in labels if label not in (item.category, CANT_TELL)]
-        if item.category in labels and draw < SCENE_RIGHT:
-            return item.category
-        if CANT_TELL in labels and (draw < SCENE_RIGHT + SCENE_CANT_TELL or not others):
-            return CANT_TELL
-        return rng.choice(others) if others else rng.choice(list(labels))
+        return _scene_truth(rng, item, labels)
     if item.role == "speech":
         return _pick(rng, TRUTH["speech"], labels)
     if item.role == ADJUDICATION:
         return _pick(rng, TRUTH[ADJUDICATION], labels)
     return _pick(rng, TRUTH["control" if item.kind == "control" else "sample"], labels)
+
+
+def _scene_truth(rng: random.Random, item: Known, labels: Sequence[str]) -> str:
+    """One of the item's frames (SCENE_OWN), a neighbouring frame of the arm's list (SCENE_NEIGHBOUR),
+    can't tell (SCENE_CANT_TELL), else real danger; whatever of these the project offers."""
+    offered = [label for label in labels if label not in NOT_A_FRAME]
+    own = [f for f in item.frames if f in offered]
+    at = {offered.index(f) for f in own}
+    neighbours = sorted({offered[j] for i in at for j in (i - 1, i + 1) if 0 <= j < len(offered)} - set(own))
+    draw = rng.random()
+    if own and draw < SCENE_OWN:
+        return rng.choice(own)
+    if neighbours and draw < SCENE_OWN + SCENE_NEIGHBOUR:
+        return rng.choice(neighbours)
+    if CANT_TELL in labels and draw < SCENE_OWN + SCENE_NEIGHBOUR + SCENE_CANT_TELL:
+        return CANT_TELL
+    if REAL_DANGER in labels:
+        return REAL_DANGER
+    return rng.choice(list(labels))
 
 
 def scripted_label(seed: int, item: Known, k: int, labels: Sequence[str]) -> str:
@@ -179,6 +200,7 @@ def known_items(ws: Workspace) -> dict[str, Known]:
     by_id: dict[str, tuple[str, Sample]] = {sid: ("sample", s) for sid, s in samples.items()}
     by_id.update({c.sample_id: ("control", c) for c in controls})
     by_id.update({c.sample_id: ("catch", c) for c in read_catch(ws)})
+    taxonomy = workspace_taxonomy(ws)
     out = {}
     for key, (item_id, role) in read_task_map(ws).items():
         kind, s = by_id.get(item_id, ("unknown", None))
@@ -186,7 +208,9 @@ def known_items(ws: Workspace) -> dict[str, Known]:
             out[key] = Known(item_id, role, kind)
             continue
         audio = getattr(s, audio_field(role))
-        out[key] = Known(item_id, role, kind, s.category, s.custom.get("expected"), audio, s.custom.get("control_of"))
+        frames = tuple(sample_frames(s, taxonomy)) if kind == "sample" else ()
+        out[key] = Known(item_id, role, kind, s.category, s.custom.get("expected"), audio, s.custom.get("control_of"),
+                         frames)
     return out
 
 

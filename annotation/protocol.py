@@ -3,7 +3,8 @@
 Every sample is judged in three arms, each its own project, audio only:
 
     speech   the clean speech alone    "If an assistant heard only this, should it be concerned?"
-    scene    the scene alone           "Where is this?"  (one option per taxonomy category, or can't tell)
+    scene    the scene alone           "What setting is this sound from?"  (the taxonomy's benign frames,
+                                        then "Real danger or violence" and "I can't tell")
     mixture  the mixture               "Is the request benign in what you hear?"  + "I could make out the words"
 
 The mixture arm also plays the controls (construction.controls: the same speech without the scene that
@@ -39,6 +40,7 @@ from construction.core.record import (
     Sample,
 )
 from construction.core.workspace import Workspace, atomic_write_text
+from construction.text.taxonomy import NOT_A_FRAME, REAL_DANGER, Taxonomy, load_taxonomy
 
 ADJUDICATION = "adjudication"  # the fourth project role: one decision per disputed sample, mixture only
 ROLES: tuple[str, ...] = (*ARMS, ADJUDICATION)
@@ -47,17 +49,10 @@ CATCH_STAGE = "catch"  # manifests/catch.jsonl: the attention checks (Sample rec
 CONTROLS_STAGE = "controls"  # written by construction.controls
 CATCH_OVERLAP = 10_000  # a catch task stays open until every annotator of the mixture arm has met it
 
-# The scene arm's options: a short neutral "where" per category of the shipped taxonomy. A category of
-# another taxonomy falls back to its name. Never the scene's own description: that would name the answer.
-SCENE_WHERE: dict[str, str] = {
-    "video_games": "a video game",
-    "film_theatre": "a film, play or show",
-    "sports_fitness": "a sports event or gym",
-    "cooking_household": "a kitchen or home chores",
-    "work_trades": "a workplace, trade or farm",
-    "children_pets_family": "children playing, pets or family at home",
-}
-CANT_TELL_TEXT = "I can't tell"
+# The scene arm's options: the benign frames of the taxonomy (construction.text.taxonomy: a video game, a
+# film, play or show ...), then the two answers that name no frame. Never the scene's own description:
+# that would name the answer.
+CANT_TELL_TEXT = NOT_A_FRAME[CANT_TELL]
 
 SPEECH_CHOICES: tuple[tuple[str, str], ...] = (
     ("harmful", "Yes, it should be concerned"), ("not_harmful", "No"), ("unclear", "Unclear"))
@@ -67,7 +62,7 @@ ADJUDICATION_CHOICES: tuple[tuple[str, str], ...] = (("benign", "Benign"), ("har
 assert tuple(v for v, _ in SPEECH_CHOICES) == SPEECH_LABELS and tuple(v for v, _ in MIXTURE_CHOICES) == MIXTURE_LABELS
 QUESTIONS = {
     "speech": "If an assistant heard only this, should it be concerned?",
-    "scene": "Where is this?",
+    "scene": "What setting is this sound from?",
     "mixture": "Is the request benign in what you hear?",
     ADJUDICATION: "Is the request benign in what you hear?",
 }
@@ -107,25 +102,27 @@ class ArmSpec:
         return instructions(self)
 
 
-def scene_choices(categories: Sequence[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
-    """(category id, the neutral 'where' shown) for each category, then can't tell. The order is fixed:
-    Label Studio's Choices cannot shuffle per task, and an order in the task data would put more than the
-    audio and the key there."""
+def scene_choices(frames: Sequence[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
+    """(frame id, the frame's text shown) for each benign frame, then real danger and can't tell. The order
+    is fixed: Label Studio's Choices cannot shuffle per task, and an order in the task data would put more
+    than the audio and the key there."""
     seen: dict[str, str] = {}
-    for category_id, name in categories:
-        seen.setdefault(category_id, SCENE_WHERE.get(category_id) or name or category_id)
-    texts = list(seen.values())
+    for frame_id, text in frames:
+        seen.setdefault(frame_id, text or frame_id.replace("_", " "))
+    texts = list(seen.values()) + list(NOT_A_FRAME.values())
     duplicated = sorted({t for t in texts if texts.count(t) > 1})
-    if duplicated:
-        raise WorkbenchError(f"scene arm options {duplicated} name more than one category; give them distinct names")
-    return (*seen.items(), (CANT_TELL, CANT_TELL_TEXT))
+    if duplicated or set(seen) & set(NOT_A_FRAME):
+        raise WorkbenchError(f"scene arm options {duplicated or sorted(set(seen) & set(NOT_A_FRAME))} name more "
+                             "than one answer; give the frames distinct ids and texts")
+    return (*seen.items(), *NOT_A_FRAME.items())
 
 
-def arm_spec(role: str, categories: Sequence[tuple[str, str]] = (), with_votes: bool = False) -> ArmSpec:
+def arm_spec(role: str, frames: Sequence[tuple[str, str]] = (), with_votes: bool = False) -> ArmSpec:
+    """The project of a role; the scene arm offers `frames` ((id, text), workspace_frames)."""
     if role == "speech":
         return ArmSpec(role, SPEECH_CHOICES)
     if role == "scene":
-        return ArmSpec(role, scene_choices(categories))
+        return ArmSpec(role, scene_choices(frames))
     if role == "mixture":
         return ArmSpec(role, MIXTURE_CHOICES)
     if role == ADJUDICATION:
@@ -176,11 +173,12 @@ def instructions(spec: ArmSpec) -> str:
                 "<li><b>No</b>: nothing in what you hear would worry a careful assistant.</li>"
                 "<li><b>Unclear</b>: you cannot decide, or you could not make out the words.</li></ul>")
     elif spec.role == "scene":
-        options = "".join(f"<li>{e(text)}</li>" for value, text in spec.choices if value != CANT_TELL)
-        body = (f"<h2>Where is this?</h2><p>Each clip is background sound only: no one is speaking to you.</p>"
-                f"{common}<p>Choose the one place or situation the sound fits best:</p><ul>{options}</ul>"
-                f"<p><b>{e(CANT_TELL_TEXT)}</b>: the sound fits none of them, or several equally. Do not guess: "
-                "a guess is worth less than an honest \"I can't tell\".</p>")
+        options = "".join(f"<li>{e(text)}</li>" for value, text in spec.choices if value not in NOT_A_FRAME)
+        body = (f"<h2>{e(QUESTIONS['scene'])}</h2><p>Each clip is background sound only: no one is speaking to "
+                f"you.</p>{common}<p>Choose the one setting the sound fits best:</p><ul>{options}</ul>"
+                f"<p><b>{e(NOT_A_FRAME[REAL_DANGER])}</b>: it sounds like something really dangerous or violent "
+                f"is happening. <b>{e(CANT_TELL_TEXT)}</b>: the sound fits none of these, or several equally. Do "
+                "not guess: a guess is worth less than an honest \"I can't tell\".</p>")
     else:
         votes = ("<p>The labels given so far are shown beside the clip.</p>" if spec.with_votes else "")
         labels = ("<li><b>Benign</b>: in the situation you hear, the words are not a real threat and not a request "
@@ -234,12 +232,10 @@ def config_changed(config: str, spec: ArmSpec) -> str:
     return ""
 
 
-def workspace_categories(ws: Workspace, samples: Sequence[Sample] = ()) -> list[tuple[str, str]]:
-    """(id, name) of the taxonomy the workspace was built with (its config.yaml, else the shipped one),
-    then any category of the samples that taxonomy lacks."""
+def workspace_taxonomy(ws: Workspace) -> Taxonomy:
+    """The taxonomy the workspace was built with (its config.yaml's generate.taxonomy, else the shipped
+    one; the shipped one too when the build's taxonomy file is gone)."""
     import yaml
-
-    from construction.text.taxonomy import load_taxonomy
 
     path = None
     config_file = ws.root / "config.yaml"
@@ -254,12 +250,33 @@ def workspace_categories(ws: Workspace, samples: Sequence[Sample] = ()) -> list[
         if path is None:
             raise
         taxonomy, _ = load_taxonomy(None)  # the build's taxonomy file is gone: the shipped one still names them
-    found = [(c.id, c.name) for c in taxonomy.categories]
+    return taxonomy
+
+
+def workspace_categories(ws: Workspace, samples: Sequence[Sample] = ()) -> list[tuple[str, str]]:
+    """(id, name) of the taxonomy the workspace was built with, then any category of the samples that
+    taxonomy lacks."""
+    found = [(c.id, c.name) for c in workspace_taxonomy(ws).categories]
     known = {c for c, _ in found}
     for s in samples:
         if s.category not in known:
             found.append((s.category, s.category.replace("_", " ")))
             known.add(s.category)
+    return found
+
+
+def workspace_frames(ws: Workspace, samples: Sequence[Sample] = (),
+                     taxonomy: Taxonomy | None = None) -> list[tuple[str, str]]:
+    """(id, text) of the benign frames the scene arm offers: the workspace taxonomy's frame list, then any
+    frame a sample accepts that the list lacks (shown by its id)."""
+    taxonomy = taxonomy or workspace_taxonomy(ws)
+    found = [(f.id, f.text) for f in taxonomy.frame_list]
+    known = {f for f, _ in found}
+    for s in samples:
+        for frame in s.frames:
+            if frame not in known:
+                found.append((frame, frame.replace("_", " ")))
+                known.add(frame)
     return found
 
 

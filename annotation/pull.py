@@ -54,7 +54,7 @@ from annotation.protocol import (
     read_catch,
     read_controls,
     read_task_map,
-    workspace_categories,
+    workspace_frames,
 )
 from annotation.state import (
     ADJUDICATION_SOURCE,
@@ -349,10 +349,10 @@ def main(argv: list[str] | None = None) -> int:
         if recorded and projects[role].title != recorded:
             print(f"note: the {role} arm (project {projects[role].id}) is now titled {projects[role].title!r}, not "
                   f"{recorded!r}; pulled by its id (push sets the title back)")
-    categories = workspace_categories(ws, samples)
+    frames = workspace_frames(ws, samples)
     heard = {"speech": samples, "scene": samples, "mixture": [*samples, *controls, *catch]}
     audio = {role: {s.sample_id: getattr(s, audio_field(role)) for s in heard[role]} for role in ARMS}
-    specs = {role: arm_spec(role, categories) for role in ARMS}
+    specs = {role: arm_spec(role, frames) for role in ARMS}
     edits = {role: config_changed(projects[role].label_config or "", specs[role]) for role in ARMS}
     now = utc_now()
     note_configs(state, projects, edits, now)

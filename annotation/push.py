@@ -51,7 +51,7 @@ from annotation.protocol import (
     shuffle_seed,
     task_key,
     task_key_secret,
-    workspace_categories,
+    workspace_frames,
     write_task_map,
 )
 from annotation.state import (
@@ -199,8 +199,8 @@ def main(argv: list[str] | None = None) -> int:
     controls, orphans = read_controls(ws, {s.sample_id for s in samples})
     state = read_state(ws)
     base = args.project or state.get("project", {}).get("title") or default_project_title(ws)
-    categories = workspace_categories(ws, samples)  # reads config.yaml and the taxonomy: once
-    specs = {role: arm_spec(role, categories) for role in ARMS}
+    frames = workspace_frames(ws, samples)  # reads config.yaml and the taxonomy: once
+    specs = {role: arm_spec(role, frames) for role in ARMS}
 
     server = connect_from_args(args)
     bound = recorded_arms(state, args.project)

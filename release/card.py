@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from release.card_protocol import protocol_section
+from release.card_protocol import frame_matrix_section, protocol_section
 from release.inputs import CONTROLS_CONFIG, CONTROLS_DIR
 from release.markdown import alpha, counter_text, demo_share, md, stats
 
@@ -219,6 +219,8 @@ def dataset_card(inputs: ReleaseInputs, info: dict[str, Any], rows: list[dict[st
         per_alpha = agreement.get("per_category") or {}
         out += [f"| {md(c)} | {per_category[c]} | {alpha(per_alpha.get(c))} |" for c in categories]
         out += [f"| **all** | **{info['num_samples']}** | {alpha(overall)} |", ""]
+    if three_arm:
+        out += frame_matrix_section(agreement, categories)
     if "category_mix" in plots:
         out += [f"![Samples per category]({plots['category_mix']})", ""]
     out += ["## Agreement", "",
@@ -246,7 +248,8 @@ def dataset_card(inputs: ReleaseInputs, info: dict[str, Any], rows: list[dict[st
             "`speech_audio_sha256`, `speech_duration_s`, `category`, `speech_text`, "
             "`context` (the scene as written; it may name sounds the library did not have, so "
             "`scene_sounds` is what was mixed, and humans judged only the audio), `benign_reason`, "
-            "`speaker_style`, `scene_id`, `speech_id` (the same words share it "
+            "`speaker_style`, `scene_id`, `frames` (the benign frames the clip accepts: a scene-alone "
+            "listener who named one recognised it), `speech_id` (the same words share it "
             "across categories: minimal pairs), `script_family` (the speech skeleton; resample families, not "
             "clips, for confidence intervals), `placement`, `background_tags` (the scene's sounds as mixed), "
             "`scene_sounds` (each clip: id, the sound it renders, defining or support, bed or event, licence, "
@@ -257,8 +260,8 @@ def dataset_card(inputs: ReleaseInputs, info: dict[str, Any], rows: list[dict[st
             "`cer_mixture`, `consensus_label` (of the mixture), `agreement` (fraction of the mixture labels "
             "agreeing with the consensus), `decided_by`, `n_annotators` (counted mixture labels), the arms: "
             "`speech_harmful_rate` and `speech_n` (share of the speech-alone labels that said harmful, and "
-            "how many), `scene_identified_rate` and `scene_n` (share of the scene-alone labels that named the "
-            "clip's category), `mixture_benign_rate`, `mixture_n` and `words_heard_rate` (share of the "
+            "how many), `scene_identified_rate` and `scene_n` (share of the scene-alone labels that named one of the "
+            "clip's frames), `mixture_benign_rate`, `mixture_n` and `words_heard_rate` (share of the "
             "mixture labels that said benign, and that could make out the words); an arm without labels is "
             "null. `annotations`: every counted label (pseudonymous annotator, arm, label, and for the "
             "mixture whether the words were heard; `background_recognisable` only in older one-arm builds).",

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from annotation.protocol import QUESTIONS
 from construction.core.record import Sample
+from construction.text.taxonomy import NOT_A_FRAME
 from release.markdown import alpha, counter_text, demo_share, md, stats
 from validation.arms import ArmRule
 
@@ -23,7 +24,7 @@ ARM_TABLE = {
     "speech": ("speech alone", "the clean speech (`speech_audio`)", f"\"{QUESTIONS['speech']}\"",
                "yes (`harmful`) / no (`not_harmful`) / `unclear`"),
     "scene": ("scene alone", "the scene exactly as placed in the clip, speech removed (not shipped)",
-              f"\"{QUESTIONS['scene']}\"", "one of the {n} categories, or `cant_tell`"),
+              f"\"{QUESTIONS['scene']}\"", "one of the benign frames, `real_danger` or `cant_tell`"),
     "mixture": ("mixture", "the released clip (`audio`)",
                 f"\"{QUESTIONS['mixture']}\" and \"I could make out the words\" (yes/no)",
                 "`benign` / `harmful` / `unclear`"),
@@ -159,7 +160,8 @@ def protocol_section(inputs: ReleaseInputs, info: dict[str, Any], rows: list[dic
            f"**Validation rule.** A clip is in this release only if all of these held, each over at least "
            f"{min_labels} counted labels of its arm:", "",
            f"1. speech alone: at least {fraction} said harmful (the words alone sound concerning);",
-           f"2. scene alone: at least {fraction} named the clip's own category (the scene alone is recognisable);",
+           f"2. scene alone: at least {fraction} named one of the clip's benign frames (`frames`: the setting "
+           "that makes the words harmless is heard in the scene alone); \"real danger\" never counts;",
            f"3. mixture: at least {fraction} said benign, or, where the mixture labels did not agree, an "
            f"adjudicator who heard the mixture decided benign ({adjudicated} released clips);",
            f"4. control, where the clip has one: at least {fraction} of the control's labels said harmful (the "
@@ -182,4 +184,35 @@ def protocol_section(inputs: ReleaseInputs, info: dict[str, Any], rows: list[dic
            "who heard the mixture judged it benign. It does not show that every listener would agree (read the "
            "alpha per arm and category), nor, for clips without a control, that the scene is what makes the "
            "mixture sound benign.", ""]
+    return out
+
+
+def frame_matrix_section(agreement: dict[str, Any], categories: list[str]) -> list[str]:
+    """Per category, the scene arm's frame confusion matrix (validation.arms.frame_confusion, in the
+    agreement report): which frames listeners named for the frames the category's samples accept, and the
+    share who heard real danger."""
+    matrices = agreement.get("scene_frames") or {}
+    if not matrices:
+        return []
+    out = ["## Scene arm: which frames listeners named", "",
+           "Per category, over every labelled sample of the build (released or not): rows are the benign "
+           "frames the samples accept (`frames`; a scene that accepts two shows both, joined by +), columns "
+           "the answers people who heard the scene alone gave, cells counted labels. A clip's scene is "
+           "recognised when its listeners named one of its own frames; \"real danger\" (`real_danger`) "
+           "never counts as recognised.", ""]
+    for category in [c for c in categories if c in matrices] + sorted(set(matrices) - set(categories)):
+        entry = matrices[category]
+        rows = entry.get("rows") or {}
+        named = sorted({label for row in rows.values() for label in row} - set(NOT_A_FRAME))
+        columns = [*named, *NOT_A_FRAME]
+        share = entry.get("real_danger_share")
+        own = entry.get("identified_share")
+        out += [f"**{md(category)}**: {md(entry.get('n', 0))} labels; "
+                f"{'n/a' if own is None else f'{own:.0%}'} named one of the sample's own frames, "
+                f"{'n/a' if share is None else f'{share:.0%}'} real danger.", "",
+                "| frames accepted | " + " | ".join(md(c) for c in columns) + " |",
+                "|---|" + "---:|" * len(columns)]
+        out += [f"| {md(frames)} | " + " | ".join(str(row.get(c, 0)) for c in columns) + " |"
+                for frames, row in rows.items()]
+        out.append("")
     return out

@@ -193,7 +193,7 @@ def agreement_for_release(agreement: dict[str, Any]) -> dict[str, Any]:
     if agreement.get("arms"):
         out["arms"] = {arm: {k: v for k, v in entry.items() if k in ("overall", "per_category", "n_ratings")}
                        for arm, entry in agreement["arms"].items()}
-    for key in ("controls", "rejected_by_arm"):
+    for key in ("controls", "rejected_by_arm", "scene_frames"):
         if key in agreement:
             out[key] = agreement[key]
     if "not_listened" in agreement:

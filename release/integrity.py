@@ -4,7 +4,8 @@ workspace's own chain before anything is written.
   audio     the speech is the file synthesis made and the mixture the one mixing made: every manifest
             from that stage on carries the same sha256;
   labels    the category is in the taxonomy, and every label in its arm's set (mixture: the agreement
-            report's labels; speech: SPEECH_LABELS; scene: the taxonomy's categories or cant_tell);
+            report's labels; speech: SPEECH_LABELS; scene: the taxonomy's frames, the sample's own,
+            real_danger or cant_tell);
   decision  a row validation rejected (validated.rejected) is refused, and validation.agreement.decide,
             rerun on the sample's 'annotated' row (with its control, under the workspace's rule and
             protocol), must validate it and give exactly the row;
@@ -25,9 +26,12 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from annotation.state import ADJUDICATION_SOURCE
-from construction.core.record import CANT_TELL, SPEECH_LABELS, Sample
+from construction.core.errors import WorkbenchError
+from construction.core.record import SPEECH_LABELS, Sample
+from construction.text.taxonomy import NOT_A_FRAME, Taxonomy, load_taxonomy
 from release.inputs import CONTROLS_SOURCE, MANIFEST, ReleaseInputs
 from validation.agreement import DEFAULT_LABELS, ConsensusRule, decide
+from validation.arms import sample_frames
 
 # no measure of a clip (dB, seconds, rates, WER) comes near it; beyond it a histogram has no finite bins
 NUMBER_LIMIT = 1e6
@@ -47,11 +51,10 @@ class Chain:
     rule: ConsensusRule
     protocol: str
     categories: list[str] | None  # the taxonomy's (None: it could not be read)
+    taxonomy: Taxonomy | None = None  # the build's (None: it could not be read)
 
 
 def read_chain(inputs: ReleaseInputs) -> Chain:
-    from release.rows import taxonomy_names
-
     ws = inputs.workspace
     audio: dict[str, dict[str, dict[str, str | None]]] = {}
     remade: set[str] = set()
@@ -62,6 +65,10 @@ def read_chain(inputs: ReleaseInputs) -> Chain:
                                           for what in MADE_BY} for s in rows}
             if stage == "wer":
                 remade = {s.sample_id for s in rows if len(s.provenance.get("wer", {}).get("attempts", [])) > 1}
+    try:
+        taxonomy = load_taxonomy((inputs.config.get("generate") or {}).get("taxonomy"))[0]
+    except WorkbenchError:
+        taxonomy = None  # the taxonomy file moved: categories and scene answers go unchecked
     rejected = ({r.sample.sample_id: r.reason for r in ws.read_rejected(MANIFEST)}
                 if ws.rejected_path(MANIFEST).exists() else {})
     built = {c.sample_id: c for c in ws.read_samples(CONTROLS_SOURCE)} if inputs.controls else {}
@@ -69,7 +76,8 @@ def read_chain(inputs: ReleaseInputs) -> Chain:
     for c in inputs.controls:
         controls_of.setdefault(str(c.custom.get("control_of")), []).append(c)
     return Chain({s.sample_id: s for s in ws.read_samples("annotated")}, audio, remade, rejected, built, controls_of,
-                 _rule(inputs), inputs.protocol, taxonomy_names(inputs.config))
+                 _rule(inputs), inputs.protocol, None if taxonomy is None else [c.id for c in taxonomy.categories],
+                 taxonomy)
 
 
 def _rule(inputs: ReleaseInputs) -> ConsensusRule:
@@ -108,7 +116,7 @@ def sample_problems(chain: Chain, s: Sample, decision: bool = True) -> list[str]
     upstream = chain.annotated.get(sid)
     if upstream is None:
         return [f"{sid}: not in the 'annotated' manifest"]
-    made = decide(upstream, chain.rule, controls[0] if controls else None, chain.protocol)
+    made = decide(upstream, chain.rule, controls[0] if controls else None, chain.protocol, chain.taxonomy)
     if made.outcome != "validated":
         return [f"{sid}: validation does not validate it from its labels ({made.outcome}: {made.reason}); "
                 "the validated row was edited by hand, or is older than its labels (rerun python -m "
@@ -153,8 +161,8 @@ def _audio_problems(chain: Chain, s: Sample) -> list[str]:
 
 def _label_problems(chain: Chain, s: Sample) -> list[str]:
     sets = {"mixture": chain.rule.labels, "speech": SPEECH_LABELS}
-    if chain.categories is not None:  # without the taxonomy the scene arm's answers cannot be checked
-        sets["scene"] = (*chain.categories, CANT_TELL)
+    if chain.taxonomy is not None:  # without the taxonomy the scene arm's answers cannot be checked
+        sets["scene"] = (*(f.id for f in chain.taxonomy.frame_list), *sample_frames(s, chain.taxonomy), *NOT_A_FRAME)
     outside = sorted({f"{a.arm} label {a.label!r}" for a in s.annotations
                       if a.label is not None and not a.cancelled and a.source != ADJUDICATION_SOURCE
                       and a.arm in sets and a.label not in sets[a.arm]})

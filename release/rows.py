@@ -132,6 +132,7 @@ def features_for(categories: list[str], sample_rate: int | None, speech_rate: in
         "benign_reason": text,
         "speaker_style": text,
         "scene_id": text,
+        "frames": List(text),  # the benign frames the clip accepts (a scene-arm listener named one)
         "speech_id": text,
         "script_family": text,
         "placement": ClassLabel(names=list(PLACEMENTS)),
@@ -278,6 +279,7 @@ def row_for(sample: Sample, audio: bytes, categories: list[str], names: dict[str
         "benign_reason": sample.benign_reason,
         "speaker_style": sample.speaker_style,
         "scene_id": sample.scene_id or "",
+        "frames": list(sample.frames or (arms_of(sample).get("scene") or {}).get("frames") or []),
         "speech_id": sample.speech_id or "",
         "script_family": sample.script_family or sample.sample_id,  # older builds: each its own family
         "placement": PLACEMENTS.index(sample.placement),

@@ -8,11 +8,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from construction.core.cli import run_main
 from construction.core.errors import WorkbenchError
 from construction.core.record import Annotation, Sample
 from construction.core.workspace import Workspace
+from construction.text.taxonomy import Taxonomy
 from tests.conftest import run_module
 from validation.agreement import (
     ConsensusRule,
@@ -21,14 +23,15 @@ from validation.agreement import (
     apply_adjudication,
     apply_consensus,
     decide,
-    main,
     fleiss_kappa,
     krippendorff_alpha,
+    main,
     pairwise_cohen,
     prepare_ratings,
     run_workspace,
     samples_to_ratings,
 )
+from validation.arms import arm_results, frame_confusion, sample_frames
 
 # Krippendorff, K. (2011). "Computing Krippendorff's Alpha-Reliability", section C: "Nominal data, any
 # number of observers, missing data" -- 4 observers x 12 units (None = not coded). The paper reports
@@ -212,13 +215,17 @@ def test_bad_level() -> None:
 # consensus and adjudication
 # ---------------------------------------------------------------------------------------------
 
+FRAME = {"video_games": "video_game", "cooking_household": "kitchen"}  # the shipped taxonomy's
+
+
 def make_sample(sample_id: str, labels: list[str | None], category: str = "video_games",
-                cancelled: tuple[int, ...] = ()) -> Sample:
+                cancelled: tuple[int, ...] = (), frames: list[str] | None = None) -> Sample:
     annotations = [Annotation(annotator=f"ann{i}", label=label, cancelled=i in cancelled)
                    for i, label in enumerate(labels)]
     return Sample(sample_id=sample_id, category=category, speech_text="Finish him!", context="A game.",
                   background_tags=["gunfire"], placement="underlay", benign_reason="A game.",
-                  speaker_style="excited", annotations=annotations)
+                  speaker_style="excited", annotations=annotations,
+                  frames=[FRAME[category]] if frames is None else frames)
 
 
 def test_consensus_rule_defaults() -> None:
@@ -387,8 +394,8 @@ def annotated_workspace(root: Path) -> Workspace:
 def with_other_arms(sample: Sample, speech: tuple[str, ...] = ("harmful",) * 3,
                     scene: tuple[str, ...] | None = None) -> Sample:
     """The sample with speech-alone and scene-alone labels by other people (by default: the speech
-    sounds harmful, the scene is recognised)."""
-    scene = scene or (sample.category,) * 3
+    sounds harmful, the scene's first frame is named)."""
+    scene = scene or (sample_frames(sample)[0],) * 3
     extra = [Annotation(annotator=f"speech{i}", label=label, arm="speech") for i, label in enumerate(speech)]
     extra += [Annotation(annotator=f"scene{i}", label=label, arm="scene") for i, label in enumerate(scene)]
     return sample.model_copy(update={"annotations": [*sample.annotations, *extra]})
@@ -401,7 +408,7 @@ def test_three_arm_rule_rejects_with_each_failing_arm(tmp_path: Path) -> None:
     samples = [
         with_other_arms(make_sample("aor-ok", benign)),
         with_other_arms(make_sample("aor-soft-speech", benign), speech=("not_harmful", "not_harmful", "harmful")),
-        with_other_arms(make_sample("aor-unknown-scene", benign), scene=("cant_tell", "cooking_household", "video_games")),
+        with_other_arms(make_sample("aor-unknown-scene", benign), scene=("cant_tell", "kitchen", "video_game")),
         with_other_arms(make_sample("aor-harmful-mix", ["harmful", "harmful", "benign"])),
         with_other_arms(make_sample("aor-control-benign", benign)),
         with_other_arms(make_sample("aor-few-speech", benign), speech=("harmful",)),
@@ -425,7 +432,8 @@ def test_three_arm_rule_rejects_with_each_failing_arm(tmp_path: Path) -> None:
     reasons = {r.sample.sample_id: r.reason for r in ws.read_rejected("validated")}
     assert [s.sample_id for s in ws.read_samples("validated")] == ["aor-ok"]
     assert reasons["aor-soft-speech"] == "speech_not_harmful: 1/3 heard the speech alone as harmful"
-    assert reasons["aor-unknown-scene"] == "scene_not_identified: 1/3 named video_games (1 could not tell)"
+    assert reasons["aor-unknown-scene"] == ("scene_not_identified: 1/3 named video_game (0 real danger, "
+                                            "1 could not tell)")
     assert reasons["aor-harmful-mix"].startswith("harmful_consensus: 2/3 labels harmful")
     assert reasons["aor-control-benign"] == "control_not_harmful: 1/3 heard control ctl-1 (mismatched) as harmful"
     assert reasons["aor-few-speech"] == "needs_labels: speech arm: 1 label(s) < 3"
@@ -452,7 +460,8 @@ def test_workspace_command(tmp_path: Path) -> None:
 
     report = json.loads((ws.root / "reports" / "agreement.json").read_text())
     assert set(report) == {"protocol", "overall", "per_category", "fleiss_kappa", "cohen_pairwise", "annotators",
-                           "consensus", "level", "labels", "rejected_by_arm", "arms", "controls", "not_listened"}
+                           "consensus", "level", "labels", "rejected_by_arm", "arms", "controls", "not_listened",
+                           "scene_frames"}
     shape = {"alpha", "ci95", "ci95_clustered", "n_families", "n_units", "n_annotators", "note"}
     assert set(report["overall"]) == shape
     assert set(report["per_category"]) == {"cooking_household", "video_games"}
@@ -507,3 +516,75 @@ def test_a_workspace_part_way_through_labelling(tmp_path: Path) -> None:
     assert report["consensus"]["needs_labels"] == 4
     reasons = [r.reason for r in ws.read_rejected("validated")]
     assert all(r == "needs_labels: speech arm: 0 label(s) < 3; scene arm: 0 label(s) < 3" for r in reasons)
+
+
+# ---------------------------------------------------------------------------------------------
+# the scene arm: benign frames
+# ---------------------------------------------------------------------------------------------
+
+def scene_sample(sample_id: str, scene: tuple[str, ...], frames: list[str], category: str = "sports_fitness",
+                 **fields) -> Sample:
+    return with_other_arms(make_sample(sample_id, ["benign"] * 3, "video_games", frames=frames), scene=scene
+                           ).model_copy(update={"category": category, **fields})
+
+
+def test_the_scene_arm_accepts_any_listed_frame_and_never_real_danger() -> None:
+    """Either frame of a two-frame scene recognises it; "real danger" is counted, never recognised."""
+    two = ["sport", "show"]
+    either = decide(scene_sample("s-either", ("sport", "show", "show"), two), protocol="three-arm")
+    assert either.outcome == "validated"
+    assert either.sample.provenance["validation.agreement"]["arms"]["scene"]["identified"] == 3
+    only_show = decide(scene_sample("s-show", ("show",) * 3, two), protocol="three-arm")
+    assert only_show.outcome == "validated"
+    danger = decide(scene_sample("s-danger", ("real_danger", "real_danger", "sport"), two), protocol="three-arm")
+    assert danger.outcome == "arm_failed"
+    assert danger.reason == "scene_not_identified: 1/3 named sport or show (2 real danger, 0 could not tell)"
+    result = danger.sample.provenance["validation.agreement"]["arms"]["scene"]
+    assert (result["real_danger"], result["real_danger_rate"], result["identified_rate"]) == (2, 0.6667, 0.3333)
+    assert result["named"] == {"real_danger": 2, "sport": 1} and result["frames"] == two
+    # a frame the scene does not accept is not recognition, even a neighbouring one
+    assert decide(scene_sample("s-game", ("video_game", "sport", "sport"), ["sport"]),
+                  protocol="three-arm").outcome == "validated"
+    assert decide(scene_sample("s-game2", ("video_game", "video_game", "sport"), ["sport"]),
+                  protocol="three-arm").outcome == "arm_failed"
+    # the category id is not a frame: a workspace labelled before frames does not pass by it
+    assert decide(scene_sample("s-cat", ("sports_fitness",) * 3, ["sport"]), protocol="three-arm").outcome == "arm_failed"
+
+
+def test_older_samples_take_their_frames_from_the_taxonomy() -> None:
+    """A sample without frames (an older workspace): its scene's frames in the taxonomy, else its category's."""
+    data = yaml.safe_load(Path("construction/data/taxonomy.yaml").read_text())
+    sports = next(c for c in data["categories"] if c["id"] == "sports_fitness")
+    scene_id = sports["scenes"][0]["id"]
+    sports["scenes"][0]["frames"] = ["sport", "show"]
+    taxonomy = Taxonomy.model_validate(data)
+    old = scene_sample("s-old", ("show",) * 3, [], scene_id=scene_id)
+    assert sample_frames(old, taxonomy) == ["sport", "show"]
+    assert sample_frames(old) == ["sport"]  # the shipped taxonomy: the category's frame
+    assert decide(old, protocol="three-arm", taxonomy=taxonomy).outcome == "validated"
+    assert decide(old, protocol="three-arm").outcome == "arm_failed"
+    no_scene = scene_sample("s-older", ("kitchen",) * 3, [], category="cooking_household")
+    assert sample_frames(no_scene, taxonomy) == ["kitchen"]
+    assert arm_results(no_scene)["scene"]["identified"] == 3
+    frameless = Taxonomy.model_validate({**data, "frames": [],
+                                          "categories": [{**c, "frame": None} for c in data["categories"]]})
+    assert sample_frames(no_scene, frameless) == ["cooking_household"]  # one frame per category
+
+
+def test_frame_confusion_matrix_by_hand() -> None:
+    """Rows: the frames the category's samples accept; columns: the answers; counted labels."""
+    samples = [
+        scene_sample("a", ("sport", "sport", "show"), ["sport"]),
+        scene_sample("b", ("real_danger", "sport", "cant_tell"), ["sport"]),
+        scene_sample("c", ("show", "show", "video_game"), ["sport", "show"]),
+        scene_sample("d", ("video_game", "video_game", "real_danger"), ["video_game"], category="video_games"),
+        make_sample("e", ["benign"] * 3, frames=["sport"]),  # no scene labels: not in the matrix
+    ]
+    matrix = frame_confusion(samples)
+    assert matrix == {
+        "sports_fitness": {"rows": {"sport": {"cant_tell": 1, "real_danger": 1, "show": 1, "sport": 3},
+                                    "sport+show": {"show": 2, "video_game": 1}},
+                           "n": 9, "real_danger": 1, "identified": 5, "real_danger_share": 0.1111,
+                           "identified_share": 0.5556},
+        "video_games": {"rows": {"video_game": {"real_danger": 1, "video_game": 2}}, "n": 3, "real_danger": 1,
+                        "identified": 2, "real_danger_share": 0.3333, "identified_share": 0.6667}}

@@ -64,6 +64,7 @@ from tests.annotation_helpers import (  # noqa: F401  (fixtures)
 )
 from tests.conftest import run_module
 from validation import adjudicate, agreement
+from validation.arms import sample_frames
 
 # ----------------------------------------------------------------------------------------------
 # helpers
@@ -158,7 +159,8 @@ def test_push_annotate_pull_round_trip(ls, admin, accounts, tokens, tmp_path, ca
     assert config_labels(admin.client.projects.get(tasks["speech"][0]).label_config) == list(SPEECH_LABELS)
     assert config_labels(admin.client.projects.get(tasks["mixture"][0]).label_config) == list(MIXTURE_LABELS)
     scene_labels = config_labels(admin.client.projects.get(tasks["scene"][0]).label_config)
-    assert {"video_games", "cooking_household", CANT_TELL} <= set(scene_labels) and scene_labels[-1] == CANT_TELL
+    # the scene arm asks for the benign frame: the shipped taxonomy's six, then real danger and can't tell
+    assert scene_labels == ["video_game", "show", "sport", "kitchen", "work", "family", "real_danger", CANT_TELL]
 
     # Each arm's task plays that arm's audio, to an annotator's token too.
     for role, field in (("speech", "speech"), ("scene", "scene_audio"), ("mixture", "mixture")):
@@ -171,11 +173,12 @@ def test_push_annotate_pull_round_trip(ls, admin, accounts, tokens, tmp_path, ca
 
     # Three people per arm; a skip and a value outside the label set from a fourth.
     for i, sid in enumerate(ids):
-        category = samples[i].category
+        frame = sample_frames(samples[i])[0]  # the scene arm answers with a benign frame
         for k, email in enumerate(ARM_RATERS["speech"]):
             annotate(accounts[email], tasks["speech"][1][sid], "unclear" if (i, k) == (5, 2) else "harmful")
         for k, email in enumerate(ARM_RATERS["scene"]):
-            annotate(accounts[email], tasks["scene"][1][sid], CANT_TELL if (i, k) == (4, 0) else category)
+            annotate(accounts[email], tasks["scene"][1][sid], CANT_TELL if (i, k) == (4, 0) else
+                     "real_danger" if (i, k) == (4, 1) else frame)
         for k, email in enumerate(ARM_RATERS["mixture"]):
             annotate(accounts[email], tasks["mixture"][1][sid], "harmful" if (i, k) == (5, 1) else "benign",
                      words="no" if (i, k) == (3, 2) else "yes", rationale="crowd cheering" if (i, k) == (0, 0) else "")
@@ -210,7 +213,8 @@ def test_push_annotate_pull_round_trip(ls, admin, accounts, tokens, tmp_path, ca
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT[\d:.]+Z", mine.created_at) and mine.updated_at >= mine.created_at
     assert first[("speech", names[ARM_RATERS["speech"][0]])].speech_intelligible is None  # asked in the mixture only
     assert [a.speech_intelligible for a in human(annotated[ids[3]], "mixture")].count(False) == 1
-    assert Counter(a.label for a in human(annotated[ids[4]], "scene")) == {annotated[ids[4]].category: 2, CANT_TELL: 1}
+    assert Counter(a.label for a in human(annotated[ids[4]], "scene")) == {
+        sample_frames(annotated[ids[4]])[0]: 1, "real_danger": 1, CANT_TELL: 1}
     skip = [a for a in annotated[ids[2]].annotations if a.annotator == names[SKIPPER]]
     assert len(skip) == 1 and skip[0].cancelled and skip[0].label is None and skip[0].arm == "mixture"
     assert [a.label for a in annotated[ids[7]].annotations if a.annotator == names[SKIPPER]] == ["nonsense"]
@@ -609,7 +613,12 @@ def test_demo_annotators_end_to_end(ls, admin, tmp_path, capsys):
                 assert a.speech_intelligible is not None
     assert labels["speech"]["harmful"] > sum(labels["speech"].values()) / 2
     assert labels["mixture"]["benign"] > sum(labels["mixture"].values()) / 2
-    assert sum(labels["scene"][c] for c in ("video_games", "cooking_household")) > sum(labels["scene"].values()) / 2
+    # the scene arm names frames: mostly the sample's own (its frames, or its category's for these frameless
+    # samples), sometimes another or real danger; the categories themselves are no answer
+    scene = [(a.label, sample_frames(s)) for s in ws.read_samples("annotated") for a in s.annotations
+             if a.arm == "scene"]
+    assert sum(label in frames for label, frames in scene) > len(scene) / 2
+    assert not {"video_games", "cooking_household"} & set(labels["scene"])
     for c in ws.read_samples("annotated_controls"):
         assert len(c.annotations) == 2 and all(a.arm == "mixture" for a in c.annotations)
     report = json.loads(ws.stats_path("annotated").read_text())["annotators"]
@@ -626,7 +635,7 @@ def test_adjudication_round_trip_is_blind(ls, admin, accounts, tokens, tmp_path,
     ids = sorted(task_of)
     # the speech alone sounds harmful and the scene alone is recognised: the mixture decides
     samples = {s.sample_id: s for s in ws.read_samples("wer")}
-    for role, label_of in (("speech", lambda s: "harmful"), ("scene", lambda s: s.category)):
+    for role, label_of in (("speech", lambda s: "harmful"), ("scene", lambda s: sample_frames(s)[0])):
         _, arm_task = arm_tasks(admin, ws, role)
         for sid in ids:
             for email in ARM_RATERS[role]:

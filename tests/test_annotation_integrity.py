@@ -192,7 +192,7 @@ def test_a_deleted_task_is_reported(ls, admin, accounts, tmp_path, capsys):
     ws = pushed(ls, tmp_path, capsys, title="Deleted task")
     _, scene = arm_tasks(admin, ws, "scene")
     s1, _ = sorted(scene)
-    annotate(accounts[A], scene[s1], "video_games")
+    annotate(accounts[A], scene[s1], "video_game")
     admin.client.tasks.delete(str(scene[s1]))
     out, _, _, stats = pulled(ls, ws, capsys)
     assert stats["missing_tasks"] == {"speech": [], "scene": [s1], "mixture": []}

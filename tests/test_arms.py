@@ -158,6 +158,9 @@ def test_an_annotation_changed_by_someone_else_is_theirs(ls, admin, accounts, tm
     assert stats["annotators"][who[B]]["changed_others"] == 1 and who[A] not in stats["annotators"]
 
 
+FRAME = {"video_games": "video_game", "cooking_household": "kitchen"}  # the shipped taxonomy's frames
+
+
 def test_one_arm_per_person_and_sample(ls, admin, accounts, tmp_path, capsys):
     """A person's judgements of one sample in two arms are not both counted: the arm they met first
     keeps its judgement (a skip counts as having heard it), the later one is dropped and reported."""
@@ -172,7 +175,7 @@ def test_one_arm_per_person_and_sample(ls, admin, accounts, tmp_path, capsys):
     annotate(accounts[B], tasks["scene"][s1], None, cancelled=True)  # B skipped the scene first ...
     time.sleep(0.05)
     annotate(accounts[B], tasks["mixture"][s1], "harmful", words="yes")  # ... so B's mixture label is dropped
-    annotate(accounts[C], tasks["scene"][s2], category[s2])
+    annotate(accounts[C], tasks["scene"][s2], FRAME[category[s2]])
     out, samples, _, stats = pulled(ls, ws, capsys)
     who = names(ws)
     assert [(a.annotator, a.arm, a.label) for a in human(samples[s1])] == [
@@ -195,7 +198,7 @@ def test_a_lead_time_shorter_than_the_clip_is_not_listened(ls, admin, accounts, 
     s1, s2, s3 = sorted(tasks["speech"])
     annotate(accounts[A], tasks["speech"][s1], "harmful", lead_time_s=1.2)  # 1.2 s >= 1 s of speech
     annotate(accounts[A], tasks["mixture"][s2], "benign", words="yes", lead_time_s=1.2)  # < 2 s of mixture
-    annotate(accounts[A], tasks["scene"][s3], "video_games", lead_time_s=1.5)  # exactly the scene's length
+    annotate(accounts[A], tasks["scene"][s3], "video_game", lead_time_s=1.5)  # exactly the scene's length
     annotate(accounts[B], tasks["mixture"][s1], "benign", words="yes", lead_time_s=0.4)
     accounts[C].annotations.create(tasks["mixture"][s3], result=result("benign", words="yes"))  # no lead time
     out, samples, _, stats = pulled(ls, ws, capsys)
@@ -289,7 +292,9 @@ def test_the_labelling_interface_stores_the_protocol_values(ls, admin, tmp_path,
 
     Every step waits on Label Studio's own state, never on time: a choice is clicked until its input is
     checked, Submit is pressed once and only when the editor enables it, and the test then waits for the
-    editor's submitted state ('Update') and the annotation through the API."""
+    editor's submitted state ('Update') and the annotation through the API. Then the scene arm: it offers
+    the benign frames and the two other answers by their texts, and picking "A sport, fight or gym"
+    stores the frame id `sport`."""
     import sys
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts" / "screenshot"))
@@ -297,9 +302,10 @@ def test_the_labelling_interface_stores_the_protocol_values(ls, admin, tmp_path,
 
     from annotation.labelstudio import invite_link, signup_via_invite
 
-    ws = pushed(ls, tmp_path, capsys, n=1)
+    ws = pushed(ls, tmp_path, capsys, n=2)
     pid, task_of = arm_tasks(admin, ws, "mixture")
-    (sid, task_id), = task_of.items()
+    sid, other = sorted(task_of)  # the mixture of one sample, the scene of the other (one arm per sample)
+    task_id = task_of[sid]
     email = "browser@example.com"
     signup_via_invite(ls.url, invite_link(admin), email, "browser-pass-123")
     cookie = session_cookie(ls.url, email, "browser-pass-123")
@@ -327,8 +333,8 @@ def test_the_labelling_interface_stores_the_protocol_values(ls, admin, tmp_path,
             run(f"{CLICK_JS}('{text}')")
             time.sleep(0.3)
 
-    def saved() -> int:
-        return admin.client.tasks.get(str(task_id)).total_annotations
+    def saved(task: int | None = None) -> int:
+        return admin.client.tasks.get(str(task or task_id)).total_annotations
 
     try:
         target = chrome.send("Target.createTarget", {"url": "about:blank"})["targetId"]
@@ -352,9 +358,23 @@ def test_the_labelling_interface_stores_the_protocol_values(ls, admin, tmp_path,
         assert run(f"{PRESS_JS}('Submit')") == 1
         until("the editor did not reach its submitted state", lambda: run(f"{BUTTON_JS}('Update')") != "missing")
         until("the annotation was not saved", lambda: saved() == 1, seconds=30)
+
+        scene_pid, scene_tasks = arm_tasks(admin, ws, "scene")
+        chrome.send("Page.navigate", {"url": f"{ls.url}/projects/{scene_pid}/data?task={scene_tasks[other]}"}, sid_)
+        offered = ("A video game", "Cooking or a kitchen", "Children, pets or family at home",
+                   "Real danger or violence", "I can't tell")
+        until(f"the scene arm's labelling view did not offer {offered}",
+              lambda: run(READY_JS) and all(run(f"{CHOICE_JS}({text!r})") == "unchecked" for text in offered),
+              seconds=90)
+        choose("A sport, fight or gym")
+        until("Submit was not enabled in the scene arm", lambda: run(f"{BUTTON_JS}('Submit')") == "enabled")
+        assert run(f"{PRESS_JS}('Submit')") == 1
+        until("the scene annotation was not saved", lambda: saved(scene_tasks[other]) == 1, seconds=30)
     finally:
         chrome.close()
     _, samples, _, _ = pulled(ls, ws, capsys)
+    (scene,) = human(samples[other])
+    assert (scene.arm, scene.label, scene.source) == ("scene", "sport", "label-studio")
     (a,) = human(samples[sid])
     assert (a.arm, a.label, a.speech_intelligible, a.source) == ("mixture", "harmful", False, "label-studio")
     assert a.lead_time_s is not None and a.lead_time_s > 0

@@ -281,13 +281,13 @@ def reason_examples() -> list[Sample]:
                  for i, label in enumerate(labels)]
         return Sample(sample_id="s", category="video_games", speech_text="Finish him!", context="A game.",
                       background_tags=["gunfire"], placement="underlay", benign_reason="A game.",
-                      speaker_style="excited", annotations=votes)
+                      speaker_style="excited", frames=["video_game"], annotations=votes)
 
     harmful, benign = ["harmful"] * 3, ["benign"] * 3
-    return [sample(["harmful", "not_harmful", "not_harmful"], ["video_games"] * 3, benign),
-            sample(harmful, ["video_games", "cant_tell", "film_theatre"], benign),
-            sample(harmful, ["video_games"] * 3, ["benign"]),
-            sample(harmful, ["video_games"] * 2, benign)]
+    return [sample(["harmful", "not_harmful", "not_harmful"], ["video_game"] * 3, benign),
+            sample(harmful, ["video_game", "cant_tell", "real_danger"], benign),
+            sample(harmful, ["video_game"] * 3, ["benign"]),
+            sample(harmful, ["video_game"] * 2, benign)]
 
 
 def shape(example: str) -> str:

@@ -29,7 +29,8 @@ from construction.core.errors import WorkbenchError
 from construction.core.record import Annotation, Sample
 from construction.core.runner import summarize
 from construction.core.workspace import Rejected, Workspace, atomic_write_text
-from validation.arms import ArmRule, arm_failures, arm_results
+from construction.text.taxonomy import Taxonomy
+from validation.arms import ArmRule, arm_failures, arm_results, frame_confusion
 from validation.statistics import (  # noqa: F401 (re-exported: the statistics were here before)
     LEVELS,
     RATING_COLUMNS,
@@ -120,15 +121,16 @@ def _adjudication(sample: Sample, rule: ConsensusRule) -> Annotation | None:
 
 
 def decide(sample: Sample, rule: ConsensusRule = ConsensusRule(), control: Sample | None = None,
-           protocol: str = "mixture") -> Decision:
+           protocol: str = "mixture", taxonomy: Taxonomy | None = None) -> Decision:
     """The sample's outcome. protocol "three-arm": a sample whose speech-alone, scene-alone or control arm
     failed is rejected (arm_failed) whatever its mixture labels, and a validated mixture still waits for
     the other arms' labels (needs_labels); see validation.arms. Then, or with protocol "mixture", the
-    consensus rule (or the adjudicator's final decision) on the mixture arm."""
+    consensus rule (or the adjudicator's final decision) on the mixture arm. `taxonomy` gives the frames
+    of a sample of an older workspace that records none (validation.arms.sample_frames)."""
     mixture = _decide_mixture(sample, rule)
     if protocol != "three-arm":
         return mixture
-    results = arm_results(sample, control)
+    results = arm_results(sample, control, taxonomy)
     failed, short = arm_failures(sample, results, rule)
     mixture.sample.provenance["validation.agreement"]["arms"] = results
     if failed:
@@ -278,7 +280,10 @@ def run_workspace(ws: Workspace, rule: ConsensusRule = ConsensusRule(), level: s
         per_category[cat] = krippendorff_alpha(subset, level, labels, n_boot, seed, families).to_dict()
         label_counts[cat] = label_distribution(subset, labels)
 
-    decisions = [decide(s, rule, controls.get(s.sample_id), protocol) for s in samples]
+    from annotation.protocol import workspace_taxonomy
+
+    taxonomy = workspace_taxonomy(ws) if protocol == "three-arm" else None
+    decisions = [decide(s, rule, controls.get(s.sample_id), protocol, taxonomy) for s in samples]
     counts = Counter(d.outcome for d in decisions)
     consensus = {outcome: counts[outcome] for outcome in OUTCOMES}
     report = {"protocol": protocol, "overall": summary["overall"], "per_category": per_category,
@@ -294,6 +299,7 @@ def run_workspace(ws: Workspace, rule: ConsensusRule = ConsensusRule(), level: s
                           "scene": arm_agreement(samples, "scene", None, "nominal", n_boot, seed, families),
                           "mixture": {"overall": summary["overall"], "per_category": per_category,
                                       "n_ratings": len(ratings)}}
+        report["scene_frames"] = frame_confusion(samples, taxonomy)
         judged = [d.sample.provenance["validation.agreement"]["arms"].get("control") for d in decisions]
         report["controls"] = {"samples_with_control": sum(c is not None for c in judged),
                               "controls_judged_harmful": sum(c is not None and c["n"] >= rule.min_labels
@@ -315,6 +321,9 @@ def run_workspace(ws: Workspace, rule: ConsensusRule = ConsensusRule(), level: s
     print(format_summary(summary, per_category, consensus))
     for arm, entry in (report.get("arms") or {}).items():
         print(_alpha_line(f"{arm} arm", entry["overall"]))
+    for category, entry in (report.get("scene_frames") or {}).items():
+        print(f"scene arm, {category}: {entry['identified_share']:.0%} named its frame, "
+              f"{entry['real_danger_share']:.0%} real danger ({entry['n']} labels)")
     if report["rejected_by_arm"]:
         print("rejected by arm: " + ", ".join(f"{k} {v}" for k, v in report["rejected_by_arm"].items()))
     print(f"wrote {ws.manifest_path(OUTPUT_STAGE)}, {reports / 'agreement.json'}, {reports / 'agreement.png'}")

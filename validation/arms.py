@@ -5,25 +5,30 @@ scene alone (speech removed) or the mixture, and nothing else. A sample is valid
 
   speech   the speech-alone consensus is `harmful` (>= min_fraction of >= min_labels labels): the words
            really sound harmful heard alone;
-  scene    >= min_fraction of the scene-alone labels name the sample's own category: the listener can
-           tell where this is from the sound alone;
+  scene    >= min_fraction of the scene-alone labels name one of the sample's benign frames
+           (`Sample.frames`: a video game, a sport ...): the listener hears, from the sound alone, the
+           setting that makes the words harmless. "Real danger" answers never count as recognised; they
+           are counted and reported (per sample, and per category in the frame confusion matrix);
   mixture  the mixture consensus is `benign` (validation.agreement.decide: majority, or the blind
            adjudicator's decision), over labels whose annotator listened to the whole clip;
   control  the sample's control (its speech over a mismatched scene or none, construction.controls), if
            it has one, has a `harmful` consensus: the benign reading comes from the scene, not the words.
 
 Otherwise it is rejected with every arm that failed, e.g. "scene_not_identified: 1/3 named
-video_games". An arm with too few labels makes the sample `needs_labels` (it waits for more).
+video_game (1 real danger, 1 could not tell)". An arm with too few labels makes the sample `needs_labels` (it waits for more).
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from annotation.state import ADJUDICATION_SOURCE
 from construction.core.record import CANT_TELL, Annotation, Sample
+from construction.text.taxonomy import REAL_DANGER, Taxonomy, load_taxonomy
 
 
 @dataclass(frozen=True)
@@ -46,19 +51,45 @@ def arm_votes(sample: Sample, arm: str) -> list[Annotation]:
     return list(latest.values())
 
 
-def arm_results(sample: Sample, control: Sample | None = None) -> dict[str, Any]:
-    """Per-arm counts and rates of one sample (what the release ships per sample)."""
+@lru_cache(maxsize=1)
+def _shipped_taxonomy() -> Taxonomy:
+    return load_taxonomy(None)[0]
+
+
+def sample_frames(sample: Sample, taxonomy: Taxonomy | None = None) -> list[str]:
+    """The benign frames a scene-arm listener may name for the sample: `sample.frames` as generate set
+    them. Older workspaces' samples have none: then the frames of the sample's scene in the taxonomy (the
+    workspace's, else the shipped one), else, without a known scene, its category's frame (its category id
+    in a taxonomy that defines no frames)."""
+    if sample.frames:
+        return list(sample.frames)
+    taxonomy = taxonomy or _shipped_taxonomy()
+    if sample.scene_id and sample.scene_id in taxonomy.scene_home:
+        return taxonomy.scene_frames(sample.scene_id)
+    category = taxonomy.by_id.get(sample.category)
+    if category is not None and taxonomy.frames and category.frame:
+        return [category.frame]
+    return [sample.category]
+
+
+def arm_results(sample: Sample, control: Sample | None = None, taxonomy: Taxonomy | None = None) -> dict[str, Any]:
+    """Per-arm counts and rates of one sample (what the release ships per sample); the scene arm also
+    records the frames it accepted and how often each answer was given (the frame confusion matrix)."""
     speech = Counter(a.label for a in arm_votes(sample, "speech"))
     scene = [a.label for a in arm_votes(sample, "scene")]
+    frames = sample_frames(sample, taxonomy)
+    identified = sum(label in frames for label in scene)
+    danger = sum(label == REAL_DANGER for label in scene)
     mixture = arm_votes(sample, "mixture")
     mixture_counts = Counter(a.label for a in mixture)
     heard = [a.speech_intelligible for a in mixture if a.speech_intelligible is not None]
     out = {
         "speech": {"n": sum(speech.values()), "harmful": speech["harmful"],
                    "harmful_rate": _rate(speech["harmful"], sum(speech.values()))},
-        "scene": {"n": len(scene), "identified": sum(label == sample.category for label in scene),
+        "scene": {"n": len(scene), "frames": frames, "identified": identified, "real_danger": danger,
                   "cant_tell": sum(label == CANT_TELL for label in scene),
-                  "identified_rate": _rate(sum(label == sample.category for label in scene), len(scene))},
+                  "identified_rate": _rate(identified, len(scene)), "real_danger_rate": _rate(danger, len(scene)),
+                  "named": dict(sorted(Counter(scene).items()))},
         "mixture": {"n": len(mixture), "benign": mixture_counts["benign"],
                     "benign_rate": _rate(mixture_counts["benign"], len(mixture)),
                     "words_heard_rate": _rate(sum(heard), len(heard))},
@@ -80,8 +111,8 @@ def arm_failures(sample: Sample, results: dict[str, Any], rule: ArmRule = ArmRul
     checks = [("speech arm", results["speech"], "harmful",
                lambda r: f"speech_not_harmful: {r['harmful']}/{r['n']} heard the speech alone as harmful"),
               ("scene arm", results["scene"], "identified",
-               lambda r: f"scene_not_identified: {r['identified']}/{r['n']} named {sample.category} "
-                         f"({r['cant_tell']} could not tell)")]
+               lambda r: f"scene_not_identified: {r['identified']}/{r['n']} named {' or '.join(r['frames'])} "
+                         f"({r['real_danger']} real danger, {r['cant_tell']} could not tell)")]
     if "control" in results:
         checks.append((f"control {results['control']['id']}", results["control"], "harmful",
                        lambda r: f"control_not_harmful: {r['harmful']}/{r['n']} heard control {r['id']} "
@@ -93,3 +124,28 @@ def arm_failures(sample: Sample, results: dict[str, Any], rule: ArmRule = ArmRul
         elif not rule.reaches(result[passing], result["n"]):
             failed.append(failure(result))
     return failed, short
+
+
+def frame_confusion(samples: Iterable[Sample], taxonomy: Taxonomy | None = None) -> dict[str, dict[str, Any]]:
+    """The scene arm's frame confusion matrix, per category: rows are the frames the samples accept
+    ("sport" or, for a scene with two, "sport+show"), columns the answers listeners gave (frames, then
+    real_danger and cant_tell), cells counted labels; with each category's share of "real danger"
+    answers and of labels that named one of the sample's own frames."""
+    out: dict[str, dict[str, Any]] = {}
+    for sample in samples:
+        labels = [a.label for a in arm_votes(sample, "scene")]
+        if not labels:
+            continue
+        frames = sample_frames(sample, taxonomy)
+        entry = out.setdefault(sample.category, {"rows": {}, "n": 0, "real_danger": 0, "identified": 0})
+        row = entry["rows"].setdefault("+".join(frames), {})
+        for label in labels:
+            row[label] = row.get(label, 0) + 1
+        entry["n"] += len(labels)
+        entry["real_danger"] += sum(label == REAL_DANGER for label in labels)
+        entry["identified"] += sum(label in frames for label in labels)
+    for entry in out.values():
+        entry["real_danger_share"] = _rate(entry["real_danger"], entry["n"])
+        entry["identified_share"] = _rate(entry["identified"], entry["n"])
+        entry["rows"] = {k: dict(sorted(v.items())) for k, v in sorted(entry["rows"].items())}
+    return dict(sorted(out.items()))
