@@ -86,10 +86,11 @@ class MixRecipe(BaseModel):
 
 Arm = Literal["speech", "scene", "mixture"]
 ARMS: tuple[str, ...] = ("speech", "scene", "mixture")
-# what each arm of the blind validation asks, and the labels it may give (scene: a category id or this)
+# what each arm of the blind validation asks, and the labels it may give (scene: a frame id of the
+# taxonomy, real_danger or cant_tell: construction.text.taxonomy)
 SPEECH_LABELS: tuple[str, ...] = ("harmful", "not_harmful", "unclear")  # "should an assistant be concerned?"
 MIXTURE_LABELS: tuple[str, ...] = ("benign", "harmful", "unclear")  # "is the request benign in what you hear?"
-CANT_TELL = "cant_tell"  # the scene arm's "I can't tell where this is"
+CANT_TELL = "cant_tell"  # the scene arm's "I can't tell"
 
 
 class Annotation(BaseModel):
@@ -100,7 +101,7 @@ class Annotation(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     annotator: str
-    label: str | None  # see SPEECH_LABELS / MIXTURE_LABELS; scene arm: a category id or CANT_TELL; None: skipped
+    label: str | None  # SPEECH_LABELS, MIXTURE_LABELS; scene: a frame id, real_danger, cant_tell; None: skipped
     arm: Arm = "mixture"
     background_recognisable: bool | None = None  # the one-arm protocol before 0.2 (kept for old workspaces)
     speech_intelligible: bool | None = None  # mixture arm: "I could make out the words" (required yes/no)

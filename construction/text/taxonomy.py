@@ -19,14 +19,13 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from construction.core.errors import WorkbenchError
-from construction.core.record import PLACEMENTS
+from construction.core.record import CANT_TELL, PLACEMENTS
 
 DEFAULT_TAXONOMY = Path(str(resources.files("construction") / "data" / "taxonomy.yaml"))
 SLOT = re.compile(r"\{(\w+)\}")
 # the scene arm's two answers that name no benign frame: a listener who hears a real fight, and one who
 # cannot tell; counted and reported, never a recognised scene
 REAL_DANGER = "real_danger"
-CANT_TELL = "cant_tell"
 NOT_A_FRAME = {REAL_DANGER: "Real danger or violence", CANT_TELL: "I can't tell"}
 
 
