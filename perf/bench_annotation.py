@@ -60,6 +60,7 @@ from annotation.protocol import (
     read_controls,
     read_task_map,
     workspace_categories,
+    workspace_frames,
 )
 from annotation.server import start_server, stop_server
 from annotation.state import label_result, read_state, task_data, write_state
@@ -142,17 +143,17 @@ def arm_seconds(push_output: str) -> dict[str, float]:
                                                                re.MULTILINE)}
 
 
-def arm_labels(role: str, categories: list[str]) -> list[str]:
-    return {"speech": ["harmful", "not_harmful", "unclear"], "scene": [*categories, "cant_tell"],
+def arm_labels(role: str, frames: list[str]) -> list[str]:
+    return {"speech": ["harmful", "not_harmful", "unclear"], "scene": [*frames, "real_danger", "cant_tell"],
             "mixture": ["benign", "harmful", "unclear"]}[role]
 
 
-def annotated_tasks(ws: Workspace, server, role: str, user_ids: list[int], categories: list[str]) -> list[dict]:
+def annotated_tasks(ws: Workspace, server, role: str, user_ids: list[int], frames: list[str]) -> list[dict]:
     """Every task of the role's pushed project (the same keys), each with one annotation per annotator."""
     samples = {s.sample_id: s for s in ws.read_samples("wer")}
     controls = {c.sample_id: c for c in read_controls(ws, set(samples))[0]}
     catch = {c.sample_id: c for c in read_catch(ws)}
-    labels = arm_labels(role, categories)
+    labels = arm_labels(role, frames)
     tasks = []
     for n, (key, (item_id, item_role)) in enumerate(sorted(read_task_map(ws).items())):
         if item_role != role:
@@ -238,14 +239,15 @@ def main() -> None:
                 token = signup_via_invite(server.url, link, f"bench-{j}@example.com", PASSWORD)
                 user_ids.append(make_client(server.url, token).users.whoami().id)
             rows.append(("sign up annotators (setup)", f"{3 * k} accounts", time.perf_counter() - started))
-            specs = {role: arm_spec(role, workspace_categories(ws, list(ws.read_samples("wer")))) for role in ARMS}
+            specs = {role: arm_spec(role, workspace_frames(ws, list(ws.read_samples("wer")))) for role in ARMS}
             started = time.perf_counter()
             arms = {}
             annotations = 0
             for a, role in enumerate(ARMS):
                 title = f"bench pull — {role}"
                 project, _, _ = ensure_project(server, title, specs[role], k)
-                tasks = annotated_tasks(ws, server, role, user_ids[a * k:(a + 1) * k], categories)
+                tasks = annotated_tasks(ws, server, role, user_ids[a * k:(a + 1) * k],
+                                        [f for f, _ in workspace_frames(ws)])
                 import_tasks(server, project.id, tasks)
                 annotations += sum(len(t["annotations"]) for t in tasks)
                 arms[role] = {"id": project.id, "title": title, "url": server.url}
