@@ -86,7 +86,8 @@ def _rule(inputs: ReleaseInputs) -> ConsensusRule:
     if round(simple, 6) == round(fraction, 6):
         fraction = simple  # 0.666667 was recorded for 2/3
     return ConsensusRule(min_fraction=fraction, min_labels=int(labels or default.min_labels),
-                         labels=tuple(inputs.agreement.get("labels") or DEFAULT_LABELS))
+                         labels=tuple(inputs.agreement.get("labels") or DEFAULT_LABELS),
+                         curtailed=bool((stats.get("rule") or {}).get("curtailed")))  # pushed staged
 
 
 def sample_problems(chain: Chain, s: Sample, decision: bool = True) -> list[str]:

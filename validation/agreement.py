@@ -12,6 +12,7 @@ Commands (every flag: --help):
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from collections import Counter
@@ -23,7 +24,7 @@ from typing import Any
 
 import pandas as pd
 
-from annotation.state import ADJUDICATION_SOURCE
+from annotation.state import ADJUDICATION_SOURCE, read_state
 from construction.core.cli import add_workspace, old_spelling, run_main
 from construction.core.errors import WorkbenchError
 from construction.core.record import Annotation, Sample
@@ -166,6 +167,16 @@ def _decide_mixture(sample: Sample, rule: ConsensusRule) -> Decision:
         return fill(outcome, label, "adjudication",
                     "" if outcome == "validated" else f"harmful_consensus: adjudicated {label} by "
                     f"{final.annotator} (labels {shown})")
+    if total < rule.min_labels and rule.curtailed:  # staged: decided once the labels to come cannot change it
+        planned, still = rule.min_labels, rule.min_labels - total
+        if rule.reaches(counts[rule.positive], planned):
+            return fill("validated", rule.positive, "majority", "")
+        if rule.reaches(counts[rule.negative], planned):
+            return fill("harmful", rule.negative, "majority",
+                        f"harmful_consensus: {counts[rule.negative]}/{total} labels {rule.negative}")
+        if not any(rule.reaches(counts[label] + still, planned) for label in (rule.positive, rule.negative)):
+            return fill("adjudication", None, None,
+                        f"needs_adjudication: no label can reach {rule.fraction_text()} (labels {shown})")
     if total < rule.min_labels:
         return fill("needs_labels", None, None,
                     f"needs_labels: {total} non-skipped label(s) < {rule.min_labels} required (labels {shown})")
@@ -257,6 +268,8 @@ def run_workspace(ws: Workspace, rule: ConsensusRule = ConsensusRule(), level: s
     if not ws.has_manifest(INPUT_STAGE):
         raise no_labels(ws.manifest_path(INPUT_STAGE))
     ws.check_lineage(INPUT_STAGE)  # no hand-added row gets a consensus
+    if read_state(ws).get("staged"):  # pushed staged (annotation.staging): arms decided early count as decided
+        rule = dataclasses.replace(rule, curtailed=True)
     samples = list(ws.read_samples(INPUT_STAGE))
     if not samples:
         raise WorkbenchError(f"{ws.manifest_path(INPUT_STAGE)} holds no samples; nothing to validate")
@@ -306,7 +319,7 @@ def run_workspace(ws: Workspace, rule: ConsensusRule = ConsensusRule(), level: s
                           [Rejected(d.sample, d.reason) for d in decisions if d.outcome != "validated"])
         stats = summarize(ws, OUTPUT_STAGE)
         stats.update(consensus=consensus, rule={"min_fraction": rule.min_fraction, "min_labels": rule.min_labels,
-                                                "protocol": protocol},
+                                                "protocol": protocol, **({"curtailed": True} if rule.curtailed else {})},
                      alpha=summary["overall"]["alpha"])
         ws.write_stats(OUTPUT_STAGE, stats)
         reports = ws.root / "reports"

@@ -30,9 +30,26 @@ from construction.core.record import CANT_TELL, Annotation, Sample
 class ArmRule:
     min_fraction: float = 2 / 3
     min_labels: int = 3  # per arm
+    # staged annotation (annotation.staging): an arm is decided as soon as no further label up to
+    # min_labels could change its outcome (2 agreeing of a planned 3 pass or fail 2/3 whatever the third)
+    curtailed: bool = False
 
     def reaches(self, count: int, total: int) -> bool:
         return total > 0 and count / total >= self.min_fraction - 1e-9  # 2/3 computed two ways still passes
+
+    def settled(self, count: int, total: int) -> bool | None:
+        """Whether `count` passing of `total` labels pass (True) or fail (False) the arm; None while too
+        few labels decide it. Curtailed: short of min_labels, decided when the labels still to come up to
+        min_labels could not change the outcome however they fell."""
+        if total >= self.min_labels:
+            return self.reaches(count, total)
+        if not self.curtailed:
+            return None
+        if self.reaches(count, self.min_labels):
+            return True
+        if not self.reaches(count + self.min_labels - total, self.min_labels):
+            return False
+        return None
 
 
 def arm_votes(sample: Sample, arm: str) -> list[Annotation]:
@@ -88,8 +105,9 @@ def arm_failures(sample: Sample, results: dict[str, Any], rule: ArmRule = ArmRul
                                  f"({r['kind']}) as harmful"))
     failed, short = [], []
     for what, result, passing, failure in checks:
-        if result["n"] < rule.min_labels:
+        verdict = rule.settled(result[passing], result["n"])
+        if verdict is None:
             short.append(f"{what}: {result['n']} label(s) < {rule.min_labels}")
-        elif not rule.reaches(result[passing], result["n"]):
+        elif not verdict:
             failed.append(failure(result))
     return failed, short
