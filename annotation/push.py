@@ -11,6 +11,11 @@ nothing else; the key -> (sample, arm) map stays in <W>/annotation_tasks.json. T
 shuffled order and served in random order per annotator, each to --overlap annotators (a catch task to
 every annotator of the mixture arm). Only keys not in a project yet are imported, so pushing again
 never duplicates. The projects are recorded in <W>/annotation.json for pull.
+
+--staged (annotation.staging; the build's annotation.staged): speech arm first, scene once speech passed,
+mixture once both passed, each task served to 2 and a third label only on a split. Push again after each
+pull and agreement run: the arm outcomes come from W/staging.json, which python -m validation.agreement
+writes; a staged push after a pull refuses that file when it is missing or older than the pulled labels.
 """
 
 from __future__ import annotations
@@ -55,7 +60,7 @@ from annotation.protocol import (
     workspace_categories,
     write_task_map,
 )
-from annotation.staging import Plan, first_round, plan, reopen, staged_rule
+from annotation.staging import Plan, plan, read_outcomes, reopen
 from annotation.state import (
     CONTROLS_OUTPUT_STAGE,
     INPUT_STAGE,
@@ -79,7 +84,6 @@ from construction.core.record import ARMS, Sample
 from construction.core.workspace import Workspace
 
 DEFAULT_CATCH = 3
-RULE = staged_rule()  # validation's default rule (2/3 of 3), curtailed
 
 
 @dataclass
@@ -187,11 +191,13 @@ def staged_default(ws: Workspace) -> bool:
 
 
 def staged_plan(ws: Workspace, samples: Sequence[Sample], controls: Sequence[Sample]) -> Plan:
-    """What a staged push sends now, from the labels the last pull brought back."""
+    """What a staged push sends now: validation's arm outcomes of the labels the last pull brought back
+    (W/staging.json, refused when older than them), the pulled manifests only to count each task's labels."""
+    outcomes = read_outcomes(ws)
     annotated = ({s.sample_id: s for s in ws.read_samples(OUTPUT_STAGE)} if ws.has_manifest(OUTPUT_STAGE) else {})
     pulled_controls = ({c.sample_id: c for c in ws.read_samples(CONTROLS_OUTPUT_STAGE)}
                        if ws.has_manifest(CONTROLS_OUTPUT_STAGE) else {})
-    return plan(samples, annotated, controls, pulled_controls, RULE)
+    return plan(samples, outcomes, annotated, controls, pulled_controls)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -205,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"attention checks in the mixture arm, at least (default {DEFAULT_CATCH}; 0: none new)")
     parser.add_argument("--staged", action=argparse.BooleanOptionalAction, default=None,
                         help="speech arm first, scene once it passed, mixture once both passed, a third label only "
-                             "on a split; push again after each pull (default: as the workspace was pushed before, "
+                             "on a split; push again after each pull and agreement run (default: as the workspace was pushed before, "
                              "else the build's annotation.staged: on, off in configs/demo.yaml; off for a "
                              "workspace with no build config)")
     add_server_args(parser)
@@ -227,8 +233,8 @@ def main(argv: list[str] | None = None) -> int:
     recorded = read_state(ws).get("staged")  # a workspace pushed staged (or not) goes on so
     staged = args.staged if args.staged is not None else recorded if recorded is not None else staged_default(ws)
     if staged and args.overlap is not None:
-        raise WorkbenchError("--overlap is for a push of all arms (--no-staged): a staged push asks "
-                             f"{first_round(RULE)} labels a task and one more only where they disagree")
+        raise WorkbenchError("--overlap is for a push of all arms (--no-staged): a staged push asks the labels "
+                             "that could decide a task (2 under >= 2/3 of 3) and one more only where they disagree")
     stage_plan = None
     if staged:
         stage_plan = staged_plan(ws, samples, controls)
@@ -262,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     for role in ARMS:
         mine = {k: item for k, item in keyed.items() if item.role == role}
         results.append(push_items(ws, server, specs[role], arm_title(base, role), mine,
-                                  first_round(RULE) if staged else args.overlap,
+                                  stage_plan.served if stage_plan is not None else args.overlap,
                                   seed=shuffle_seed(secret, role), project_id=bound.get(role)))
         if stage_plan is not None and stage_plan.overlap[role]:  # after the import: importing resets overlaps
             by_key = task_keys(server, results[-1].project_id)
@@ -290,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"mixture arm: {len(samples_in['mixture'])} sample(s), {len(controls)} control(s), "
           f"{len(catch)} catch item(s)")
     if stage_plan is not None:
-        print(stage_plan.summary() + "; push again after each pull")
+        print(stage_plan.summary() + "; after labelling: pull, python -m validation.agreement, push again")
     if orphans:
         print(f"note: {len(orphans)} control(s) belong to samples not in '{INPUT_STAGE}' and were left out")
     print(f"open {server.url}/projects/ ; invite annotators: python -m annotation.invite")

@@ -11,68 +11,64 @@ the rule's min_labels, could change its outcome (validation.arms.ArmRule.settled
 labels decide exactly what 3 labels each would have decided; only the labels that could not matter are
 never asked.
 
-push -> label -> pull -> push ...: each push reads what pull brought back (manifests/annotated.jsonl and
-annotated_controls.jsonl), sends on the samples whose earlier arm passed and raises the overlap of the
-tasks that are split. A sample whose later arms were never pushed waits (validation: needs_labels) until
-an earlier arm fails; then it is rejected with the arm that failed.
-
-simulate() counts the judgements this saves on simulated label sets (perf/bench_staging.py).
+push -> label -> pull -> agreement -> push ...: decisions are validation's. `python -m validation.agreement`
+(run after every pull) writes each sample's arm outcomes to W/staging.json (validation.staging), with
+the rule that produced them and the sha256 of the pulled manifests they were computed from. A staged
+push only reads that file: it sends on the samples whose earlier arm passed and raises the overlap of
+the tasks that are split. The first push (nothing pulled yet) needs no file; a later one refuses a file
+missing or older than what pull brought back. A sample whose later arms were never pushed waits
+(validation: needs_labels) until an earlier arm fails; then it is rejected with the arm that failed.
 """
 
 from __future__ import annotations
 
-import random
+import json
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from annotation.state import ADJUDICATION_SOURCE
-from construction.core.record import Annotation, Sample
-from validation.agreement import ConsensusRule, decide
-from validation.arms import ArmRule, arm_results
+from annotation.state import ADJUDICATION_SOURCE, CONTROLS_OUTPUT_STAGE, OUTPUT_STAGE
+from construction.core.errors import WorkbenchError
+from construction.core.record import Sample
+from construction.core.workspace import Workspace, sha256_file
 
-PASSING = {"speech": "harmful", "scene": "identified", "control": "harmful"}  # arm_results' passing count
-
-
-def staged_rule(rule: ConsensusRule | None = None) -> ConsensusRule:
-    """The consensus rule with curtailment on (validation does the same for a workspace pushed staged)."""
-    base = rule or ConsensusRule()
-    return ConsensusRule(min_fraction=base.min_fraction, min_labels=base.min_labels, positive=base.positive,
-                         negative=base.negative, labels=base.labels, curtailed=True)
-
-
-def first_round(rule: ArmRule) -> int:
-    """The labels a task is first served for: the fewest that, all agreeing, decide the arm."""
-    return next(n for n in range(1, rule.min_labels + 1) if rule.reaches(n, rule.min_labels))
+STAGING_FILE = "staging.json"  # W/staging.json: written by validation.agreement, read by a staged push
+STAGING_VERSION = 1
+# before any label is pulled there is no file: the first round of validation's default rule (>= 2/3 of 3:
+# two agreeing labels decide); later pushes take first_round from the file's rule
+FIRST_ROUND = 2
+AGAIN = "run python -m validation.agreement first (it writes the arm outcomes a staged push follows)"
+OPEN = {"outcome": None, "wanted": 0}  # an arm nothing is known of yet: served its first round
 
 
-def binary_status(count: int, total: int, rule: ArmRule) -> tuple[bool | None, int]:
-    """(passed, failed or None, labels still wanted before it could be decided) of a pass/fail arm."""
-    verdict = rule.settled(count, total)
-    if verdict is not None:
-        return verdict, 0
-    for more in range(1, rule.min_labels - total + 1):
-        if rule.settled(count + more, total + more) is not None or rule.settled(count, total + more) is not None:
-            return None, more
-    return None, max(1, rule.min_labels - total)
+def pulled_digests(ws: Workspace) -> dict[str, str | None]:
+    """sha256 of the manifests pull writes (None: not there); the staging file is fresh while they match."""
+    return {stage: sha256_file(ws.manifest_path(stage)) if ws.has_manifest(stage) else None
+            for stage in (OUTPUT_STAGE, CONTROLS_OUTPUT_STAGE)}
 
 
-def mixture_status(sample: Sample, rule: ConsensusRule) -> tuple[str | None, int]:
-    """(the mixture arm's outcome or None while undecided, labels still wanted) by validation's own rule:
-    the wanted count is the fewest further labels (any one label value) that could decide it."""
-    outcome = decide(sample, rule, protocol="mixture").outcome
-    if outcome != "needs_labels":
-        return outcome, 0
-    have = sum(1 for a in sample.annotations if a.arm == "mixture" and not a.cancelled and a.label is not None
-               and a.source != ADJUDICATION_SOURCE and a.listened is not False)
-    for more in range(1, max(1, rule.min_labels - have) + 1):
-        for label in rule.labels:
-            extra = [Annotation(annotator=f"\0more-{i}", arm="mixture", label=label) for i in range(more)]
-            trial = sample.model_copy(update={"annotations": [*sample.annotations, *extra]})
-            if decide(trial, rule, protocol="mixture").outcome != "needs_labels":
-                return None, more
-    return None, max(1, rule.min_labels - have)
+def read_outcomes(ws: Workspace) -> dict[str, Any] | None:
+    """The arm outcomes a staged push follows: None before the first pull (no labels, no file needed);
+    refused when missing, unreadable, or computed from other labels than pull last brought back."""
+    if not ws.has_manifest(OUTPUT_STAGE):
+        return None
+    path = ws.root / STAGING_FILE
+    if not path.is_file():
+        raise WorkbenchError(f"no {path}: a staged push after a pull follows the arm outcomes of the last "
+                             f"agreement run; {AGAIN}")
+    try:
+        document = json.loads(path.read_text())
+        rule, pulled, samples = document["rule"], document["pulled"], document["samples"]
+        served = int(rule["first_round"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise WorkbenchError(f"{path} is not readable ({exc}); {AGAIN}") from exc
+    if document.get("version") != STAGING_VERSION or rule.get("curtailed") is not True:
+        raise WorkbenchError(f"{path} was not written by this workbench's staged rule; {AGAIN}")
+    if pulled != pulled_digests(ws):
+        raise WorkbenchError(f"{path} is older than the labels pull brought back "
+                             f"({ws.manifest_path(OUTPUT_STAGE)} changed since); {AGAIN}")
+    return {"first_round": served, "rule": rule, "samples": samples}
 
 
 def completed(sample: Sample, arm: str) -> int:
@@ -88,6 +84,7 @@ class Plan:
     controls: list[str] = field(default_factory=list)  # control ids, pushed with their sample's mixture
     overlap: dict[str, dict[str, int]] = field(default_factory=lambda: {"speech": {}, "scene": {}, "mixture": {}})
     stages: Counter = field(default_factory=Counter)  # where each sample stands
+    served: int = FIRST_ROUND  # the labels a task is first served for (the projects' overlap)
 
     def summary(self) -> str:
         order = ("waiting_speech", "waiting_scene", "waiting_mixture", "speech_failed", "scene_failed",
@@ -99,47 +96,46 @@ class Plan:
                 f"{more} split task(s) asked for another label; samples: {shown or 'none'}")
 
 
-def plan(samples: Sequence[Sample], annotated: dict[str, Sample], controls: Sequence[Sample],
-         annotated_controls: dict[str, Sample], rule: ConsensusRule) -> Plan:
-    """The staged push of `samples` (the wer manifest) given the labels pull brought back (`annotated`,
-    `annotated_controls`: by id; empty before the first pull). `controls`: the samples' controls."""
+def plan(samples: Sequence[Sample], outcomes: dict[str, Any] | None, annotated: dict[str, Sample],
+         controls: Sequence[Sample], annotated_controls: dict[str, Sample]) -> Plan:
+    """The staged push of `samples` (the wer manifest) given validation's arm outcomes (`outcomes`, from
+    read_outcomes: None before the first pull) and the labels pull brought back (`annotated`,
+    `annotated_controls`, by id: only to count the labels Label Studio holds per task).
+    `controls`: the samples' controls."""
     control_of = {str(c.custom.get("control_of")): c for c in controls}
-    out = Plan()
-
-    served = first_round(rule)  # the projects' overlap: a task is served until this many are done
+    per_sample = (outcomes or {}).get("samples") or {}
+    out = Plan(served=(outcomes or {}).get("first_round", FIRST_ROUND))
 
     def want(role: str, item_id: str, labelled: Sample, arm: str, more: int) -> None:
-        if more and completed(labelled, arm) + more > served:
+        if more and completed(labelled, arm) + more > out.served:
             out.overlap[role][item_id] = completed(labelled, arm) + more
 
     for s in samples:
         a = annotated.get(s.sample_id, s)
+        entry = per_sample.get(s.sample_id) or {}
+        speech, scene, mixture = (entry.get(arm) or OPEN for arm in ("speech", "scene", "mixture"))
         out.items["speech"].append(s.sample_id)
-        results = arm_results(a)
-        speech, more = binary_status(results["speech"][PASSING["speech"]], results["speech"]["n"], rule)
-        want("speech", s.sample_id, a, "speech", more)
-        if speech is not True:
-            out.stages["speech_failed" if speech is False else "waiting_speech"] += 1
+        want("speech", s.sample_id, a, "speech", speech["wanted"])
+        if speech["outcome"] != "passed":
+            out.stages["speech_failed" if speech["outcome"] == "failed" else "waiting_speech"] += 1
             continue
         out.items["scene"].append(s.sample_id)
-        scene, more = binary_status(results["scene"][PASSING["scene"]], results["scene"]["n"], rule)
-        want("scene", s.sample_id, a, "scene", more)
-        if scene is not True:
-            out.stages["scene_failed" if scene is False else "waiting_scene"] += 1
+        want("scene", s.sample_id, a, "scene", scene["wanted"])
+        if scene["outcome"] != "passed":
+            out.stages["scene_failed" if scene["outcome"] == "failed" else "waiting_scene"] += 1
             continue
         out.items["mixture"].append(s.sample_id)
-        outcome, more = mixture_status(a, rule)
-        want("mixture", s.sample_id, a, "mixture", more)
+        want("mixture", s.sample_id, a, "mixture", mixture["wanted"])
         control = control_of.get(s.sample_id)
         control_open = False
         if control is not None:
             out.controls.append(control.sample_id)
-            labelled = annotated_controls.get(control.sample_id, control)
-            result = arm_results(a, labelled)["control"]
-            verdict, more = binary_status(result["harmful"], result["n"], rule)
-            want("mixture", control.sample_id, labelled, "mixture", more)
-            control_open = verdict is None
-        out.stages["waiting_mixture" if outcome is None or control_open else "mixture_decided"] += 1
+            known = entry.get("control") or {}
+            verdict = known if known.get("id") == control.sample_id else OPEN
+            want("mixture", control.sample_id, annotated_controls.get(control.sample_id, control), "mixture",
+                 verdict["wanted"])
+            control_open = verdict["outcome"] is None
+        out.stages["waiting_mixture" if mixture["outcome"] is None or control_open else "mixture_decided"] += 1
     return out
 
 
@@ -149,54 +145,3 @@ def reopen(server: Any, task_overlaps: dict[int, int]) -> None:
     with server.errors("asking for another label on split tasks"):
         for task_id, overlap in sorted(task_overlaps.items()):
             server.client.tasks.update(str(task_id), overlap=overlap, is_labeled=False)
-
-
-# ----------------------------------------------------------------------------------------------
-# simulation: the judgements staging and curtailment save
-# ----------------------------------------------------------------------------------------------
-
-# (speech passes, scene passes, mixture passes, a label agrees with the arm's true answer)
-SETTINGS: dict[str, tuple[float, float, float, float]] = {
-    "realistic": (0.85, 0.75, 0.80, 0.85),
-    "pessimistic": (0.70, 0.60, 0.65, 0.75),
-    "optimistic": (0.95, 0.90, 0.90, 0.92),
-}
-
-
-def simulate(n: int, pass_rates: Sequence[float], agreement: float, seed: int = 0,
-             rule: ArmRule | None = None) -> dict[str, Any]:
-    """Judgements of staged + curtailed annotation against all three arms with min_labels labels each,
-    on n simulated samples. Each arm of a sample truly passes with its pass rate; each label agrees with
-    that truth with probability `agreement` (pass/fail labels: an "unclear" counts as a wrong one). Both
-    designs see the same label draws, so they release the same samples (curtailment never changes an
-    outcome): the saving is pure. Controls and catch items are left out (both designs push a control
-    with its sample's mixture; staged pushes fewer of them)."""
-    rule = rule or ArmRule()
-    curtailed = ArmRule(rule.min_fraction, rule.min_labels, curtailed=True)
-    rng = random.Random(seed)
-    full = staged = released = 0
-    arm_labels = Counter()
-    for _ in range(n):
-        passed_all = True
-        for arm, rate in zip(("speech", "scene", "mixture"), pass_rates):
-            truth = rng.random() < rate
-            labels = [truth if rng.random() < agreement else not truth for _ in range(rule.min_labels)]
-            full += len(labels)
-            if not passed_all:
-                continue  # staged: never pushed to this arm
-            used = 0
-            verdict = None
-            while verdict is None and used < len(labels):
-                used += 1
-                verdict = curtailed.settled(sum(labels[:used]), used)
-            staged += used
-            arm_labels[arm] += used
-            assert verdict == rule.settled(sum(labels), len(labels))  # the same decision as all labels
-            passed_all = bool(verdict)
-        released += passed_all
-    return {"samples": n, "released": released, "full_judgements": full, "staged_judgements": staged,
-            "saving": round(1 - staged / full, 4) if full else 0.0,
-            "full_per_released": round(full / released, 3) if released else None,
-            "staged_per_released": round(staged / released, 3) if released else None,
-            "staged_labels_per_arm": dict(arm_labels),
-            "pass_rates": list(pass_rates), "agreement": agreement, "seed": seed}

@@ -1,11 +1,11 @@
-"""Judgements saved by staged, curtailed annotation, on simulated label sets (annotation.staging.simulate).
+"""Judgements saved by staged, curtailed annotation, on simulated label sets (validation.staging.simulate).
 
     python perf/bench_staging.py [--samples 20000] [--seeds 3] [--json]      (flags: --help)
 
 A real project pays for every judgement. This compares, on the same simulated labels, pushing all three
 arms with 3 labels each (9 judgements a sample) against staging (the scene arm only after the speech arm
 passed, the mixture only after both) with curtailment (2 labels a task, a third only on a split), under
-the rule >= 2/3 of 3 labels. Three settings (annotation.staging.SETTINGS): the share of samples whose arm
+the rule >= 2/3 of 3 labels. Three settings (validation.staging.SETTINGS): the share of samples whose arm
 truly passes (speech, scene, mixture) and the chance a label agrees with that truth:
 
     realistic    speech 85 %, scene 75 %, mixture 80 %, agreement 85 %
@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from annotation.staging import SETTINGS, simulate
+from validation.staging import SETTINGS, simulate
 
 
 def main(argv: list[str] | None = None) -> int:

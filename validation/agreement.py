@@ -6,6 +6,7 @@ an Annotation with source="adjudication" and is final. The statistics live in va
 Commands (every flag: --help):
 
     python -m validation.agreement --workspace W      # annotated -> validated + reports/agreement.*
+                                                      # + staging.json (a staged push follows it)
     python -m validation.agreement --ratings FILE.csv # alpha of any long-format ratings table
 """
 
@@ -24,6 +25,7 @@ from typing import Any
 
 import pandas as pd
 
+from annotation.staging import pulled_digests
 from annotation.state import ADJUDICATION_SOURCE, read_state
 from construction.core.cli import add_workspace, old_spelling, run_main
 from construction.core.errors import WorkbenchError
@@ -31,6 +33,7 @@ from construction.core.record import Annotation, Sample
 from construction.core.runner import summarize
 from construction.core.workspace import Rejected, Workspace, atomic_write_text
 from validation.arms import ArmRule, arm_failures, arm_results
+from validation.staging import write_outcomes
 from validation.statistics import (  # noqa: F401 (re-exported: the statistics were here before)
     LEVELS,
     RATING_COLUMNS,
@@ -270,13 +273,15 @@ def run_workspace(ws: Workspace, rule: ConsensusRule = ConsensusRule(), level: s
     ws.check_lineage(INPUT_STAGE)  # no hand-added row gets a consensus
     if read_state(ws).get("staged"):  # pushed staged (annotation.staging): arms decided early count as decided
         rule = dataclasses.replace(rule, curtailed=True)
+    pulled = pulled_digests(ws)  # before reading: a pull in between leaves staging.json stale, not wrongly fresh
     samples = list(ws.read_samples(INPUT_STAGE))
     if not samples:
         raise WorkbenchError(f"{ws.manifest_path(INPUT_STAGE)} holds no samples; nothing to validate")
-    controls: dict[str, Sample] = {}
-    if protocol == "three-arm" and ws.has_manifest(CONTROLS_STAGE):
+    pulled_controls: dict[str, Sample] = {}  # by the sample they belong to
+    if ws.has_manifest(CONTROLS_STAGE):
         for control in ws.read_samples(CONTROLS_STAGE):
-            controls.setdefault(str(control.custom.get("control_of")), control)
+            pulled_controls.setdefault(str(control.custom.get("control_of")), control)
+    controls = pulled_controls if protocol == "three-arm" else {}
     labels = list(labels or rule.labels)
     ratings = samples_to_ratings(samples)
     # samples of one skeleton are correlated: the clustered CIs resample families (older builds: each
@@ -325,12 +330,15 @@ def run_workspace(ws: Workspace, rule: ConsensusRule = ConsensusRule(), level: s
         reports = ws.root / "reports"
         atomic_write_text(reports / "agreement.json", json.dumps(report, indent=2, ensure_ascii=False) + "\n")
         plot_report(report, label_counts, reports / "agreement.png")
+        staging = write_outcomes(ws, samples, pulled_controls, rule,
+                                 lambda s, r: decide(s, r, protocol="mixture").outcome, pulled)
     print(format_summary(summary, per_category, consensus))
     for arm, entry in (report.get("arms") or {}).items():
         print(_alpha_line(f"{arm} arm", entry["overall"]))
     if report["rejected_by_arm"]:
         print("rejected by arm: " + ", ".join(f"{k} {v}" for k, v in report["rejected_by_arm"].items()))
-    print(f"wrote {ws.manifest_path(OUTPUT_STAGE)}, {reports / 'agreement.json'}, {reports / 'agreement.png'}")
+    print(f"wrote {ws.manifest_path(OUTPUT_STAGE)}, {reports / 'agreement.json'}, {reports / 'agreement.png'}, "
+          f"{staging} (the arm outcomes a staged push follows)")
     return report
 
 
