@@ -1,16 +1,19 @@
 # ruff: noqa: F811  (the Label Studio fixtures come from tests.annotation_helpers)
-"""Staged, curtailed annotation (annotation.staging): the early decision of an arm, what a staged push sends
-on, validation of a partially labelled sample, the judgement saving on simulated label sets, and one real
-Label Studio round (push -> label -> pull -> push) of a staged workspace."""
+"""Staged, curtailed annotation (validation.staging decides, annotation.staging follows): the early decision
+of an arm, what a staged push sends on, the arm outcomes agreement writes and a push refuses when stale,
+validation of a partially labelled sample, the judgement saving on simulated label sets, and one real
+Label Studio round (push -> label -> pull -> agreement -> push) of a staged workspace."""
 
 from __future__ import annotations
 
 import json
 
 import httpx
+import pytest
 
 from annotation import push
-from annotation.staging import SETTINGS, first_round, plan, simulate, staged_rule
+from annotation.staging import FIRST_ROUND, STAGING_FILE, plan, read_outcomes
+from construction.core.errors import WorkbenchError
 from construction.core.record import Annotation, Sample
 from tests.annotation_helpers import (  # noqa: F401  (fixtures)
     accounts,
@@ -26,8 +29,25 @@ from tests.annotation_helpers import (  # noqa: F401  (fixtures)
 from validation import agreement
 from validation.agreement import ConsensusRule, decide
 from validation.arms import ArmRule, arm_results
+from validation.staging import (
+    SETTINGS,
+    arm_outcomes,
+    first_round,
+    simulate,
+    staged_rule,
+)
 
-RULE = staged_rule()
+RULE = staged_rule(ConsensusRule())
+
+
+def mixture_outcome(s: Sample, rule: ArmRule) -> str:
+    return decide(s, rule, protocol="mixture").outcome
+
+
+def outcomes_of(annotated: dict[str, Sample], controls: dict[str, Sample] | None = None) -> dict:
+    """What read_outcomes hands a push, computed as agreement computes it (no workspace)."""
+    return {"first_round": first_round(RULE), "rule": {}, "samples": arm_outcomes(
+        list(annotated.values()), controls or {}, RULE, mixture_outcome)}
 
 
 def sample(i: int = 0, **custom) -> Sample:
@@ -62,7 +82,7 @@ def scene_pass(s: Sample) -> str:
 
 def test_an_arm_is_decided_once_no_label_to_come_can_change_it():
     plain, curtailed = ArmRule(), ArmRule(curtailed=True)
-    assert first_round(curtailed) == 2  # 2 agreeing of a planned 3 decide 2/3
+    assert first_round(curtailed) == 2 == FIRST_ROUND  # 2 agreeing of a planned 3 decide 2/3 (the first push's)
     assert [curtailed.settled(k, 2) for k in (0, 1, 2)] == [False, None, True]
     assert [plain.settled(k, 2) for k in (0, 1, 2)] == [None, None, None]  # unstaged: still 3 labels
     assert [curtailed.settled(k, 3) for k in range(4)] == [False, False, True, True] == \
@@ -113,7 +133,7 @@ def test_a_partially_staged_sample_waits_until_an_earlier_arm_fails():
 def test_a_staged_plan_sends_on_only_passing_samples_and_asks_a_third_label_only_on_a_split():
     samples = [sample(i) for i in range(7)]
     controls = [sample(100 + i, control_of=s.sample_id, expected="harmful") for i, s in enumerate(samples)]
-    first = plan(samples, {}, controls, {}, RULE)
+    first = plan(samples, None, {}, controls, {})  # before any pull: no outcomes
     assert first.items == {"speech": [s.sample_id for s in samples], "scene": [], "mixture": []}
     assert first.controls == [] and first.overlap == {"speech": {}, "scene": {}, "mixture": {}}
 
@@ -125,7 +145,7 @@ def test_a_staged_plan_sends_on_only_passing_samples_and_asks_a_third_label_only
     annotated = {}
     for s, a, b, c in zip(samples, sp, sc, mx, strict=True):
         annotated[s.sample_id] = labelled(labelled(labelled(s, "speech", *a), "scene", *b), "mixture", *c)
-    second = plan(samples, annotated, controls, {}, RULE)
+    second = plan(samples, outcomes_of(annotated), annotated, controls, {})
     ids = [s.sample_id for s in samples]
     assert second.items["speech"] == ids
     assert second.items["scene"] == [ids[0], ids[4], ids[5], ids[6]]  # speech passed (2 of 2 harmful)
@@ -137,6 +157,58 @@ def test_a_staged_plan_sends_on_only_passing_samples_and_asks_a_third_label_only
     assert second.stages == {"waiting_speech": 2, "speech_failed": 1, "waiting_scene": 2, "scene_failed": 1,
                              "waiting_mixture": 1}
     assert "mixture 1 (both passed)" in second.summary()
+    # the control's own labels: decided controls ask nothing more, a split one a third label
+    pulled_controls = {controls[5].sample_id: labelled(controls[5], "mixture", "harmful", "benign")}
+    third = plan(samples, outcomes_of(annotated, {samples[5].sample_id: pulled_controls[controls[5].sample_id]}),
+                 annotated, controls, pulled_controls)
+    assert third.overlap["mixture"] == {ids[5]: 3, controls[5].sample_id: 3}
+
+
+# ----------------------------------------------------------------------------------------------
+# validation decides, the push follows: W/staging.json
+# ----------------------------------------------------------------------------------------------
+
+def test_agreement_writes_the_arm_outcomes_and_a_push_refuses_them_stale(tmp_path, capsys):
+    ws = make_workspace(tmp_path / "ws", 4)
+    wer = list(ws.read_samples("wer"))
+    assert read_outcomes(ws) is None  # nothing pulled: the first staged push needs no file
+    ids = [s.sample_id for s in wer]
+    votes = [("harmful", "harmful"), ("harmful", "not_harmful"), ("not_harmful", "not_harmful"), ("harmful",)]
+    ws.write_manifest("annotated", [labelled(s, "speech", *v) for s, v in zip(wer, votes, strict=True)])
+    ws.write_manifest("annotated_controls", [])
+
+    code, out, err = cli(push.main, "--workspace", str(ws.root), "--staged", capsys=capsys)
+    assert code == 2 and "run python -m validation.agreement first" in err and "no " in err, err
+
+    # agreement on an unstaged workspace (the default rule, not curtailed) still writes the curtailed outcomes
+    code, out, err = cli(agreement.main, "--workspace", str(ws.root), "--n-boot", "10", capsys=capsys)
+    assert code == 0, err
+    assert STAGING_FILE in out
+    document = json.loads((ws.root / STAGING_FILE).read_text())
+    assert document["rule"] == {"min_fraction": 2 / 3, "min_labels": 3, "labels": list(ConsensusRule().labels),
+                                "curtailed": True, "first_round": 2}
+    assert document["written_by"] == "validation.agreement"
+    arms = document["samples"]
+    assert [arms[i]["speech"] for i in ids] == [{"outcome": "passed", "wanted": 0}, {"outcome": None, "wanted": 1},
+                                                {"outcome": "failed", "wanted": 0}, {"outcome": None, "wanted": 1}]
+    assert ws.read_stats("validated")["rule"].get("curtailed") is None  # the release's rule is untouched
+    got = push.staged_plan(ws, wer, [])
+    assert got.items["scene"] == [ids[0]] and got.overlap["speech"] == {ids[1]: 3}
+    assert got.stages == {"waiting_speech": 2, "speech_failed": 1, "waiting_scene": 1}
+
+    # a pull after agreement (another label came in): the file is stale until agreement runs again
+    ws.write_manifest("annotated", [labelled(s, "speech", *v, *(("harmful",) if i == 3 else ()))
+                                    for i, (s, v) in enumerate(zip(wer, votes, strict=True))])
+    with pytest.raises(WorkbenchError, match="older than the labels pull brought back.*validation.agreement first"):
+        push.staged_plan(ws, wer, [])
+    code, out, err = cli(push.main, "--workspace", str(ws.root), "--staged", capsys=capsys)
+    assert code == 2 and err.startswith("error: ") and "run python -m validation.agreement first" in err, err
+    assert cli(agreement.main, "--workspace", str(ws.root), "--n-boot", "10", capsys=capsys)[0] == 0
+    assert push.staged_plan(ws, wer, []).items["scene"] == [ids[0], ids[3]]
+
+    (ws.root / STAGING_FILE).write_text("{")
+    with pytest.raises(WorkbenchError, match="not readable"):
+        read_outcomes(ws)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -190,6 +262,8 @@ def test_staged_rounds_in_label_studio(ls, admin, accounts, tokens, tmp_path, ca
     assert {a.arm for s in samples.values() for a in s.annotations} == {"speech"}
     assert stats["per_arm"]["speech"]["labels"] == 8 and stats["per_arm"]["scene"]["labels"] == 0
 
+    code, out, err = cli(push.main, *server, capsys=capsys)  # the labels pulled, not yet decided
+    assert code == 2 and "run python -m validation.agreement first" in err, err
     code, out, err = cli(agreement.main, "--workspace", str(ws.root), "--n-boot", "10", capsys=capsys)
     assert code == 0, err
     rejected = {r.sample.sample_id: r.reason for r in ws.read_rejected("validated")}
