@@ -66,7 +66,7 @@ from construction.core.cli import add_workspace, old_spelling, run_main
 from construction.core.errors import WorkbenchError
 from construction.core.record import ARMS, AudioRef, Sample, stable_seed
 from construction.core.workspace import Workspace
-from validation.arms import sample_frames
+from construction.text.taxonomy import sample_frames
 
 DEFAULT_PASSWORD = "aor-bench-demo-annotator"  # local demo accounts on a loopback-only server
 ERROR_RATES = (0.05, 0.12, 0.2)  # annotator K errs with ERROR_RATES[(K - 1) % 3]

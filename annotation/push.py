@@ -11,10 +11,16 @@ nothing else; the key -> (sample, arm) map stays in <W>/annotation_tasks.json. T
 shuffled order and served in random order per annotator, each to --overlap annotators (a catch task to
 every annotator of the mixture arm). Only keys not in a project yet are imported, so pushing again
 never duplicates. The projects are recorded in <W>/annotation.json for pull.
+
+--staged (annotation.staging; the build's annotation.staged): speech arm first, scene once speech passed,
+mixture once both passed, each task served to 2 and a third label only on a split. Push again after each
+pull and agreement run: the arm outcomes come from W/staging.json, which python -m validation.agreement
+writes; a staged push after a pull refuses that file when it is missing or older than the pulled labels.
 """
 
 from __future__ import annotations
 
+import argparse
 import random
 import sys
 import time
@@ -54,8 +60,11 @@ from annotation.protocol import (
     workspace_frames,
     write_task_map,
 )
+from annotation.staging import Plan, plan, read_outcomes, reopen
 from annotation.state import (
+    CONTROLS_OUTPUT_STAGE,
     INPUT_STAGE,
+    OUTPUT_STAGE,
     audio_problems,
     default_project_title,
     format_problems,
@@ -69,6 +78,7 @@ from annotation.state import (
     write_state,
 )
 from construction.core.cli import add_workspace, run_main
+from construction.core.config import load_config
 from construction.core.errors import WorkbenchError
 from construction.core.record import ARMS, Sample
 from construction.core.workspace import Workspace
@@ -165,14 +175,32 @@ def recorded_arms(state: dict[str, Any], title: str | None) -> dict[str, int]:
             if role in ARMS and isinstance(entry, dict) and entry.get("id") is not None}
 
 
-def arm_items(samples: Sequence[Sample], controls: Sequence[Sample], catch: Sequence[Sample]) -> dict[str, list[Item]]:
-    return {"speech": sample_items(samples, "speech"), "scene": sample_items(samples, "scene"),
-            "mixture": [*sample_items(samples, "mixture"), *control_items(controls), *catch_items(catch)]}
+def arm_items(samples: Sequence[Sample] | dict[str, Sequence[Sample]], controls: Sequence[Sample],
+              catch: Sequence[Sample]) -> dict[str, list[Item]]:
+    """Each arm's items; `samples` per role when staged (each arm has its own)."""
+    per_role = samples if isinstance(samples, dict) else {role: samples for role in ARMS}
+    return {"speech": sample_items(per_role["speech"], "speech"), "scene": sample_items(per_role["scene"], "scene"),
+            "mixture": [*sample_items(per_role["mixture"], "mixture"), *control_items(controls), *catch_items(catch)]}
+
+
+def staged_default(ws: Workspace) -> bool:
+    """The build's annotation.staged (W/config.yaml); a workspace with no build config was not made by
+    the pipeline (a hand-made or older one) and is pushed as before, all arms at once."""
+    snapshot = ws.root / "config.yaml"
+    return snapshot.is_file() and load_config(base=snapshot).annotation.staged
+
+
+def staged_plan(ws: Workspace, samples: Sequence[Sample], controls: Sequence[Sample]) -> Plan:
+    """What a staged push sends now: validation's arm outcomes of the labels the last pull brought back
+    (W/staging.json, refused when older than them), the pulled manifests only to count each task's labels."""
+    outcomes = read_outcomes(ws)
+    annotated = ({s.sample_id: s for s in ws.read_samples(OUTPUT_STAGE)} if ws.has_manifest(OUTPUT_STAGE) else {})
+    pulled_controls = ({c.sample_id: c for c in ws.read_samples(CONTROLS_OUTPUT_STAGE)}
+                       if ws.has_manifest(CONTROLS_OUTPUT_STAGE) else {})
+    return plan(samples, outcomes, annotated, controls, pulled_controls)
 
 
 def main(argv: list[str] | None = None) -> int:
-    import argparse
-
     parser = argparse.ArgumentParser(prog="python -m annotation.push", description=__doc__.split("\n")[0])
     add_workspace(parser)
     parser.add_argument("--project", help="title of the three projects, before ' — speech' etc. (default: the "
@@ -181,6 +209,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="annotators per task (default 3 for a new project; given: also set on existing ones)")
     parser.add_argument("--catch", type=int, default=DEFAULT_CATCH,
                         help=f"attention checks in the mixture arm, at least (default {DEFAULT_CATCH}; 0: none new)")
+    parser.add_argument("--staged", action=argparse.BooleanOptionalAction, default=None,
+                        help="speech arm first, scene once it passed, mixture once both passed, a third label only "
+                             "on a split; push again after each pull and agreement run (default: as the workspace was pushed before, "
+                             "else the build's annotation.staged: on, off in configs/demo.yaml; off for a "
+                             "workspace with no build config)")
     add_server_args(parser)
     args = parser.parse_args(argv)
     if args.overlap is not None and args.overlap < 1:
@@ -197,6 +230,19 @@ def main(argv: list[str] | None = None) -> int:
     if not samples:
         raise WorkbenchError(f"{ws.manifest_path(INPUT_STAGE)} holds no samples; nothing to push")
     controls, orphans = read_controls(ws, {s.sample_id for s in samples})
+    recorded = read_state(ws).get("staged")  # a workspace pushed staged (or not) goes on so
+    staged = args.staged if args.staged is not None else recorded if recorded is not None else staged_default(ws)
+    if staged and args.overlap is not None:
+        raise WorkbenchError("--overlap is for a push of all arms (--no-staged): a staged push asks the labels "
+                             "that could decide a task (2 under >= 2/3 of 3) and one more only where they disagree")
+    stage_plan = None
+    if staged:
+        stage_plan = staged_plan(ws, samples, controls)
+        wanted = {role: set(ids) for role, ids in stage_plan.items.items()}
+        samples_in = {role: [s for s in samples if s.sample_id in wanted[role]] for role in ARMS}
+        controls = [c for c in controls if c.sample_id in set(stage_plan.controls)]
+    else:
+        samples_in = {role: samples for role in ARMS}
     state = read_state(ws)
     base = args.project or state.get("project", {}).get("title") or default_project_title(ws)
     frames = workspace_frames(ws, samples)  # reads config.yaml and the taxonomy: once
@@ -209,9 +255,11 @@ def main(argv: list[str] | None = None) -> int:
                    else find_project(server, arm_title(base, role)))
         if project is not None:
             check_config(server, project, specs[role])
-    check_pushable(ws, [i for items in arm_items(samples, controls, read_catch(ws)).values() for i in items], server)
-    catch = ensure_catch(ws, args.catch)  # made (offline TTS) only once the push is known to be possible
-    items = arm_items(samples, controls, catch)
+    with_catch = bool(samples_in["mixture"])  # staged: the mixture arm's checks come with its first samples
+    check_pushable(ws, [i for items in arm_items(samples_in, controls, read_catch(ws) if with_catch else []).values()
+                        for i in items], server)
+    catch = ensure_catch(ws, args.catch) if with_catch else []  # made (offline TTS) once the push can be done
+    items = arm_items(samples_in, controls, catch)
     check_pushable(ws, catch_items(catch), server)
     keyed = record_keys(ws, state, [i for role in ARMS for i in items[role]])
     secret = state["task_key_secret"]
@@ -219,13 +267,19 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     for role in ARMS:
         mine = {k: item for k, item in keyed.items() if item.role == role}
-        results.append(push_items(ws, server, specs[role], arm_title(base, role), mine, args.overlap,
+        results.append(push_items(ws, server, specs[role], arm_title(base, role), mine,
+                                  stage_plan.served if stage_plan is not None else args.overlap,
                                   seed=shuffle_seed(secret, role), project_id=bound.get(role)))
+        if stage_plan is not None and stage_plan.overlap[role]:  # after the import: importing resets overlaps
+            by_key = task_keys(server, results[-1].project_id)
+            reopen(server, {i: n for item_id, n in stage_plan.overlap[role].items()
+                            for i in by_key.get(task_key(secret, role, item_id), [])})
     with ws.lock():
         state = read_state(ws)
         before = state.get("arms") or {}
         now = utc_now()
         state["project"] = {"title": base, "url": server.url}
+        state["staged"] = staged  # validation decides an arm early (curtailed) only for a staged workspace
         state["arms"] = {}
         for r in results:
             entry = dict(before.get(r.role) or {}) if (before.get(r.role) or {}).get("id") == r.project_id else {}
@@ -239,7 +293,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{r.role:>8}: project {r.title!r} (id {r.project_id})" + (" created" if r.created else "")
               + f": imported {r.imported} new task(s), {r.already} already there, {r.task_count} in total "
               f"({r.seconds:.1f} s)" + (f"; reset {', '.join(r.reset)}" if r.reset else ""))
-    print(f"mixture arm: {len(samples)} sample(s), {len(controls)} control(s), {len(catch)} catch item(s)")
+    print(f"mixture arm: {len(samples_in['mixture'])} sample(s), {len(controls)} control(s), "
+          f"{len(catch)} catch item(s)")
+    if stage_plan is not None:
+        print(stage_plan.summary() + "; after labelling: pull, python -m validation.agreement, push again")
     if orphans:
         print(f"note: {len(orphans)} control(s) belong to samples not in '{INPUT_STAGE}' and were left out")
     print(f"open {server.url}/projects/ ; invite annotators: python -m annotation.invite")

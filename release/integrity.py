@@ -28,10 +28,9 @@ from fractions import Fraction
 from annotation.state import ADJUDICATION_SOURCE
 from construction.core.errors import WorkbenchError
 from construction.core.record import SPEECH_LABELS, Sample
-from construction.text.taxonomy import NOT_A_FRAME, Taxonomy, load_taxonomy
+from construction.text.taxonomy import NOT_A_FRAME, Taxonomy, load_taxonomy, sample_frames
 from release.inputs import CONTROLS_SOURCE, MANIFEST, ReleaseInputs
 from validation.agreement import DEFAULT_LABELS, ConsensusRule, decide
-from validation.arms import sample_frames
 
 # no measure of a clip (dB, seconds, rates, WER) comes near it; beyond it a histogram has no finite bins
 NUMBER_LIMIT = 1e6
@@ -94,7 +93,8 @@ def _rule(inputs: ReleaseInputs) -> ConsensusRule:
     if round(simple, 6) == round(fraction, 6):
         fraction = simple  # 0.666667 was recorded for 2/3
     return ConsensusRule(min_fraction=fraction, min_labels=int(labels or default.min_labels),
-                         labels=tuple(inputs.agreement.get("labels") or DEFAULT_LABELS))
+                         labels=tuple(inputs.agreement.get("labels") or DEFAULT_LABELS),
+                         curtailed=bool((stats.get("rule") or {}).get("curtailed")))  # pushed staged
 
 
 def sample_problems(chain: Chain, s: Sample, decision: bool = True) -> list[str]:

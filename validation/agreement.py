@@ -6,12 +6,14 @@ an Annotation with source="adjudication" and is final. The statistics live in va
 Commands (every flag: --help):
 
     python -m validation.agreement --workspace W      # annotated -> validated + reports/agreement.*
+                                                      # + staging.json (a staged push follows it)
     python -m validation.agreement --ratings FILE.csv # alpha of any long-format ratings table
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from collections import Counter
@@ -23,7 +25,8 @@ from typing import Any
 
 import pandas as pd
 
-from annotation.state import ADJUDICATION_SOURCE
+from annotation.staging import pulled_digests
+from annotation.state import ADJUDICATION_SOURCE, read_state
 from construction.core.cli import add_workspace, old_spelling, run_main
 from construction.core.errors import WorkbenchError
 from construction.core.record import Annotation, Sample
@@ -31,6 +34,7 @@ from construction.core.runner import summarize
 from construction.core.workspace import Rejected, Workspace, atomic_write_text
 from construction.text.taxonomy import Taxonomy
 from validation.arms import ArmRule, arm_failures, arm_results, frame_confusion
+from validation.staging import write_outcomes
 from validation.statistics import (  # noqa: F401 (re-exported: the statistics were here before)
     LEVELS,
     RATING_COLUMNS,
@@ -126,7 +130,7 @@ def decide(sample: Sample, rule: ConsensusRule = ConsensusRule(), control: Sampl
     failed is rejected (arm_failed) whatever its mixture labels, and a validated mixture still waits for
     the other arms' labels (needs_labels); see validation.arms. Then, or with protocol "mixture", the
     consensus rule (or the adjudicator's final decision) on the mixture arm. `taxonomy` gives the frames
-    of a sample of an older workspace that records none (validation.arms.sample_frames)."""
+    of a sample of an older workspace that records none (construction.text.taxonomy.sample_frames)."""
     mixture = _decide_mixture(sample, rule)
     if protocol != "three-arm":
         return mixture
@@ -168,6 +172,16 @@ def _decide_mixture(sample: Sample, rule: ConsensusRule) -> Decision:
         return fill(outcome, label, "adjudication",
                     "" if outcome == "validated" else f"harmful_consensus: adjudicated {label} by "
                     f"{final.annotator} (labels {shown})")
+    if total < rule.min_labels and rule.curtailed:  # staged: decided once the labels to come cannot change it
+        planned, still = rule.min_labels, rule.min_labels - total
+        if rule.reaches(counts[rule.positive], planned):
+            return fill("validated", rule.positive, "majority", "")
+        if rule.reaches(counts[rule.negative], planned):
+            return fill("harmful", rule.negative, "majority",
+                        f"harmful_consensus: {counts[rule.negative]}/{total} labels {rule.negative}")
+        if not any(rule.reaches(counts[label] + still, planned) for label in (rule.positive, rule.negative)):
+            return fill("adjudication", None, None,
+                        f"needs_adjudication: no label can reach {rule.fraction_text()} (labels {shown})")
     if total < rule.min_labels:
         return fill("needs_labels", None, None,
                     f"needs_labels: {total} non-skipped label(s) < {rule.min_labels} required (labels {shown})")
@@ -259,13 +273,17 @@ def run_workspace(ws: Workspace, rule: ConsensusRule = ConsensusRule(), level: s
     if not ws.has_manifest(INPUT_STAGE):
         raise no_labels(ws.manifest_path(INPUT_STAGE))
     ws.check_lineage(INPUT_STAGE)  # no hand-added row gets a consensus
+    if read_state(ws).get("staged"):  # pushed staged (annotation.staging): arms decided early count as decided
+        rule = dataclasses.replace(rule, curtailed=True)
+    pulled = pulled_digests(ws)  # before reading: a pull in between leaves staging.json stale, not wrongly fresh
     samples = list(ws.read_samples(INPUT_STAGE))
     if not samples:
         raise WorkbenchError(f"{ws.manifest_path(INPUT_STAGE)} holds no samples; nothing to validate")
-    controls: dict[str, Sample] = {}
-    if protocol == "three-arm" and ws.has_manifest(CONTROLS_STAGE):
+    pulled_controls: dict[str, Sample] = {}  # by the sample they belong to
+    if ws.has_manifest(CONTROLS_STAGE):
         for control in ws.read_samples(CONTROLS_STAGE):
-            controls.setdefault(str(control.custom.get("control_of")), control)
+            pulled_controls.setdefault(str(control.custom.get("control_of")), control)
+    controls = pulled_controls if protocol == "three-arm" else {}
     labels = list(labels or rule.labels)
     ratings = samples_to_ratings(samples)
     # samples of one skeleton are correlated: the clustered CIs resample families (older builds: each
@@ -312,12 +330,14 @@ def run_workspace(ws: Workspace, rule: ConsensusRule = ConsensusRule(), level: s
                           [Rejected(d.sample, d.reason) for d in decisions if d.outcome != "validated"])
         stats = summarize(ws, OUTPUT_STAGE)
         stats.update(consensus=consensus, rule={"min_fraction": rule.min_fraction, "min_labels": rule.min_labels,
-                                                "protocol": protocol},
+                                                "protocol": protocol, **({"curtailed": True} if rule.curtailed else {})},
                      alpha=summary["overall"]["alpha"])
         ws.write_stats(OUTPUT_STAGE, stats)
         reports = ws.root / "reports"
         atomic_write_text(reports / "agreement.json", json.dumps(report, indent=2, ensure_ascii=False) + "\n")
         plot_report(report, label_counts, reports / "agreement.png")
+        staging = write_outcomes(ws, samples, pulled_controls, rule,
+                                 lambda s, r: decide(s, r, protocol="mixture").outcome, pulled, taxonomy)
     print(format_summary(summary, per_category, consensus))
     for arm, entry in (report.get("arms") or {}).items():
         print(_alpha_line(f"{arm} arm", entry["overall"]))
@@ -326,7 +346,8 @@ def run_workspace(ws: Workspace, rule: ConsensusRule = ConsensusRule(), level: s
               f"{entry['real_danger_share']:.0%} real danger ({entry['n']} labels)")
     if report["rejected_by_arm"]:
         print("rejected by arm: " + ", ".join(f"{k} {v}" for k, v in report["rejected_by_arm"].items()))
-    print(f"wrote {ws.manifest_path(OUTPUT_STAGE)}, {reports / 'agreement.json'}, {reports / 'agreement.png'}")
+    print(f"wrote {ws.manifest_path(OUTPUT_STAGE)}, {reports / 'agreement.json'}, {reports / 'agreement.png'}, "
+          f"{staging} (the arm outcomes a staged push follows)")
     return report
 
 

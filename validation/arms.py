@@ -23,21 +23,37 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 from annotation.state import ADJUDICATION_SOURCE
 from construction.core.record import CANT_TELL, Annotation, Sample
-from construction.text.taxonomy import REAL_DANGER, Taxonomy, load_taxonomy
+from construction.text.taxonomy import REAL_DANGER, Taxonomy, sample_frames
 
 
 @dataclass(frozen=True)
 class ArmRule:
     min_fraction: float = 2 / 3
     min_labels: int = 3  # per arm
+    # staged annotation (annotation.staging): an arm is decided as soon as no further label up to
+    # min_labels could change its outcome (2 agreeing of a planned 3 pass or fail 2/3 whatever the third)
+    curtailed: bool = False
 
     def reaches(self, count: int, total: int) -> bool:
         return total > 0 and count / total >= self.min_fraction - 1e-9  # 2/3 computed two ways still passes
+
+    def settled(self, count: int, total: int) -> bool | None:
+        """Whether `count` passing of `total` labels pass (True) or fail (False) the arm; None while too
+        few labels decide it. Curtailed: short of min_labels, decided when the labels still to come up to
+        min_labels could not change the outcome however they fell."""
+        if total >= self.min_labels:
+            return self.reaches(count, total)
+        if not self.curtailed:
+            return None
+        if self.reaches(count, self.min_labels):
+            return True
+        if not self.reaches(count + self.min_labels - total, self.min_labels):
+            return False
+        return None
 
 
 def arm_votes(sample: Sample, arm: str) -> list[Annotation]:
@@ -49,27 +65,6 @@ def arm_votes(sample: Sample, arm: str) -> list[Annotation]:
             continue
         latest[a.annotator] = a
     return list(latest.values())
-
-
-@lru_cache(maxsize=1)
-def _shipped_taxonomy() -> Taxonomy:
-    return load_taxonomy(None)[0]
-
-
-def sample_frames(sample: Sample, taxonomy: Taxonomy | None = None) -> list[str]:
-    """The benign frames a scene-arm listener may name for the sample: `sample.frames` as generate set
-    them. Older workspaces' samples have none: then the frames of the sample's scene in the taxonomy (the
-    workspace's, else the shipped one), else, without a known scene, its category's frame (its category id
-    in a taxonomy that defines no frames)."""
-    if sample.frames:
-        return list(sample.frames)
-    taxonomy = taxonomy or _shipped_taxonomy()
-    if sample.scene_id and sample.scene_id in taxonomy.scene_home:
-        return taxonomy.scene_frames(sample.scene_id)
-    category = taxonomy.by_id.get(sample.category)
-    if category is not None and taxonomy.frames and category.frame:
-        return [category.frame]
-    return [sample.category]
 
 
 def arm_results(sample: Sample, control: Sample | None = None, taxonomy: Taxonomy | None = None) -> dict[str, Any]:
@@ -119,9 +114,10 @@ def arm_failures(sample: Sample, results: dict[str, Any], rule: ArmRule = ArmRul
                                  f"({r['kind']}) as harmful"))
     failed, short = [], []
     for what, result, passing, failure in checks:
-        if result["n"] < rule.min_labels:
+        verdict = rule.settled(result[passing], result["n"])
+        if verdict is None:
             short.append(f"{what}: {result['n']} label(s) < {rule.min_labels}")
-        elif not rule.reaches(result[passing], result["n"]):
+        elif not verdict:
             failed.append(failure(result))
     return failed, short
 

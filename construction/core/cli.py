@@ -106,7 +106,8 @@ def base_parser(prog: str, description: str) -> argparse.ArgumentParser:
 # The construction stages in the order data flows: a setting shapes the output of its stage (its
 # section's, or below) and of every later one. Runner settings say where stages run, not what they make.
 STAGES = ("generate", "synthesize", "mix", "wer", "controls")
-_FIRST_SHAPED = {"seed": "generate", "release_licence": "generate", "sample_rate": "synthesize", "runner": None}
+_FIRST_SHAPED = {"seed": "generate", "release_licence": "generate", "sample_rate": "synthesize", "runner": None,
+                 "annotation": None}  # how the built samples are labelled: shapes no stage
 
 
 def run_config(args: argparse.Namespace, overrides: dict[str, Any] | None = None,

@@ -170,6 +170,13 @@ class WerConfig(Section):
     resynthesize_attempts: int = Field(2, ge=0, description="a failing sample gets the next voice and a new mix")
 
 
+class AnnotationConfig(Section):
+    # push the speech arm first, the scene arm once the speech passed, the mixture once both passed, and
+    # a third label only where two disagree (annotation.staging): each judgement is paid for. Off in
+    # configs/demo.yaml: the demo labels every arm in one push -> label -> pull round.
+    staged: bool = True
+
+
 class Config(Section):
     seed: int = 0
     sample_rate: int = Field(16000, ge=8000, description="of all stored audio (Whisper's rate)")
@@ -179,6 +186,7 @@ class Config(Section):
     synthesize: SynthesizeConfig = SynthesizeConfig()
     mix: MixConfig = MixConfig()
     wer: WerConfig = WerConfig()
+    annotation: AnnotationConfig = AnnotationConfig()
 
 
 def _read_yaml(path: str | Path) -> dict[str, Any]:

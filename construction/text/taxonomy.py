@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Collection
-from functools import cached_property
+from functools import cached_property, lru_cache
 from importlib import resources
 from pathlib import Path
 
@@ -19,7 +19,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from construction.core.errors import WorkbenchError
-from construction.core.record import CANT_TELL, PLACEMENTS
+from construction.core.record import CANT_TELL, PLACEMENTS, Sample
 
 DEFAULT_TAXONOMY = Path(str(resources.files("construction") / "data" / "taxonomy.yaml"))
 SLOT = re.compile(r"\{(\w+)\}")
@@ -274,3 +274,24 @@ def load_taxonomy(path: str | Path | None = None) -> tuple[Taxonomy, str]:
         where = ".".join(str(p) for p in first["loc"])
         raise WorkbenchError(f"taxonomy {path} is invalid at '{where}': {first['msg']}") from None
     return taxonomy, hashlib.sha256(raw).hexdigest()[:12]
+
+
+@lru_cache(maxsize=1)
+def _shipped_taxonomy() -> Taxonomy:
+    return load_taxonomy(None)[0]
+
+
+def sample_frames(sample: Sample, taxonomy: Taxonomy | None = None) -> list[str]:
+    """The benign frames a scene-arm listener may name for the sample: `sample.frames` as generate set
+    them. Older workspaces' samples have none: then the frames of the sample's scene in the taxonomy (the
+    workspace's, else the shipped one), else, without a known scene, its category's frame (its category id
+    in a taxonomy that defines no frames)."""
+    if sample.frames:
+        return list(sample.frames)
+    taxonomy = taxonomy or _shipped_taxonomy()
+    if sample.scene_id and sample.scene_id in taxonomy.scene_home:
+        return taxonomy.scene_frames(sample.scene_id)
+    category = taxonomy.by_id.get(sample.category)
+    if category is not None and taxonomy.frames and category.frame:
+        return [category.frame]
+    return [sample.category]

@@ -1,0 +1,300 @@
+# ruff: noqa: F811  (the Label Studio fixtures come from tests.annotation_helpers)
+"""Staged, curtailed annotation (validation.staging decides, annotation.staging follows): the early decision
+of an arm, what a staged push sends on, the arm outcomes agreement writes and a push refuses when stale,
+validation of a partially labelled sample, the judgement saving on simulated label sets, and one real
+Label Studio round (push -> label -> pull -> agreement -> push) of a staged workspace."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+
+from annotation import push
+from annotation.staging import FIRST_ROUND, STAGING_FILE, plan, read_outcomes
+from construction.core.errors import WorkbenchError
+from construction.core.record import Annotation, Sample
+from tests.annotation_helpers import (  # noqa: F401  (fixtures)
+    accounts,
+    admin,
+    annotate,
+    arm_tasks,
+    cli,
+    ls,
+    make_workspace,
+    pulled,
+    tokens,
+)
+from validation import agreement
+from validation.agreement import ConsensusRule, decide
+from validation.arms import ArmRule, arm_results
+from validation.staging import (
+    SETTINGS,
+    arm_outcomes,
+    first_round,
+    simulate,
+    staged_rule,
+)
+
+RULE = staged_rule(ConsensusRule())
+
+
+def mixture_outcome(s: Sample, rule: ArmRule) -> str:
+    return decide(s, rule, protocol="mixture").outcome
+
+
+def outcomes_of(annotated: dict[str, Sample], controls: dict[str, Sample] | None = None) -> dict:
+    """What read_outcomes hands a push, computed as agreement computes it (no workspace)."""
+    return {"first_round": first_round(RULE), "rule": {}, "samples": arm_outcomes(
+        list(annotated.values()), controls or {}, RULE, mixture_outcome)}
+
+
+def sample(i: int = 0, **custom) -> Sample:
+    return Sample(sample_id=f"aor-{i:04d}", category="video_games", speech_text="Finish him!", context="a game",
+                  background_tags=["game_music"], placement="underlay", benign_reason="a game",
+                  speaker_style="excited", custom=custom)
+
+
+def labelled(s: Sample, arm: str, *labels: str | None) -> Sample:
+    extra = [Annotation(annotator=f"{arm}-{s.sample_id}-{k}", arm=arm, label=label, cancelled=label is None,
+                        speech_intelligible=True if arm == "mixture" else None) for k, label in enumerate(labels)]
+    return s.model_copy(update={"annotations": [*s.annotations, *extra]})
+
+
+def scene_pass(s: Sample) -> str:
+    """A scene label the rule counts as recognising the sample's scene (its category or one of its frames,
+    whichever the scene arm asks for), so these tests follow the scene arm's rule rather than fix it."""
+    from construction.text.taxonomy import load_taxonomy
+
+    taxonomy, _ = load_taxonomy(None)
+    candidates = [s.category, *getattr(s, "frames", []),
+                  *[getattr(c, "frame", None) for c in taxonomy.categories if c.id == s.category]]
+    for label in [c for c in candidates if c]:
+        if arm_results(labelled(s, "scene", label))["scene"]["identified"] == 1:
+            return label
+    raise AssertionError("no scene label passes")
+
+
+# ----------------------------------------------------------------------------------------------
+# the curtailed rule
+# ----------------------------------------------------------------------------------------------
+
+def test_an_arm_is_decided_once_no_label_to_come_can_change_it():
+    plain, curtailed = ArmRule(), ArmRule(curtailed=True)
+    assert first_round(curtailed) == 2 == FIRST_ROUND  # 2 agreeing of a planned 3 decide 2/3 (the first push's)
+    assert [curtailed.settled(k, 2) for k in (0, 1, 2)] == [False, None, True]
+    assert [plain.settled(k, 2) for k in (0, 1, 2)] == [None, None, None]  # unstaged: still 3 labels
+    assert [curtailed.settled(k, 3) for k in range(4)] == [False, False, True, True] == \
+        [plain.settled(k, 3) for k in range(4)]
+    assert curtailed.settled(1, 1) is None and curtailed.settled(0, 0) is None
+    five = ArmRule(min_labels=5, curtailed=True)  # 2/3 of 5 needs 4
+    assert (first_round(five), five.settled(4, 4), five.settled(3, 4), five.settled(0, 2), five.settled(1, 2)) == \
+        (4, True, None, False, None)
+    # every sequence of 3 pass/fail labels: stopping at the first settled prefix gives the 3-label outcome
+    for bits in range(8):
+        labels = [(bits >> k) & 1 for k in range(3)]
+        prefix = next(curtailed.settled(sum(labels[:n]), n) for n in (1, 2, 3)
+                      if curtailed.settled(sum(labels[:n]), n) is not None)
+        assert prefix == plain.settled(sum(labels), 3)
+
+
+def test_the_mixture_arm_is_decided_early_only_when_curtailed():
+    s = sample()
+    assert decide(labelled(s, "mixture", "benign", "benign"), RULE, protocol="mixture").outcome == "validated"
+    assert decide(labelled(s, "mixture", "harmful", "harmful"), RULE, protocol="mixture").outcome == "harmful"
+    assert decide(labelled(s, "mixture", "unclear", "unclear"), RULE, protocol="mixture").outcome == "adjudication"
+    assert decide(labelled(s, "mixture", "benign", "harmful"), RULE, protocol="mixture").outcome == "needs_labels"
+    assert decide(labelled(s, "mixture", "benign", None), RULE, protocol="mixture").outcome == "needs_labels"
+    assert decide(labelled(s, "mixture", "benign", "benign"), ConsensusRule(), protocol="mixture").outcome \
+        == "needs_labels"
+
+
+def test_a_partially_staged_sample_waits_until_an_earlier_arm_fails():
+    s = sample()
+    passed = labelled(s, "speech", "harmful", "harmful")
+    d = decide(passed, RULE, protocol="three-arm")  # scene and mixture never pushed
+    assert d.outcome == "needs_labels" and "speech" not in d.reason
+    d = decide(labelled(s, "speech", "not_harmful", "not_harmful"), RULE, protocol="three-arm")
+    assert d.outcome == "arm_failed" and d.reason.startswith("speech_not_harmful: 0/2") and "scene" not in d.reason
+    failed_scene = labelled(passed, "scene", "cant_tell", "cant_tell")
+    d = decide(failed_scene, RULE, protocol="three-arm")
+    assert d.outcome == "arm_failed" and d.reason.startswith("scene_not_identified: 0/2")
+    good = labelled(labelled(labelled(passed, "scene", *[scene_pass(s)] * 2), "mixture", "benign", "benign"),
+                    "mixture")
+    assert decide(good, RULE, protocol="three-arm").outcome == "validated"
+    assert decide(good, ConsensusRule(), protocol="three-arm").outcome == "needs_labels"  # unstaged: 3 labels
+
+
+# ----------------------------------------------------------------------------------------------
+# what a staged push sends on
+# ----------------------------------------------------------------------------------------------
+
+def test_a_staged_plan_sends_on_only_passing_samples_and_asks_a_third_label_only_on_a_split():
+    samples = [sample(i) for i in range(7)]
+    controls = [sample(100 + i, control_of=s.sample_id, expected="harmful") for i, s in enumerate(samples)]
+    first = plan(samples, None, {}, controls, {})  # before any pull: no outcomes
+    assert first.items == {"speech": [s.sample_id for s in samples], "scene": [], "mixture": []}
+    assert first.controls == [] and first.overlap == {"speech": {}, "scene": {}, "mixture": {}}
+
+    ok = scene_pass(samples[0])
+    sp = [("harmful", "harmful"), ("harmful", "not_harmful"), ("not_harmful", "not_harmful"), ("harmful", None),
+          ("harmful", "harmful"), ("harmful", "harmful"), ("harmful", "harmful")]
+    sc = [(), (), (), (), (ok, "cant_tell"), (ok, ok), ("cant_tell", "cant_tell")]
+    mx = [(), (), (), (), (), ("benign", "unclear"), ()]
+    annotated = {}
+    for s, a, b, c in zip(samples, sp, sc, mx, strict=True):
+        annotated[s.sample_id] = labelled(labelled(labelled(s, "speech", *a), "scene", *b), "mixture", *c)
+    second = plan(samples, outcomes_of(annotated), annotated, controls, {})
+    ids = [s.sample_id for s in samples]
+    assert second.items["speech"] == ids
+    assert second.items["scene"] == [ids[0], ids[4], ids[5], ids[6]]  # speech passed (2 of 2 harmful)
+    assert second.items["mixture"] == [ids[5]] and second.controls == [controls[5].sample_id]
+    # a split gets one more label; a skip leaves the task served by Label Studio (1 of the 2 planned done)
+    assert second.overlap["speech"] == {ids[1]: 3}
+    assert second.overlap["scene"] == {ids[4]: 3}
+    assert second.overlap["mixture"] == {ids[5]: 3}
+    assert second.stages == {"waiting_speech": 2, "speech_failed": 1, "waiting_scene": 2, "scene_failed": 1,
+                             "waiting_mixture": 1}
+    assert "mixture 1 (both passed)" in second.summary()
+    # the control's own labels: decided controls ask nothing more, a split one a third label
+    pulled_controls = {controls[5].sample_id: labelled(controls[5], "mixture", "harmful", "benign")}
+    third = plan(samples, outcomes_of(annotated, {samples[5].sample_id: pulled_controls[controls[5].sample_id]}),
+                 annotated, controls, pulled_controls)
+    assert third.overlap["mixture"] == {ids[5]: 3, controls[5].sample_id: 3}
+
+
+# ----------------------------------------------------------------------------------------------
+# validation decides, the push follows: W/staging.json
+# ----------------------------------------------------------------------------------------------
+
+def test_agreement_writes_the_arm_outcomes_and_a_push_refuses_them_stale(tmp_path, capsys):
+    ws = make_workspace(tmp_path / "ws", 4)
+    wer = list(ws.read_samples("wer"))
+    assert read_outcomes(ws) is None  # nothing pulled: the first staged push needs no file
+    ids = [s.sample_id for s in wer]
+    votes = [("harmful", "harmful"), ("harmful", "not_harmful"), ("not_harmful", "not_harmful"), ("harmful",)]
+    ws.write_manifest("annotated", [labelled(s, "speech", *v) for s, v in zip(wer, votes, strict=True)])
+    ws.write_manifest("annotated_controls", [])
+
+    code, out, err = cli(push.main, "--workspace", str(ws.root), "--staged", capsys=capsys)
+    assert code == 2 and "run python -m validation.agreement first" in err and "no " in err, err
+
+    # agreement on an unstaged workspace (the default rule, not curtailed) still writes the curtailed outcomes
+    code, out, err = cli(agreement.main, "--workspace", str(ws.root), "--n-boot", "10", capsys=capsys)
+    assert code == 0, err
+    assert STAGING_FILE in out
+    document = json.loads((ws.root / STAGING_FILE).read_text())
+    assert document["rule"] == {"min_fraction": 2 / 3, "min_labels": 3, "labels": list(ConsensusRule().labels),
+                                "curtailed": True, "first_round": 2}
+    assert document["written_by"] == "validation.agreement"
+    arms = document["samples"]
+    assert [arms[i]["speech"] for i in ids] == [{"outcome": "passed", "wanted": 0}, {"outcome": None, "wanted": 1},
+                                                {"outcome": "failed", "wanted": 0}, {"outcome": None, "wanted": 1}]
+    assert ws.read_stats("validated")["rule"].get("curtailed") is None  # the release's rule is untouched
+    got = push.staged_plan(ws, wer, [])
+    assert got.items["scene"] == [ids[0]] and got.overlap["speech"] == {ids[1]: 3}
+    assert got.stages == {"waiting_speech": 2, "speech_failed": 1, "waiting_scene": 1}
+
+    # a pull after agreement (another label came in): the file is stale until agreement runs again
+    ws.write_manifest("annotated", [labelled(s, "speech", *v, *(("harmful",) if i == 3 else ()))
+                                    for i, (s, v) in enumerate(zip(wer, votes, strict=True))])
+    with pytest.raises(WorkbenchError, match="older than the labels pull brought back.*validation.agreement first"):
+        push.staged_plan(ws, wer, [])
+    code, out, err = cli(push.main, "--workspace", str(ws.root), "--staged", capsys=capsys)
+    assert code == 2 and err.startswith("error: ") and "run python -m validation.agreement first" in err, err
+    assert cli(agreement.main, "--workspace", str(ws.root), "--n-boot", "10", capsys=capsys)[0] == 0
+    assert push.staged_plan(ws, wer, []).items["scene"] == [ids[0], ids[3]]
+
+    (ws.root / STAGING_FILE).write_text("{")
+    with pytest.raises(WorkbenchError, match="not readable"):
+        read_outcomes(ws)
+
+
+# ----------------------------------------------------------------------------------------------
+# the saving, simulated
+# ----------------------------------------------------------------------------------------------
+
+def test_the_simulated_saving_on_a_fixed_seed():
+    # figures by hand: every arm passes and every label agrees -> 2 labels an arm, 6 of 9 judgements
+    perfect = simulate(500, (1.0, 1.0, 1.0), 1.0, seed=3)
+    assert (perfect["released"], perfect["staged_judgements"], perfect["full_judgements"]) == (500, 3000, 4500)
+    # every speech arm fails unanimously -> 2 judgements a sample, none released
+    hopeless = simulate(500, (0.0, 1.0, 1.0), 1.0, seed=3)
+    assert (hopeless["released"], hopeless["staged_judgements"], hopeless["staged_per_released"]) == (0, 1000, None)
+    # seeds 0-2 at 20,000 samples: realistic 39.9-40.4 % saved, 11.95-12.26 judgements per release (20.5 full);
+    # pessimistic 47.0-47.5 %; optimistic 34.1-34.3 %
+    margins = {"realistic": ((0.39, 0.415), (11.7, 12.5)), "pessimistic": ((0.46, 0.485), (20.8, 22.8)),
+               "optimistic": ((0.335, 0.35), (7.95, 8.25))}
+    for name, (low_high, per_release) in margins.items():
+        *rates, agree = SETTINGS[name]
+        got = simulate(20_000, rates, agree, seed=0)
+        assert low_high[0] <= got["saving"] <= low_high[1], (name, got)
+        assert per_release[0] <= got["staged_per_released"] <= per_release[1], (name, got)
+        assert got["staged_per_released"] < got["full_per_released"]
+
+
+# ----------------------------------------------------------------------------------------------
+# one real round: push staged -> label the speech arm -> pull -> push again
+# ----------------------------------------------------------------------------------------------
+
+def test_staged_rounds_in_label_studio(ls, admin, accounts, tokens, tmp_path, capsys):
+    ws = make_workspace(tmp_path / "ws", 4, served=ls.document_root, controls=4)
+    server = ["--workspace", str(ws.root), "--project", "Staged", "--catch", "1", "--data-dir", str(ls.data_dir)]
+    code, out, err = cli(push.main, *server, "--staged", capsys=capsys)
+    assert code == 0, err
+    assert "staged: speech 4, scene 0 (speech passed), mixture 0 (both passed), 0 control(s)" in out
+    ids = [s.sample_id for s in ws.read_samples("wer")]
+    speech_pid, speech = arm_tasks(admin, ws, "speech")
+    assert sorted(speech) == sorted(ids) and arm_tasks(admin, ws, "scene")[1] == {}
+    assert arm_tasks(admin, ws, "mixture")[1] == {}  # no catch item before the first mixture sample
+    assert admin.client.projects.get(speech_pid).maximum_annotations == 2
+    assert json.loads((ws.root / "annotation.json").read_text())["staged"] is True
+
+    raters = list(accounts)
+    votes = {ids[0]: ("harmful", "harmful"), ids[1]: ("harmful", "not_harmful"),
+             ids[2]: ("not_harmful", "not_harmful"), ids[3]: ("harmful", "harmful")}
+    for sid, labels in votes.items():
+        for email, label in zip(raters, labels):
+            annotate(accounts[email], speech[sid], label)
+    out, samples, _, stats = pulled(ls, ws, capsys)
+    assert "missing" not in out  # the arms never pushed are not missing tasks
+    assert {a.arm for s in samples.values() for a in s.annotations} == {"speech"}
+    assert stats["per_arm"]["speech"]["labels"] == 8 and stats["per_arm"]["scene"]["labels"] == 0
+
+    code, out, err = cli(push.main, *server, capsys=capsys)  # the labels pulled, not yet decided
+    assert code == 2 and "run python -m validation.agreement first" in err, err
+    code, out, err = cli(agreement.main, "--workspace", str(ws.root), "--n-boot", "10", capsys=capsys)
+    assert code == 0, err
+    rejected = {r.sample.sample_id: r.reason for r in ws.read_rejected("validated")}
+    assert rejected[ids[2]].startswith("speech_not_harmful: 0/2") and "scene" not in rejected[ids[2]]
+    assert all(rejected[i].startswith("needs_labels") for i in (ids[0], ids[1], ids[3]))  # pending, not failed
+    assert ws.read_stats("validated")["rule"]["curtailed"] is True  # release.integrity reruns the same rule
+
+    code, out, err = cli(push.main, *server, capsys=capsys)  # a workspace pushed staged stays staged
+    assert code == 0, err
+    assert "staged: speech 4, scene 2 (speech passed), mixture 0 (both passed)" in out
+    assert "1 split task(s) asked for another label" in out
+    scene_pid, scene = arm_tasks(admin, ws, "scene")
+    assert sorted(scene) == sorted([ids[0], ids[3]])
+    assert admin.client.projects.get(scene_pid).maximum_annotations == 2
+    overlaps = {sid: admin.client.tasks.get(str(task)) for sid, task in speech.items()}
+    assert {sid: t.overlap for sid, t in overlaps.items()} == {ids[0]: 2, ids[1]: 3, ids[2]: 2, ids[3]: 2}
+    assert not overlaps[ids[1]].is_labeled
+    # Label Studio serves the split task, and only it, to a third annotator
+    third = raters[2]
+    got = httpx.get(f"{ls.url}/api/projects/{speech_pid}/next", headers={"Authorization": f"Token {tokens[third]}"},
+                    trust_env=False)
+    assert got.status_code == 200 and got.json()["id"] == speech[ids[1]], got.text
+
+
+def test_staging_is_on_for_a_build_and_off_for_the_demo_config(tmp_path):
+    from construction.core.config import load_config
+    from construction.core.workspace import Workspace
+
+    ws = Workspace(tmp_path / "ws")
+    assert push.staged_default(ws) is False  # no build config: a hand-made workspace is pushed as before
+    ws.snapshot_config(load_config().model_dump(mode="json"))
+    assert push.staged_default(ws) is True
+    ws.snapshot_config(load_config("configs/demo.yaml").model_dump(mode="json"))
+    assert push.staged_default(ws) is False
