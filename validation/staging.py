@@ -28,11 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from annotation.staging import STAGING_FILE, STAGING_VERSION
-from annotation.state import ADJUDICATION_SOURCE, utc_now
+from annotation.state import utc_now
 from construction.core.record import Annotation, Sample
 from construction.core.workspace import Workspace, atomic_write_text
 from construction.text.taxonomy import Taxonomy
-from validation.arms import ArmRule, arm_results
+from validation.arms import ArmRule, arm_results, arm_votes
 
 # (sample, rule) -> the mixture arm's outcome by the consensus rule alone: validation.agreement.decide with
 # protocol "mixture" (validated | harmful | adjudication | needs_labels)
@@ -69,8 +69,7 @@ def mixture_status(sample: Sample, rule: ArmRule, decide_mixture: MixtureDecisio
     outcome = decide_mixture(sample, rule)
     if outcome != "needs_labels":
         return outcome, 0
-    have = sum(1 for a in sample.annotations if a.arm == "mixture" and not a.cancelled and a.label is not None
-               and a.source != ADJUDICATION_SOURCE and a.listened is not False)
+    have = len(arm_votes(sample, "mixture"))  # the labels decide counts
     for more in range(1, max(1, rule.min_labels - have) + 1):
         for label in rule.labels:
             extra = [Annotation(annotator=f"\0more-{i}", arm="mixture", label=label) for i in range(more)]
