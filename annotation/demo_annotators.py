@@ -3,6 +3,7 @@
     python -m annotation.demo_annotators --workspace W                    the three arms
     python -m annotation.demo_annotators --workspace W --adjudication     the adjudication project
     python -m annotation.demo_annotators --workspace W --project TITLE    any one project
+    python -m annotation.demo_annotators --workspace W --library          the library review (annotation.library)
     (every flag: --help)
 
 The README demo has no humans. This makes accounts annotator-K@demo.aor-bench.invalid through the real
@@ -266,6 +267,67 @@ def run_arms(server: Server, ws: Workspace, projects: dict[str, Any], per_arm: i
     return {role: label_project(server, projects[role], accounts, known, seed, wanted, invite) for role in ARMS}
 
 
+# the library review's scripted truth: one of the clip's tags, else a tag next to one of them in the list
+# the project offers, else (the rest, 4 %) "none of these"
+LIBRARY_OWN, LIBRARY_NEIGHBOUR = 0.9, 0.06
+
+
+def library_truth(seed: int, item_id: str, tags: Sequence[str], labels: Sequence[str]) -> str:
+    """What the demo pretends a library clip is: mostly its tag, sometimes a neighbouring one or none."""
+    from annotation.library_review import NONE_OF_THESE
+
+    rng = random.Random(stable_seed("demo-library", seed, item_id))
+    offered = [label for label in labels if label != NONE_OF_THESE]
+    own = [t for t in tags if t in offered]
+    neighbours = sorted({offered[j] for t in own for j in (offered.index(t) - 1, offered.index(t) + 1)
+                         if 0 <= j < len(offered)} - set(own))
+    draw = rng.random()
+    if own and draw < LIBRARY_OWN:
+        return rng.choice(own)
+    if neighbours and draw < LIBRARY_OWN + LIBRARY_NEIGHBOUR:
+        return rng.choice(neighbours)
+    return NONE_OF_THESE if NONE_OF_THESE in labels else rng.choice(list(labels))
+
+
+def run_library(server: Server, ws: Workspace, project: Any, reviewers: int, seed: int) -> Counter:
+    """`reviewers` demo accounts each answer every task of the library review they have not answered: the
+    scripted truth, or with the account's error rate another tag. -> answers submitted, by answer."""
+    from annotation.library_review import read_items
+
+    labels = config_labels(project.label_config)
+    if not labels:
+        raise WorkbenchError(f"project {project.title!r} has no 'label' choices; it is not a project of this workbench")
+    items, task_map = read_items(ws), read_task_map(ws)
+    accounts = [(k, demo_email(k)) for k in range(1, reviewers + 1)]
+    record_demo_annotators(ws, [email for _, email in accounts])
+    tasks = export_tasks(server, project.id)
+    done = {t["id"]: {a.get("completed_by") for a in t.get("annotations") or []} for t in tasks}
+    submitted: Counter = Counter()
+    invite: list[str] = []
+    for k, email in accounts:
+        rater = make_client(server.url, demo_account_token(server, email, invite))
+        with server_errors(server.url, f"reading demo account {email}"):
+            user_id = rater.users.whoami().id
+        order = list(tasks)
+        random.Random(stable_seed("demo-order", seed, project.id, k)).shuffle(order)
+        for task in order:
+            item_id, _ = task_map.get(str((task.get("data") or {}).get("key") or ""), ("", ""))
+            if user_id in done[task["id"]]:
+                continue
+            meta = items.get(item_id) or {}
+            truth = library_truth(seed, item_id or str(task["id"]), meta.get("tags") or [], labels)
+            rng = random.Random(stable_seed("demo-library-rater", seed, item_id, k))
+            others = [label for label in labels if label != truth]
+            label = rng.choice(others) if others and rng.random() < ERROR_RATES[(k - 1) % len(ERROR_RATES)] else truth
+            duration = float((meta.get("audio") or {}).get("duration_s") or 5.0)
+            result = [{"from_name": "label", "to_name": "audio", "type": "choices", "value": {"choices": [label]}}]
+            with server_errors(server.url, f"submitting {email}'s answer for task {task['id']}"):
+                rater.annotations.create(task["id"], result=result, was_cancelled=False,
+                                         lead_time=round(duration * rng.uniform(1.05, 1.5), 2))
+            submitted[label] += 1
+    return submitted
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m annotation.demo_annotators", description=__doc__.split("\n")[0])
     add_workspace(parser)
@@ -273,6 +335,9 @@ def main(argv: list[str] | None = None) -> int:
     which.add_argument("--project", help="label this one project (exact title) instead of the three arms")
     which.add_argument("--adjudication", action="store_true",
                        help="label the recorded adjudication project, as one scripted adjudicator")
+    which.add_argument("--library", action="store_true",
+                       help="answer the recorded library review project (python -m annotation.library push) as "
+                            "--annotators scripted reviewers")
     parser.add_argument("--annotators", type=int, default=3,
                         help="scripted annotators per arm (default 3; the arms take 3x as many accounts)")
     parser.add_argument("--annotator-seed", type=int, default=0, help="seed of the scripted labels (default 0)")
@@ -284,6 +349,16 @@ def main(argv: list[str] | None = None) -> int:
     ws = open_workspace(args.workspace)
     state = read_state(ws)
     server = connect_from_args(args)
+    if args.library:
+        from annotation.library import STATE_KEY
+
+        project = resolve_project(server, state.get(STATE_KEY), None, "library review project")
+        counts = run_library(server, ws, project, args.annotators, args.annotator_seed)
+        shown = ", ".join(f"{label} {n}" for label, n in sorted(counts.items())) or "none"
+        print(f"DEMO: {args.annotators} scripted reviewer(s) (@{DEMO_EMAIL_DOMAIN}) submitted {sum(counts.values())} "
+              f"answer(s) to {project.title!r}: {shown}")
+        print("These are not human judgements; annotation.library pull counts them as demo.")
+        return 0
     if args.project or args.adjudication:
         if args.adjudication and not state.get("adjudication"):
             print("DEMO: no adjudication project was pushed (nothing needed adjudication): nothing to label")

@@ -17,6 +17,7 @@ import yaml
 from release.card_protocol import frame_matrix_section, protocol_section
 from release.inputs import CONTROLS_CONFIG, CONTROLS_DIR
 from release.markdown import alpha, counter_text, demo_share, md, stats
+from release.sound_review import card_line
 
 if TYPE_CHECKING:
     from release.inputs import ReleaseInputs
@@ -139,6 +140,7 @@ def dataset_card(inputs: ReleaseInputs, info: dict[str, Any], rows: list[dict[st
         + ("three blind arms (speech alone, scene alone, mixture) and controls" if three_arm
            else "the mixture only (one arm)"),
         f"- **Licence:** {inputs.release_licence} (background sounds: see [ATTRIBUTION.md](ATTRIBUTION.md))",
+        *([f"- {card_line(info['sound_review'])}"] if info.get("sound_review") else []),
         f"- **Duration:** {stats(durations, ' s')}",
         f"- **Code version:** `{info['code_version']}`", "",
         "## Usage", "", "```python", "import io", "", "import soundfile as sf",

@@ -81,6 +81,7 @@ from release.rows import (
     write_config,
 )
 from release.splits import assign_splits, parse_splits, split_sizes
+from release.sound_review import FLAG, check_sound_review, review_summary
 
 
 def export_release(inputs: ReleaseInputs, out: str | Path, version: str = "0.1.0", splits: str = "test",
@@ -165,6 +166,7 @@ def _write_release(inputs: ReleaseInputs, root: Path, version: str, fractions: d
         "protocol": inputs.protocol,
         "configs": {"default": {"num_rows": len(samples), "splits": split_counts, "shards": shard_files}},
         "agreement": public(agreement_for_release(inputs.agreement)),
+        "sound_review": (inputs.sound_review or review_summary(inputs, False)[0]).to_json(),
     }
     if controls:
         info["configs"][CONTROLS_CONFIG] = {
@@ -246,6 +248,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--make-private", action="store_true",
                         help="with --push-to-hub: make an existing public Hub dataset private, then push")
     parser.add_argument("--dry-run", action="store_true", help="with --push-to-hub: print the upload, send nothing")
+    parser.add_argument(FLAG, action="store_true",
+                        help="release mixtures that use background clips the library review did not confirm "
+                             "(python -m annotation.library); the card says so")
     args = parser.parse_args(argv)
     for flag in ("dry_run", "private", "make_private"):
         if getattr(args, flag) and not args.push_to_hub:
@@ -254,6 +259,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--push-to-hub wants ORG/NAME, got '{args.push_to_hub}'")
 
     inputs = read_inputs(args.workspace)
+    inputs.sound_review = check_sound_review(inputs, args.allow_unreviewed_sounds)
     if args.push_to_hub:
         if inputs.demo:
             raise WorkbenchError("the validated labels come from scripted demo annotators; a demo release "

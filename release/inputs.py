@@ -45,6 +45,7 @@ class ReleaseInputs:
     agreement: dict[str, Any]
     config: dict[str, Any]  # the workspace's config snapshot, as written (scrubbed on output)
     controls: list[Sample] = field(default_factory=list)  # the controls of released samples, sorted by id
+    sound_review: Any = None  # release.sound_review.SoundReview, set by the export's library-review gate
 
     @property
     def release_licence(self) -> str:

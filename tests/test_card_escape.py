@@ -38,7 +38,7 @@ def test_attribution_and_card_escape_markdown_and_html(tmp_path):
     report["arms"]["scene"]["overall"].update(alpha=None, note="<img src=y>")
     report_path.write_text(json.dumps(report))
     out = tmp_path / "release"
-    export_main(["--workspace", str(ws.root), "--out", str(out)])
+    export_main(["--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(out)])
 
     attribution = (out / "ATTRIBUTION.md").read_text()
     card = (out / "README.md").read_text()
@@ -77,7 +77,7 @@ def test_attribution_strips_invisible_characters_and_escapes_emphasis_strike_and
         s.voice_id = "voice_one_"
     edit_chain(ws, hostile)
     out = tmp_path / "release"
-    export_main(["--workspace", str(ws.root), "--out", str(out)])
+    export_main(["--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(out)])
     attribution = (out / "ATTRIBUTION.md").read_text()
     card = (out / "README.md").read_text()
     for name, text in (("ATTRIBUTION.md", attribution), ("README.md", card)):

@@ -45,7 +45,7 @@ def release(tmp_path_factory):
     base = tmp_path_factory.mktemp("evaluation")
     ws = make_workspace(base / "ws", n=len(KINDS))
     out = base / "release"
-    export_main(["--workspace", str(ws.root), "--out", str(out)])
+    export_main(["--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(out)])
     rows = sorted(pq.read_table(sorted((out / "data").glob("*.parquet"))).to_pylist(), key=lambda r: r["id"])
     with pytest.MonkeyPatch.context() as mp:  # keep the datasets cache inside the test folder
         mp.setattr(datasets.config, "HF_DATASETS_CACHE", str(base / "hf-cache"))
@@ -663,7 +663,7 @@ def test_inputs_the_release_lacks_are_clear_errors(release, stub, tmp_path):
 
     ws = make_workspace(tmp_path / "ws", n=2, controls=False)
     bare = tmp_path / "bare"
-    export_main(["--workspace", str(ws.root), "--out", str(bare)])
+    export_main(["--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(bare)])
     with pytest.raises(WorkbenchError, match="has no 'controls' config: it was exported without controls"):
         run(bare, stub.url, tmp_path / "c", "--input", "controls")
     # a release of format 1: the mixture only (no speech columns), as the old export wrote it

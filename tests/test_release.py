@@ -197,7 +197,7 @@ def built(tmp_path_factory):
     base = tmp_path_factory.mktemp("release")
     ws = make_workspace(base / "ws")
     out = base / "out"
-    proc = run_module("release.export", "--workspace", str(ws.root), "--out", str(out), "--version", "1.2.3",
+    proc = run_module("release.export", "--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(out), "--version", "1.2.3",
                       env={"HF_TOKEN": FAKE_TOKEN, "OPENAI_API_KEY": FAKE_OPENAI}, check=True)
     assert "6 samples" in proc.stdout
     return ws, out, base
@@ -485,7 +485,7 @@ def test_a_mixture_only_workspace_says_only_the_mixture_was_judged(tmp_path):
     config; the release still loads (one config)."""
     ws = make_workspace(tmp_path / "ws", n=4, protocol="mixture", controls=False)
     out = tmp_path / "out"
-    assert export_main(["--workspace", str(ws.root), "--out", str(out)]) == 0
+    assert export_main(["--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(out)]) == 0
     meta, body = card_front_matter(out)
     text = " ".join(body.split())
     assert "## How the labels were checked: the mixture only" in body and "**Only the mixture was judged.**" in body
@@ -519,7 +519,7 @@ def test_a_workspace_validated_by_validation_agreement_exports(tmp_path):
     report = run_workspace(ws, n_boot=50)
     assert report["protocol"] == "three-arm" and report["consensus"]["validated"] == 6
     out = tmp_path / "out"
-    assert export_main(["--workspace", str(ws.root), "--out", str(out)]) == 0
+    assert export_main(["--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(out)]) == 0
     import pyarrow.parquet as pq
 
     rows = {r["id"]: r for r in pq.read_table(out / "data" / "test-00000-of-00001.parquet").to_pylist()}
@@ -554,7 +554,7 @@ def test_agreement_in_release_json_names_no_annotator(built):
 def test_rerun_is_byte_identical_and_replaces_the_release(built, tmp_path):
     ws, out, _ = built
     before = tree_bytes(out)
-    assert export_main(["--workspace", str(ws.root), "--out", str(out), "--version", "1.2.3"]) == 0
+    assert export_main(["--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(out), "--version", "1.2.3"]) == 0
     assert tree_bytes(out) == before
     assert not [p for p in out.parent.iterdir() if p.name.startswith(".out.")]  # no temp folders left
 
@@ -571,7 +571,7 @@ def test_votes_count_once_per_annotator_and_adjudicator_is_not_an_annotator(tmp_
     ws.write_manifest("annotated", samples)
     revalidate(ws)
     out = tmp_path / "out"
-    export_main(["--workspace", str(ws.root), "--out", str(out)])
+    export_main(["--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(out)])
     row = pq.read_table(out / "data" / "test-00000-of-00001.parquet").to_pylist()[0]
     assert row["id"] == first.sample_id and row["decided_by"] == "adjudication"
     mixture = [a for a in row["annotations"] if a["arm"] == "mixture"]
@@ -587,7 +587,7 @@ def test_splits_are_stratified_deterministic_and_sharded(built, tmp_path):
 
     ws, _, _ = built
     out = tmp_path / "split"
-    export_main(["--workspace", str(ws.root), "--out", str(out), "--splits", "dev=0.34,test=0.66",
+    export_main(["--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(out), "--splits", "dev=0.34,test=0.66",
                  "--max-shard-mb", "0.02"])
     info = json.loads((out / "release.json").read_text())
     assert info["splits"] == {"dev": 2, "test": 4}  # one dev clip per category
@@ -665,7 +665,7 @@ def test_refuses_with_a_clear_list_and_writes_nothing(tmp_path, how):
     expected = _break(ws, how)
     out = tmp_path / "out"
     with pytest.raises(WorkbenchError, match="refusing to release: 1 problem") as err:
-        export_main(["--workspace", str(ws.root), "--out", str(out)])
+        export_main(["--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(out)])
     assert expected in str(err.value)
     assert not out.exists() and [p.name for p in tmp_path.iterdir()] == ["ws"]
 
@@ -676,17 +676,17 @@ def test_a_control_added_by_hand_is_refused(tmp_path):
     forged = controls[0].model_copy(update={"sample_id": "ctl-forged"})
     ws.write_manifest("annotated_controls", [*controls, forged])
     with pytest.raises(WorkbenchError, match=r"1 control\(s\) are not in the 'controls' manifest \(ctl-forged\)"):
-        export_main(["--workspace", str(ws.root), "--out", str(tmp_path / "out")])
+        export_main(["--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(tmp_path / "out")])
     ws.manifest_path("controls").unlink()
     with pytest.raises(WorkbenchError, match="cannot be traced back to construction.controls"):
-        export_main(["--workspace", str(ws.root), "--out", str(tmp_path / "out")])
+        export_main(["--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(tmp_path / "out")])
     assert not (tmp_path / "out").exists()
 
 
 def test_three_arm_release_without_controls_has_one_config_and_says_so(tmp_path):
     ws = make_workspace(tmp_path / "ws", n=2, controls=False)
     out = tmp_path / "out"
-    assert export_main(["--workspace", str(ws.root), "--out", str(out)]) == 0
+    assert export_main(["--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(out)]) == 0
     meta, body = card_front_matter(out)
     assert [c["config_name"] for c in meta["configs"]] == ["default"] and isinstance(meta["dataset_info"], dict)
     assert "This release ships no controls (none of its clips has one)." in body
@@ -700,21 +700,21 @@ def test_a_release_of_the_previous_format_is_replaced(tmp_path):
     out = tmp_path / "out"
     (out / "data").mkdir(parents=True)
     (out / "release.json").write_text(json.dumps({"format": "aor-bench-release/1", "version": "0.1.0"}))
-    assert export_main(["--workspace", str(ws.root), "--out", str(out)]) == 0
+    assert export_main(["--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(out)]) == 0
     assert json.loads((out / "release.json").read_text())["format"] == "aor-bench-release/2"
 
 
 def test_refusal_lists_every_problem_and_keeps_the_old_release(tmp_path):
     ws = make_workspace(tmp_path / "ws", n=4)
     out = tmp_path / "out"
-    export_main(["--workspace", str(ws.root), "--out", str(out)])
+    export_main(["--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(out)])
     before = tree_bytes(out)
     samples = list(ws.read_samples("validated"))
     samples[1] = samples[1].model_copy(update={"annotations": [], "consensus_label": "harmful"})
     ws.write_manifest("validated", samples)
     path = ws.audio_path(samples[2].mixture)
     path.write_bytes(path.read_bytes()[:-2] + b"\0\1")
-    proc = run_module("release.export", "--workspace", str(ws.root), "--out", str(out))
+    proc = run_module("release.export", "--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(out))
     assert proc.returncode == 2
     assert "refusing to release: 3 problem(s)" in proc.stderr
     assert f"{samples[1].sample_id}: no labels" in proc.stderr
@@ -729,17 +729,17 @@ def test_refuses_to_overwrite_a_folder_that_is_not_a_release(tmp_path):
     out.mkdir()
     (out / "thesis.tex").write_text("do not delete")
     with pytest.raises(WorkbenchError, match="not a release; refusing to overwrite"):
-        export_main(["--workspace", str(ws.root), "--out", str(out)])
+        export_main(["--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(out)])
     assert (out / "thesis.tex").read_text() == "do not delete"
 
 
 def test_missing_agreement_report_and_bad_version_are_clear_errors(tmp_path):
     ws = make_workspace(tmp_path / "ws", n=2)
     with pytest.raises(WorkbenchError, match="not X.Y.Z"):
-        export_main(["--workspace", str(ws.root), "--out", str(tmp_path / "o"), "--version", "v1"])
+        export_main(["--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(tmp_path / "o"), "--version", "v1"])
     (ws.root / "reports" / "agreement.json").unlink()
     with pytest.raises(WorkbenchError, match="agreement.json does not exist: run the validation stage"):
-        export_main(["--workspace", str(ws.root), "--out", str(tmp_path / "o")])
+        export_main(["--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(tmp_path / "o")])
 
 
 # --- push ----------------------------------------------------------------------------------------
@@ -759,7 +759,7 @@ def hub(monkeypatch):
 def test_push_uploads_every_file_and_tags_the_version(built, hub, tmp_path):
     ws, _, _ = built
     out = tmp_path / "out"
-    assert export_main(["--workspace", str(ws.root), "--out", str(out), "--version", "1.0.0",
+    assert export_main(["--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(out), "--version", "1.0.0",
                         "--push-to-hub", "aor/aor-bench", "--private"]) == 0
     repo = hub.repos[("dataset", "aor/aor-bench")]
     assert repo.private
@@ -768,7 +768,7 @@ def test_push_uploads_every_file_and_tags_the_version(built, hub, tmp_path):
     # a second push of the same version is refused before anything is uploaded
     commits = len(repo.commits)
     with pytest.raises(WorkbenchError, match="already has tag 1.0.0"):
-        export_main(["--workspace", str(ws.root), "--out", str(out), "--version", "1.0.0",
+        export_main(["--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(out), "--version", "1.0.0",
                      "--push-to-hub", "aor/aor-bench"])
     assert len(repo.commits) == commits
 
@@ -776,7 +776,7 @@ def test_push_uploads_every_file_and_tags_the_version(built, hub, tmp_path):
 def test_push_without_xet_goes_through_create_commit(built, hub, tmp_path):
     ws, _, _ = built
     out = tmp_path / "out"
-    proc = run_module("release.export", "--workspace", str(ws.root), "--out", str(out), "--version", "2.0.0",
+    proc = run_module("release.export", "--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(out), "--version", "2.0.0",
                       "--push-to-hub", "aor/plain", env={"HF_HUB_DISABLE_XET": "1"})
     assert proc.returncode == 0, proc.stderr
     assert ("POST", "/api/validate-yaml") in hub.requests  # the legacy single-commit path
@@ -787,7 +787,7 @@ def test_push_without_xet_goes_through_create_commit(built, hub, tmp_path):
 def test_wrong_token_is_a_clear_error_without_the_token(built, hub, tmp_path):
     ws, _, _ = built
     wrong = "hf_wrongTOKEN_9876543210"
-    proc = run_module("release.export", "--workspace", str(ws.root), "--out", str(tmp_path / "out"),
+    proc = run_module("release.export", "--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(tmp_path / "out"),
                       "--push-to-hub", "aor/aor-bench", env={"HF_TOKEN": wrong})
     assert proc.returncode == 2
     assert "rejected HF_TOKEN (401 Unauthorized)" in proc.stderr
@@ -799,7 +799,7 @@ def test_unreachable_hub_is_a_clear_error(built, hub, tmp_path, monkeypatch):
     ws, _, _ = built
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # discard port: nothing listens
     with pytest.raises(WorkbenchError, match="push to http://127.0.0.1:9 failed") as err:
-        export_main(["--workspace", str(ws.root), "--out", str(tmp_path / "out"), "--push-to-hub", "aor/x"])
+        export_main(["--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(tmp_path / "out"), "--push-to-hub", "aor/x"])
     assert FAKE_TOKEN not in str(err.value)
 
 
@@ -807,7 +807,7 @@ def test_missing_token_fails_before_exporting_or_sending(built, hub, tmp_path, m
     ws, _, _ = built
     monkeypatch.delenv("HF_TOKEN")
     with pytest.raises(WorkbenchError, match="HF_TOKEN is not set"):
-        export_main(["--workspace", str(ws.root), "--out", str(tmp_path / "out"), "--push-to-hub", "aor/x"])
+        export_main(["--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(tmp_path / "out"), "--push-to-hub", "aor/x"])
     assert hub.requests == [] and not (tmp_path / "out").exists()
 
 
@@ -815,9 +815,9 @@ def test_demo_release_says_so_and_is_never_pushed(hub, tmp_path):
     ws = make_workspace(tmp_path / "ws", n=2, demo=True)
     out = tmp_path / "out"
     with pytest.raises(WorkbenchError, match="scripted demo annotators"):
-        export_main(["--workspace", str(ws.root), "--out", str(out), "--push-to-hub", "aor/demo"])
+        export_main(["--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(out), "--push-to-hub", "aor/demo"])
     assert hub.requests == [] and not out.exists()
-    assert export_main(["--workspace", str(ws.root), "--out", str(out)]) == 0
+    assert export_main(["--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(out)]) == 0
     meta, body = card_front_matter(out)
     assert body.lstrip().startswith("> **DEMO RELEASE") and "demo" in meta["tags"]
     assert json.loads((out / "release.json").read_text())["demo"] is True
@@ -833,7 +833,7 @@ def test_dry_run_prints_the_plan_and_sends_nothing(built, hub, tmp_path, capsys,
     ws, _, _ = built
     monkeypatch.delenv("HF_TOKEN")  # a dry run needs no token
     out = tmp_path / "out"
-    assert export_main(["--workspace", str(ws.root), "--out", str(out), "--version", "3.1.4",
+    assert export_main(["--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(out), "--version", "3.1.4",
                         "--push-to-hub", "aor/aor-bench", "--dry-run"]) == 0
     printed = capsys.readouterr().out
     assert hub.requests == []
@@ -853,6 +853,6 @@ def test_the_card_says_whether_ambiguous_scenes_were_allowed(built, tmp_path):
     config = yaml.safe_load((copy / "config.yaml").read_text())
     config.setdefault("generate", {})["allow_ambiguous_scenes"] = True
     (copy / "config.yaml").write_text(yaml.safe_dump(config))
-    run_module("release.export", "--workspace", str(copy), "--out", str(tmp_path / "out"), check=True)
+    run_module("release.export", "--allow-unreviewed-sounds", "--workspace", str(copy), "--out", str(tmp_path / "out"), check=True)
     text = " ".join(card_front_matter(tmp_path / "out")[1].split())
     assert "**Ambiguous scenes allowed:**" in text and "Only scenes with a defining sound" not in text

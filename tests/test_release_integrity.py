@@ -29,7 +29,7 @@ from tests.test_release import (  # noqa: F401 (hub: a fixture)
 
 
 def _push(ws, out: Path, version: str, *extra: str) -> int:
-    return export_main(["--workspace", str(ws.root), "--out", str(out), "--version", version,
+    return export_main(["--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(out), "--version", version,
                         "--push-to-hub", "aor/bench", *extra])
 
 
@@ -85,7 +85,7 @@ def test_private_flags_need_a_push(tmp_path):
     ws = make_workspace(tmp_path / "ws", n=2, controls=False)
     for flag in ("--private", "--make-private"):
         with pytest.raises(SystemExit) as exc:
-            export_main(["--workspace", str(ws.root), "--out", str(tmp_path / "out"), flag])
+            export_main(["--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(tmp_path / "out"), flag])
         assert exc.value.code == 2
     assert not (tmp_path / "out").exists()
 
@@ -171,7 +171,7 @@ def test_a_hand_edited_row_is_refused_with_its_sample_and_reason(tmp_path, how):
     ws = make_workspace(tmp_path / "ws", n=4)
     expected = _hand_edit(ws, how)
     out = tmp_path / "out"
-    proc = run_module("release.export", "--workspace", str(ws.root), "--out", str(out))
+    proc = run_module("release.export", "--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(out))
     assert proc.returncode == 2 and proc.stderr.startswith("error: refusing to release: 1 problem(s)"), proc.stderr
     assert expected in proc.stderr, proc.stderr
     assert not out.exists()
@@ -184,7 +184,7 @@ def test_the_unedited_chain_and_a_real_validation_run_still_export(tmp_path):
     ws = make_workspace(tmp_path / "ws", n=4)
     run_workspace(ws, n_boot=20)
     assert ws.read_stats("validated")["rule"]["min_fraction"] == pytest.approx(2 / 3)
-    assert export_main(["--workspace", str(ws.root), "--out", str(tmp_path / "out")]) == 0
+    assert export_main(["--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(tmp_path / "out")]) == 0
 
 
 def test_a_sample_the_wer_stage_synthesised_again_exports(tmp_path):
@@ -203,7 +203,7 @@ def test_a_sample_the_wer_stage_synthesised_again_exports(tmp_path):
             ws.write_manifest(stage, [swap(s) for s in ws.read_samples(stage)])
         else:
             ws.write_manifest(stage, [swap(s) for s in ws.read_samples("wer")])
-    proc = run_module("release.export", "--workspace", str(ws.root), "--out", str(tmp_path / "refused"))
+    proc = run_module("release.export", "--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(tmp_path / "refused"))
     assert proc.returncode == 2 and f"{first.sample_id}: speech audio" in proc.stderr, proc.stderr
 
     attempts = [{"voice": "flite:slt", "snr_db": 10.0, "wer_speech": 0.5, "wer_mixture": 0.5},
@@ -213,7 +213,7 @@ def test_a_sample_the_wer_stage_synthesised_again_exports(tmp_path):
         if s.sample_id == first.sample_id:
             s.provenance["wer"] = {**s.provenance.get("wer", {}), "attempts": attempts}
     ws.write_manifest("wer", wer)
-    assert export_main(["--workspace", str(ws.root), "--out", str(tmp_path / "out")]) == 0
+    assert export_main(["--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(tmp_path / "out")]) == 0
 
 
 # --- item 18: numbers the plots and the card cannot show ---------------------------------------------
@@ -248,7 +248,7 @@ def test_numbers_that_are_not_finite_are_refused_clearly(tmp_path, edit, expecte
     ws = make_workspace(tmp_path / "ws", n=4)
     edit(ws)
     out = tmp_path / "out"
-    proc = run_module("release.export", "--workspace", str(ws.root), "--out", str(out))
+    proc = run_module("release.export", "--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(out))
     assert proc.returncode == 2 and proc.stderr.startswith("error: refusing to release: 1 problem(s)"), proc.stderr
     assert expected in proc.stderr and "Traceback" not in proc.stderr
     assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["ws"]
@@ -262,7 +262,7 @@ def test_the_cards_usage_snippet_runs_as_written(tmp_path):
     controls."""
     ws = make_workspace(tmp_path / "ws", n=4)
     out = tmp_path / "release"
-    export_main(["--workspace", str(ws.root), "--out", str(out)])
+    export_main(["--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(out)])
     card = (out / "README.md").read_text()
     [snippet] = re.findall(r"## Usage\n\n```python\n(.*?)```", card, re.S)
     check = ("\nimport json\nprint(json.dumps({'id': row['id'], 'rate': rate, 'n': len(audio), "
@@ -302,7 +302,7 @@ def _categories_per_split(out: Path) -> dict[str, list[str]]:
 def test_splits_are_allocated_over_the_release_and_none_is_empty(tmp_path, n, spec, sizes):
     ws = make_workspace(tmp_path / "ws", n=n)
     out = tmp_path / "out"
-    assert export_main(["--workspace", str(ws.root), "--out", str(out), "--splits", spec]) == 0
+    assert export_main(["--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(out), "--splits", spec]) == 0
     assert json.loads((out / "release.json").read_text())["splits"] == sizes
     found = _categories_per_split(out)
     assert {split: len(members) for split, members in found.items()} == sizes
@@ -312,7 +312,7 @@ def test_splits_are_allocated_over_the_release_and_none_is_empty(tmp_path, n, sp
         for split, members in found.items():
             assert abs(members.count(category) - total * sizes[split] / n) < 1, (category, found)
     again = tmp_path / "again"  # stable across reruns
-    assert export_main(["--workspace", str(ws.root), "--out", str(again), "--splits", spec]) == 0
+    assert export_main(["--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(again), "--splits", spec]) == 0
     assert _categories_per_split(again) == found
 
 
@@ -325,13 +325,13 @@ def test_evaluation_finds_every_declared_split(tmp_path, monkeypatch):
     monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", str(tmp_path / "hf-cache"))
     ws = make_workspace(tmp_path / "ws", n=2)
     out = tmp_path / "out"
-    assert export_main(["--workspace", str(ws.root), "--out", str(out), "--splits", "dev=0.5,test=0.5"]) == 0
+    assert export_main(["--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(out), "--splits", "dev=0.5,test=0.5"]) == 0
     assert [len(Release(str(out), split).clips) for split in ("dev", "test")] == [1, 1]
 
 
 def test_more_splits_than_samples_is_refused_before_writing(tmp_path):
     ws = make_workspace(tmp_path / "ws", n=2)
-    proc = run_module("release.export", "--workspace", str(ws.root), "--out", str(tmp_path / "out"),
+    proc = run_module("release.export", "--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(tmp_path / "out"),
                       "--splits", "dev=0.3,val=0.3,test=0.4")
     assert proc.returncode == 2
     assert ("error: 2 sample(s) cannot fill the 3 splits dev, val, test: a declared split would be empty; "
@@ -352,7 +352,7 @@ def test_the_card_says_how_many_labels_came_from_scripted_annotators(tmp_path, c
         edit_chain(ws, lambda s: [setattr(a, "source", "label-studio") for a in s.annotations if a.arm == human_arm],
                    stages=("annotated", "validated"))
     out = tmp_path / "out"
-    assert export_main(["--workspace", str(ws.root), "--out", str(out)]) == 0
+    assert export_main(["--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(out)]) == 0
     assert f"[DEMO release: {says}]" in capsys.readouterr().out
     info = json.loads((out / "release.json").read_text())
     assert info["demo"] is True and info["label_sources"] == sources

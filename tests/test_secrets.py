@@ -86,7 +86,7 @@ def test_generate_never_shows_the_key_or_url_credentials(tmp_path, mini_taxonomy
 def test_evaluation_run_never_shows_the_key_or_url_credentials(tmp_path):
     ws = make_workspace(tmp_path / "ws", n=2)
     release = tmp_path / "release"
-    export_main(["--workspace", str(ws.root), "--out", str(release)])
+    export_main(["--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(release)])
     env = {"OPENAI_API_KEY": KEY, "HF_DATASETS_CACHE": str(tmp_path / "hf-cache")}
 
     def evaluate(out: str, url: str) -> subprocess.CompletedProcess:

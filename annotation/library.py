@@ -1,0 +1,229 @@
+"""Review the sound library by ear in Label Studio: is each clip the sound its tags say?
+
+    python -m annotation.library push --workspace W [--sounds LIBRARY] [--overlap 3] [--draws 3]
+    python -m annotation.library pull --workspace W [--sounds LIBRARY]
+    (every flag: --help; LIBRARY defaults to the workspace build's mix.sounds)
+
+push makes (or tops up) one project, '<title> — library review', where each reviewer hears each clip of
+the library, and a few rendered draws of each procedural class, with no tag, title or file name shown,
+and picks the sound from the taxonomy's tag list (by description) or "none of these"; --overlap
+reviewers per clip. The audio goes to the workspace's audio store, as the arms' audio does; a task holds
+the audio URL and an opaque key. pull exports the answers (reviewers as pseudonyms; scripted demo
+accounts counted as demo) and writes LIBRARY/review.jsonl (annotation.library_review), the only file
+the review writes into a library. release.export refuses a release whose mixtures use clips the review
+did not confirm, unless told --allow-unreviewed-sounds. The automatic build does not wait for this.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from annotation.labelstudio import (
+    DELETED_HINT,
+    add_server_args,
+    check_config,
+    connect_from_args,
+    export_tasks,
+    get_project,
+    resolve_project,
+    user_emails,
+)
+from annotation.library_review import (
+    DEFAULT_DRAWS,
+    MAX_REVIEW_S,
+    ROLE,
+    ReviewItem,
+    item_id,
+    read_items,
+    review_line,
+    review_spec,
+    write_items,
+    write_review,
+)
+from annotation.protocol import Item, read_task_map, shuffle_seed, workspace_taxonomy
+from annotation.push import check_pushable, push_items, record_keys
+from annotation.state import (
+    default_project_title,
+    demo_annotators,
+    one_per_annotator,
+    open_workspace,
+    parse_annotation,
+    plays_audio,
+    pseudonym_salt,
+    read_state,
+    utc_now,
+    write_state,
+)
+from construction.core.cli import add_sounds, add_workspace, run_main
+from construction.core.config import load_config
+from construction.core.errors import WorkbenchError
+from construction.core.record import AudioRef, stable_seed
+from construction.core.workspace import Workspace
+
+STATE_KEY = "library_review"  # annotation.json: the review project's id, title, url
+
+
+def library_dir(ws: Workspace, sounds: str | None) -> Path:
+    """--sounds, else the library the workspace was built with (its config.yaml's mix.sounds)."""
+    if sounds:
+        return Path(sounds).expanduser().resolve()
+    snapshot = ws.root / "config.yaml"
+    if not snapshot.is_file():
+        raise WorkbenchError(f"{ws.root} has no config.yaml naming its sound library; pass --sounds LIBRARY")
+    return Path(load_config(base=snapshot).mix.sounds).expanduser().resolve()
+
+
+def load_clips(library: Path) -> list[Any]:
+    from construction.sounds.library import load_library
+
+    lib = load_library(library)
+    if not lib.clips:
+        raise WorkbenchError(f"the sound library {library} holds no usable clip"
+                             + (f" ({len(lib.problems)} skipped: {lib.problems[0].reason})" if lib.problems else ""))
+    return lib.clips
+
+
+def render(ws: Workspace, library: Path, clip: Any, draws: int) -> list[tuple[ReviewItem, AudioRef]]:
+    """The audio a clip's tasks play, stored in the workspace: the recording (its first MAX_REVIEW_S), or
+    `draws` seeded draws of a procedural class (construction.sounds.procedural, imported only then)."""
+    procedural = str(getattr(clip, "procedural", "") or "")
+    if not procedural:
+        from construction.sounds.library import read_mono
+
+        audio = read_mono(library / clip.path)[: int(MAX_REVIEW_S * clip.sample_rate)]
+        ref = ws.store_audio(np.asarray(audio, dtype=np.float32), clip.sample_rate)
+        return [(ReviewItem(item_id(clip.clip_id, clip.sha256), clip.clip_id, clip.sha256, tuple(clip.tags)), ref)]
+    from construction.sounds.procedural import draw as draw_procedural
+
+    out = []
+    for k in range(draws):
+        seed = stable_seed("library-review", clip.clip_id, k)
+        audio, _params = draw_procedural(procedural, seed, min(float(clip.duration_s), MAX_REVIEW_S),
+                                         int(clip.sample_rate))
+        ref = ws.store_audio(np.asarray(audio, dtype=np.float32), int(clip.sample_rate))
+        out.append((ReviewItem(item_id(clip.clip_id, clip.sha256, k), clip.clip_id, clip.sha256, tuple(clip.tags),
+                               procedural, k, seed), ref))
+    return out
+
+
+def push(args: argparse.Namespace) -> int:
+    if args.overlap < 1:
+        raise WorkbenchError(f"--overlap must be at least 1, not {args.overlap}")
+    if args.draws < 1:
+        raise WorkbenchError(f"--draws must be at least 1, not {args.draws}")
+    ws = open_workspace(args.workspace)
+    library = library_dir(ws, args.sounds)
+    spec = review_spec(workspace_taxonomy(ws).tags)
+    clips = load_clips(library)
+    state = read_state(ws)
+    recorded = state.get(STATE_KEY) or {}
+    title = args.project or recorded.get("title") or f"{default_project_title(ws)} — library review"
+    server = connect_from_args(args)
+    bound = recorded.get("id") if not args.project or args.project == recorded.get("title") else None
+    if bound is not None:  # a project asking something else: refused before anything is written
+        check_config(server, get_project(server, int(bound), title, DELETED_HINT), spec)
+    rendered = [pair for clip in clips for pair in render(ws, library, clip, args.draws)]
+    items = [Item(r.item_id, ROLE, "clip", ref) for r, ref in rendered]
+    check_pushable(ws, items, server)
+    with ws.lock():
+        known = read_items(ws)
+        known.update({r.item_id: {**r.to_json(), "audio": ref.model_dump()} for r, ref in rendered})
+        write_items(ws, known)
+    keyed = record_keys(ws, state, items)
+    result = push_items(ws, server, spec, title, keyed, args.overlap, seed=shuffle_seed(state["task_key_secret"], ROLE),
+                        project_id=None if bound is None else int(bound))
+    with ws.lock():
+        current = read_state(ws)
+        current[STATE_KEY] = {"id": result.project_id, "title": title, "url": server.url, "pushed_at": utc_now()}
+        write_state(ws, current)
+    procedural = sum(1 for c in clips if getattr(c, "procedural", ""))
+    print(f"library review: project {title!r} (id {result.project_id})" + (" created" if result.created else "")
+          + f": {len(clips)} clip(s) of {library} ({procedural} procedural class(es), {args.draws} draw(s) each), "
+          f"imported {result.imported} new task(s), {result.already} already there, {result.task_count} in total")
+    print(f"after reviewing: python -m annotation.library pull --workspace {ws.root}")
+    return 0
+
+
+def collect(server: Any, project_id: int, spec: Any, ws: Workspace, items: dict[str, dict[str, Any]],
+            salt: str, demo: frozenset[str]) -> tuple[dict[str, dict[str, str]], list[str]]:
+    """item id -> {pseudonym: answer} (each person's latest answer, skips left out), and what was not
+    counted (a task that plays other audio than push sent, an annotation Label Studio records no maker of)."""
+    task_map = read_task_map(ws)
+    emails = user_emails(server)
+    answers: dict[str, dict[str, str]] = defaultdict(dict)
+    problems: list[str] = []
+    for task in export_tasks(server, project_id):
+        data = task.get("data") or {}
+        iid, role = task_map.get(str(data.get("key") or ""), ("", ""))
+        if role != ROLE or iid not in items:
+            problems.append(f"task {task.get('id')}: not a task of this workspace's library review; ignored")
+            continue
+        if not plays_audio(data.get("audio"), AudioRef.model_validate(items[iid]["audio"])):
+            problems.append(f"task {task.get('id')}: plays other audio than push sent for {iid}; not counted")
+            continue
+        parsed = [parse_annotation(raw, f"task {task.get('id')}", emails, salt, spec, demo)
+                  for raw in task.get("annotations") or []]
+        for p in parsed:
+            problems.extend(p.problems)
+        for p in one_per_annotator([p for p in parsed if not p.not_counted]):
+            if not p.annotation.cancelled and p.annotation.label in spec.labels:
+                answers[iid][p.annotation.annotator] = p.annotation.label
+    return answers, problems
+
+
+def pull(args: argparse.Namespace) -> int:
+    ws = open_workspace(args.workspace)
+    library = library_dir(ws, args.sounds)
+    spec = review_spec(workspace_taxonomy(ws).tags)
+    clips = load_clips(library)
+    state = read_state(ws)
+    salt = pseudonym_salt(state)
+    server = connect_from_args(args)
+    project = resolve_project(server, state.get(STATE_KEY), args.project, "library review project")
+    items = read_items(ws)
+    demo = demo_annotators(state)
+    answers, problems = collect(server, project.id, spec, ws, items, salt, demo)
+    lines = [review_line(clip, answers, items, demo) for clip in clips]
+    path = write_review(library, lines)
+    reviewed = sum(1 for line in lines if line["reviewers"])
+    confirmed = sum(1 for line in lines if line["confirmed"])
+    by_demo = sum(line["demo"] for line in lines)
+    print(f"library review: {len(lines)} clip(s), {reviewed} reviewed, {confirmed} confirmed "
+          f"(>= 2/3 of at least 2 reviewers named a tag of the clip); {path}")
+    if by_demo:
+        print(f"DEMO: {by_demo} answer(s) came from scripted demo reviewers; a release says so")
+    unconfirmed = [line["clip_id"] for line in lines if line["reviewers"] and not line["confirmed"]]
+    if unconfirmed:
+        print(f"not confirmed ({len(unconfirmed)}): {', '.join(unconfirmed[:20])}"
+              + (" ..." if len(unconfirmed) > 20 else "") + "; retag or drop them before a release")
+    if problems:
+        print(f"problems ({len(problems)}):\n" + "\n".join(f"  {p}" for p in problems[:20]))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m annotation.library", description=__doc__.split("\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    for name, what in (("push", "make or top up the review project"), ("pull", "write LIBRARY/review.jsonl")):
+        sub = commands.add_parser(name, help=what)
+        add_workspace(sub)
+        add_sounds(sub, "the sound library (default: the workspace build's mix.sounds)")
+        sub.add_argument("--project", help="the review project's exact title (default: the recorded one, else "
+                                           "'AOR-Bench <workspace name> — library review')")
+        if name == "push":
+            sub.add_argument("--overlap", type=int, default=3, help="reviewers per clip (default 3)")
+            sub.add_argument("--draws", type=int, default=DEFAULT_DRAWS,
+                             help=f"rendered draws of each procedural class (default {DEFAULT_DRAWS})")
+        add_server_args(sub)
+    args = parser.parse_args(argv)
+    return push(args) if args.command == "push" else pull(args)
+
+
+if __name__ == "__main__":
+    run_main(main, sys.argv[1:])

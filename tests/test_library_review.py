@@ -1,0 +1,199 @@
+"""The library review against a real Label Studio (python -m annotation.library push|pull, the scripted
+demo reviewers), and release.export's gate on clips the review did not confirm."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import soundfile as sf
+
+from annotation import demo_annotators, library
+from annotation.labelstudio import export_tasks, task_keys
+from annotation.library_review import NONE_OF_THESE, REVIEW_FILE, verdict, write_review
+from annotation.protocol import read_task_map
+from annotation.state import read_state
+from construction.core.workspace import Workspace, sha256_file
+from construction.sounds.library import read_catalog, write_catalog
+from release.export import main as export_main
+from tests.annotation_helpers import accounts, admin, annotate, cli, ls, tokens  # noqa: F401 (fixtures)
+from tests.conftest import noise_library
+from tests.test_release import make_workspace
+
+RATERS = ("rater-1@example.com", "rater-2@example.com", "rater-3@example.com")
+
+
+def served_workspace(root: Path, served: Path) -> Workspace:
+    """A workspace whose audio dir lies under the server's document root (never the workspace itself)."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "audio").symlink_to(tempfile.mkdtemp(dir=served, prefix="library-"))
+    return Workspace(root)
+
+
+def review_push(ls, ws: Workspace, sounds: Path, capsys, *extra: str) -> tuple[int, str, str]:
+    return cli(library.main, "push", "--workspace", str(ws.root), "--sounds", str(sounds), "--data-dir",
+               str(ls.data_dir), *extra, capsys=capsys)
+
+
+def review_pull(ls, ws: Workspace, sounds: Path, capsys) -> dict[str, dict]:
+    code, out, err = cli(library.main, "pull", "--workspace", str(ws.root), "--sounds", str(sounds), "--data-dir",
+                         str(ls.data_dir), capsys=capsys)
+    assert code == 0, err
+    return {line["clip_id"]: line for line in map(json.loads, (sounds / REVIEW_FILE).read_text().splitlines())}
+
+
+def clip_tasks(admin, ws: Workspace) -> dict[str, int]:
+    """clip id -> its task id in the review project."""
+    project_id = read_state(ws)[library.STATE_KEY]["id"]
+    mapping = read_task_map(ws)
+    return {mapping[key][0].split("@")[0]: ids[0] for key, ids in task_keys(admin, project_id).items()}
+
+
+def test_push_shows_only_audio_and_answers_make_the_review(ls, admin, accounts, tmp_path, capsys):  # noqa: F811
+    sounds = noise_library(tmp_path / "lib", prefix="lib-")
+    ws = served_workspace(tmp_path / "ws", ls.document_root)
+    code, out, err = review_push(ls, ws, sounds, capsys, "--project", "Library review test")
+    assert code == 0, err
+    assert "imported 3 new task(s)" in out
+
+    project_id = read_state(ws)[library.STATE_KEY]["id"]
+    tasks = export_tasks(admin, project_id)
+    assert len(tasks) == 3
+    project = admin.client.projects.get(project_id)
+    catalog, _ = read_catalog(sounds)
+    secret = [c.clip_id for c in catalog] + [c.path for c in catalog] + [c.attribution for c in catalog]
+    for task in tasks:
+        assert set(task["data"]) == {"audio", "key"}
+        shown = json.dumps(task["data"]) + project.label_config + (project.expert_instruction or "")
+        assert not [s for s in secret if s in shown], shown
+    assert "None of these" in project.label_config and "game, film or shooting-range gunshots" in project.label_config
+    assert project.maximum_annotations == 3
+
+    code, out, _ = review_push(ls, ws, sounds, capsys)  # idempotent: the recorded project, nothing new
+    assert code == 0 and "imported 0 new task(s), 3 already there, 3 in total" in out
+    assert len(export_tasks(admin, project_id)) == 3
+    assert sorted(p.name for p in sounds.iterdir()) == sorted([*(f"{t}.wav" for t in ("gunfire", "explosion",
+                                                                                      "sizzle")), "catalog.jsonl"])
+
+    task_of = clip_tasks(admin, ws)
+    answers = {"lib-gunfire": ("gunfire", "gunfire", "gunfire"),  # all three name it
+               "lib-explosion": ("explosion", NONE_OF_THESE, "gunfire"),  # 1 of 3
+               "lib-sizzle": ("sizzle", "kitchen", "sizzle")}  # 2 of 3: confirmed
+    for clip_id, given in answers.items():
+        for email, label in zip(RATERS, given, strict=True):
+            annotate(accounts[email], task_of[clip_id], label)
+    review = review_pull(ls, ws, sounds, capsys)
+    assert {c: (r["reviewers"], r["named"], r["confirmed"]) for c, r in review.items()} == {
+        "lib-gunfire": (3, 3, True), "lib-explosion": (3, 1, False), "lib-sizzle": (3, 2, True)}
+    for clip in catalog:
+        line = review[clip.clip_id]
+        assert line["sha256"] == clip.sha256 and line["demo"] == 0 and line["procedural"] == ""
+        assert all(who.startswith("ann-") for who in line["answers"])  # pseudonyms, never an email
+    assert "example.com" not in (sounds / REVIEW_FILE).read_text()
+
+    # a clip whose file changed is unreviewed again, and the next push gives it a task of its own
+    rng = np.random.default_rng(11)
+    sf.write(sounds / "sizzle.wav", (0.2 * rng.standard_normal(16000 * 4)).astype(np.float32), 16000,
+             subtype="PCM_16")
+    write_catalog(sounds, [c.model_copy(update={"sha256": sha256_file(sounds / "sizzle.wav")})
+                           if c.clip_id == "lib-sizzle" else c for c in catalog])
+    review = review_pull(ls, ws, sounds, capsys)
+    assert (review["lib-sizzle"]["reviewers"], review["lib-sizzle"]["confirmed"]) == (0, False)
+    assert review["lib-gunfire"]["confirmed"]
+    code, out, _ = review_push(ls, ws, sounds, capsys)
+    assert code == 0 and "imported 1 new task(s), 2 already there, 4 in total" in out
+
+
+def test_scripted_reviewers_are_demo_and_deterministic(ls, tmp_path, capsys):  # noqa: F811
+    sounds = noise_library(tmp_path / "lib", prefix="demo-")
+    ws = served_workspace(tmp_path / "ws", ls.document_root)
+    code, _, err = review_push(ls, ws, sounds, capsys, "--project", "Library review demo")
+    assert code == 0, err
+    args = ("--workspace", str(ws.root), "--library", "--data-dir", str(ls.data_dir))
+    code, out, err = cli(demo_annotators.main, *args, capsys=capsys)
+    assert code == 0, err
+    assert "submitted 9 answer(s)" in out
+    code, out, _ = cli(demo_annotators.main, *args, capsys=capsys)
+    assert code == 0 and "submitted 0 answer(s)" in out  # a rerun answers nothing twice
+    review = review_pull(ls, ws, sounds, capsys)
+    assert all(line["reviewers"] == 3 and line["demo"] == 3 for line in review.values())
+    # seed 0: 7 of the 9 answers name the clip's own tag (the truth is mostly it; the raters err at 5-20 %)
+    named = sum(line["named"] for line in review.values())
+    assert named >= 6, review
+    assert sum(line["confirmed"] for line in review.values()) >= 2
+
+
+def test_server_down_and_wrong_token_are_clear_errors(ls, tmp_path, capsys, monkeypatch):  # noqa: F811
+    sounds = noise_library(tmp_path / "lib", prefix="err-")
+    ws = served_workspace(tmp_path / "ws", ls.document_root)
+    code, _, err = cli(library.main, "push", "--workspace", str(ws.root), "--sounds", str(sounds),
+                       "--url", "http://127.0.0.1:9", capsys=capsys)
+    assert code == 2 and "cannot reach Label Studio at http://127.0.0.1:9" in err
+    monkeypatch.setenv("LABEL_STUDIO_API_KEY", "wrong-token-0000")
+    for command in ("push", "pull"):
+        code, _, err = cli(library.main, command, "--workspace", str(ws.root), "--sounds", str(sounds),
+                           "--data-dir", str(ls.data_dir), capsys=capsys)
+        assert code == 2 and "rejected the API token" in err and "wrong-token" not in err
+    assert not (sounds / REVIEW_FILE).exists()
+    assert not (ws.root / "library_review_items.json").exists()
+
+
+# ----------------------------------------------------------------------------------------------
+# the release gate (no server: the review file as pull writes it)
+# ----------------------------------------------------------------------------------------------
+
+USED = ("clip-0", "clip-1", "clip-2", "clip-kitchen")  # the clips tests.test_release's workspace mixes
+
+
+def write_test_review(ws: Workspace, confirmed: dict[str, bool], demo: bool) -> None:
+    """LIBRARY/review.jsonl for the fixture's library (its config's mix.sounds), through write_review."""
+    lines = []
+    for clip_id, ok in confirmed.items():
+        answers = {f"ann-{k}": "gunfire" if ok or k == 0 else NONE_OF_THESE for k in range(3)}
+        lines.append({"clip_id": clip_id, "sha256": "0" * 64, "tags": ["gunfire"], "procedural": "",
+                      "answers": answers, **verdict(answers, ["gunfire"]), "demo": 3 if demo else 0})
+    (ws.root / "sounds").mkdir(exist_ok=True)
+    write_review(ws.root / "sounds", lines)
+
+
+def test_release_refuses_unconfirmed_clips_unless_told(tmp_path, capsys):
+    ws = make_workspace(tmp_path / "ws", n=6)
+    out = tmp_path / "out"
+    code, _, err = cli(export_main, "--workspace", str(ws.root), "--out", str(out), capsys=capsys)
+    assert code == 2 and "4 of 4 background clip(s)" in err and "--allow-unreviewed-sounds" in err
+    assert "python -m annotation.library push" in err and not out.exists()
+
+    write_test_review(ws, {c: c != "clip-1" for c in USED}, demo=True)
+    code, _, err = cli(export_main, "--workspace", str(ws.root), "--out", str(out), capsys=capsys)
+    assert code == 2 and "1 of 4 background clip(s)" in err and "clip-1: 1 of 3 reviewer(s)" in err
+    assert not out.exists()
+
+    code, _, err = cli(export_main, "--workspace", str(ws.root), "--out", str(out), "--allow-unreviewed-sounds",
+                       capsys=capsys)
+    assert code == 0, err
+    info = json.loads((out / "release.json").read_text())["sound_review"]
+    assert (info["used"], info["used_unconfirmed"], info["confirmed"], info["reviewed"]) == (4, 1, 3, 4)
+    assert info["allowed_unreviewed"] is True and info["demo_answers"] == 12 and info["human_answers"] == 0
+    card = (out / "README.md").read_text()
+    assert "4 library clips were reviewed by ear" in card and "by scripted demo reviewers; 3 confirmed" in card
+    assert "1 of them not confirmed (exported with `--allow-unreviewed-sounds`)" in card
+
+
+def test_release_of_confirmed_clips_passes_and_a_changed_clip_is_refused(tmp_path, capsys):
+    ws = make_workspace(tmp_path / "ws", n=6)
+    write_test_review(ws, dict.fromkeys(USED, True), demo=False)
+    code, _, err = cli(export_main, "--workspace", str(ws.root), "--out", str(tmp_path / "out"), capsys=capsys)
+    assert code == 0, err
+    info = json.loads((tmp_path / "out" / "release.json").read_text())["sound_review"]
+    assert (info["used_unconfirmed"], info["allowed_unreviewed"], info["demo_answers"]) == (0, False, 0)
+    assert "by people; 4 confirmed" in (tmp_path / "out" / "README.md").read_text()
+
+    lines = [json.loads(line) for line in (ws.root / "sounds" / REVIEW_FILE).read_text().splitlines()]
+    for line in lines:  # the review heard another file than the one clip-2's recipe mixed
+        if line["clip_id"] == "clip-2":
+            line["sha256"] = "1" * 64
+    write_review(ws.root / "sounds", lines)
+    code, _, err = cli(export_main, "--workspace", str(ws.root), "--out", str(tmp_path / "again"), capsys=capsys)
+    assert code == 2 and "clip-2: changed since it was reviewed" in err
