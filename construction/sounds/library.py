@@ -173,6 +173,8 @@ class Clip(BaseModel):
     source: str = ""  # which corpus or package it came from
     kind: Kind | None = None  # bed | event; None only in catalogs older than the field (filled on load)
     labels: list[str] = Field(default_factory=list)  # descriptive words beside the taxonomy tags
+    # how the tags were established: file_name, package_record, measurement, review (a person heard it)
+    tag_source: list[str] = Field(default_factory=list)
     lufs: float | None = None  # as measured when the clip was cut or imported
     peak_dbfs: float | None = None
     active_fraction: float | None = None

@@ -18,6 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from construction.core.errors import WorkbenchError
 from construction.sounds.licences import normalise_licence
 
+TagSource = Literal["file_name", "package_record", "measurement", "review"]
+
 DEFAULT_SOURCES = Path(str(resources.files("construction") / "data" / "starter_sounds.yaml"))
 
 
@@ -58,6 +60,11 @@ class ClipSpec(BaseModel):
     title: str
     tags: list[str] = Field(min_length=1)
     labels: list[str] = Field(default_factory=list)
+    # How the tags were established, so a reviewer knows which rest on a name only: the file or entry
+    # name, the package's own record (entry text, copyright comment, credits), a measurement made on
+    # the audio (duration, spectral centroid, energy split, onset count), or a person's review by ear.
+    # The sources file must give it for every clip (StarterSources checks); a lone ClipSpec may omit it.
+    tag_source: list[TagSource] = Field(default_factory=list)
     kind: Literal["bed", "event"] | None = None
     licence: str
     attribution: str = Field(min_length=1)
@@ -84,6 +91,9 @@ class StarterSources(BaseModel):
         for clip in self.clips:
             if clip.source not in self.sources:
                 raise ValueError(f"clip '{clip.id}' names unknown source '{clip.source}'")
+            if not clip.tag_source:
+                raise ValueError(f"clip '{clip.id}' has no tag_source (how its tags were established: "
+                                 "file_name, package_record, measurement, review)")
             if normalise_licence(clip.licence) != clip.licence:
                 raise ValueError(f"clip '{clip.id}' has licence '{clip.licence}', not a known SPDX-like id")
         return self

@@ -185,7 +185,8 @@ def build_starter_library(out: str | Path, sources_path: str | Path = DEFAULT_SO
             atomic_write_bytes(target, data)
             written += 1
         labels = sorted(set(spec.labels) | {t for t in spec.tags if t not in vocab_desc})
-        clips.append(Clip(clip_id=spec.id, path=rel.as_posix(), tags=tags, labels=labels, kind=kind,
+        clips.append(Clip(clip_id=spec.id, path=rel.as_posix(), tags=tags, labels=labels,
+                          tag_source=list(spec.tag_source), kind=kind,
                           duration_s=final_m.duration_s, sample_rate=rate, licence=spec.licence,
                           attribution=spec.attribution, source_url=spec.source_url, sha256=sha,
                           title=spec.title, source=spec.source, lufs=final_m.lufs, peak_dbfs=final_m.peak_dbfs,
