@@ -6,12 +6,15 @@ said; then the speech with the scene continuing UNDER it at `snr_db` (3-15 dB); 
 again for `scene_after_s` (short for lead_in, longest for tail: the scene answers the speech). The level
 changes are ramped over `fade_s`.
 
-Every DEFINING sound of the sample's scene is rendered (one clip each, layered at equal loudness);
-SUPPORT sounds come in `support_level_db` lower when the library has them. A bed (ambience, crowd,
-music) plays throughout, looped with crossfades when it is short; a one-shot event (a shot, a bell, a
-pop) is scattered as separate copies with gaps and small level changes, never looped into a buzz.
-Each sound gets the least-used clip of its tag in the sample's category, so use is as even as the
-library allows (construction.sounds.scenes.assign_clips).
+Every DEFINING sound of the sample's scene is rendered (one clip each, or several distinct ones for a
+multi-source tag, layered at equal loudness but for each use's variation gain of a few dB); SUPPORT
+sounds come in `support_level_db` lower when the library has them. A bed (ambience, crowd, music) plays
+throughout from one take of its recording, looped with crossfades when it is short; a one-shot event (a
+shot, a bell, a pop) comes as the scene's pattern says (construction.text.taxonomy EventPattern: single,
+pair, burst, continuous copies with gaps, then-ordered), never looped into a buzz, and one copy is always
+heard with the speech. Each sound gets the least-used RECORDING of its tag in the sample's category, then
+its least-used take (construction.sounds.scenes.assign_clips), and every use varies gain, tilt, speed
+and room (construction.sounds.variation), applied before the loudness is measured.
 
 The mix is data before it is audio: the recipe (clips and their placement, levels, seed) is drawn from
 the sample id and seed alone, and stored on the sample; the same recipe gives the same bytes.
@@ -177,11 +180,12 @@ class MixStage:
         licence, minimum = self.config.release_licence, self.config.mix.min_clips_per_defining_tag
         thin = thin_tags(samples, self.taxonomy, self.library, licence, minimum)
         if thin:
-            lines = [f"  {tag}: {n} clip(s), needed by {', '.join(scenes[:4])}{' ...' if len(scenes) > 4 else ''}"
+            lines = [f"  {tag}: {n} recording(s), needed by {', '.join(scenes[:4])}{' ...' if len(scenes) > 4 else ''}"
                      for tag, (n, scenes) in thin.items()]
             raise WorkbenchError(
                 f"the sound library {self.library.root} is too thin for a release: these defining sounds have "
-                f"fewer than mix.min_clips_per_defining_tag = {minimum} clips under {licence}:\n" + "\n".join(lines)
+                f"fewer than mix.min_clips_per_defining_tag = {minimum} distinct recordings (or a procedural class) "
+                f"under {licence}:\n" + "\n".join(lines)
                 + "\nadd clips (python -m construction.sounds import ...), or lower the setting for a demo "
                 "build (the dataset card then says so)")
         self.assignment = assign_clips(samples, self.taxonomy, self.library, licence, self.config.seed,

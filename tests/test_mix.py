@@ -261,7 +261,7 @@ def test_a_thin_library_is_refused_for_a_release_build(tmp_path, library):
     proc = run_module("construction.mix", "--workspace", str(ws.root), "--sounds", str(library), "--jobs", "1",
                       "--config", str(config))
     assert proc.returncode == 2 and "too thin for a release" in proc.stderr
-    assert "crowd_cheer: 1 clip(s), needed by vg_arena" in proc.stderr and "gunfire: 1 clip(s)" in proc.stderr
+    assert "crowd_cheer: 1 recording(s), needed by vg_arena" in proc.stderr and "gunfire: 1 recording(s)" in proc.stderr
     assert not ws.manifest_path("mix").exists() or ws.manifest_path("mix").read_text() == ""
 
 
