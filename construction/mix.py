@@ -6,12 +6,15 @@ said; then the speech with the scene continuing UNDER it at `snr_db` (3-15 dB); 
 again for `scene_after_s` (short for lead_in, longest for tail: the scene answers the speech). The level
 changes are ramped over `fade_s`.
 
-Every DEFINING sound of the sample's scene is rendered (one clip each, layered at equal loudness);
-SUPPORT sounds come in `support_level_db` lower when the library has them. A bed (ambience, crowd,
-music) plays throughout, looped with crossfades when it is short; a one-shot event (a shot, a bell, a
-pop) is scattered as separate copies with gaps and small level changes, never looped into a buzz.
-Each sound gets the least-used clip of its tag in the sample's category, so use is as even as the
-library allows (construction.sounds.scenes.assign_clips).
+Every DEFINING sound of the sample's scene is rendered (one clip each, or several distinct ones for a
+multi-source tag, layered at equal loudness but for each use's variation gain of a few dB); SUPPORT
+sounds come in `support_level_db` lower when the library has them. A bed (ambience, crowd, music) plays
+throughout from one take of its recording, looped with crossfades when it is short; a one-shot event (a
+shot, a bell, a pop) comes as the scene's pattern says (construction.text.taxonomy EventPattern: single,
+pair, burst, continuous copies with gaps, then-ordered), never looped into a buzz, and one copy is always
+heard with the speech. Each sound gets the least-used RECORDING of its tag in the sample's category, then
+its least-used take (construction.sounds.scenes.assign_clips), and every use varies gain, tilt, speed
+and room (construction.sounds.variation), applied before the loudness is measured.
 
 The mix is data before it is audio: the recipe (clips and their placement, levels, seed) is drawn from
 the sample id and seed alone, and stored on the sample; the same recipe gives the same bytes.
@@ -38,6 +41,9 @@ from construction.core.errors import WorkbenchError
 from construction.core.record import MixRecipe, Sample, SceneSound, stable_seed
 from construction.core.runner import print_summary, run_configured
 from construction.sounds.library import loudness_lufs
+from construction.sounds.scenes import Pick, scene_sounds, take_span
+from construction.sounds.variation import change_rate, colour, draw_variation
+from construction.text.taxonomy import EventPattern
 from construction.core.workspace import Rejected, Workspace, require_manifest
 
 STAGE = "mix"
@@ -85,22 +91,46 @@ def event_track(clip: np.ndarray, length: int, onsets: list[int], gains_db: list
 
 
 def draw_onsets(rng: random.Random, event_s: float, total_s: float, speech: tuple[float, float],
-                cfg: MixConfig) -> list[float]:
-    """Where each copy of a one-shot starts: the first within 0.4 s (so the scene is heard alone), then
-    one after another, each after the last has ended and a gap; one copy always plays under the speech
-    (`speech`: its start and end, s), so the scene is never absent while the words are said."""
-    onsets, t, heard_under = [], rng.uniform(0.05, 0.4), False
+                cfg: MixConfig, pattern: str = "continuous", *, count: int | None = None, not_before: float = 0.0,
+                lead: bool = False) -> list[float]:
+    """Where each copy of a one-shot starts (`speech`: its start and end, s), as the scene's pattern says.
+
+    continuous: the first copy within 0.4 s (so the scene is heard alone), then one after another, each
+    after the last has ended and a gap. burst: the same with strings of `count` (3-5) rapid copies in
+    place of single copies. single / pair: one copy, or two a gap apart. A copy is always heard with the
+    speech: one plays under it, or (single, pair) right before it; `lead` puts the single right before
+    the speech (ending 0.1-0.5 s before it), for a scene with nothing else to hear alone. `not_before`:
+    nothing starts earlier (a then-ordered sound), unless that would keep it from the speech."""
     start, end = speech
     enough = 0.5 * min(event_s, end - start)  # a copy is heard under the speech if it overlaps this much
+    latest = max(start, end - enough)  # the last onset still heard under the speech
+    if pattern in ("single", "pair"):
+        low = max(0.05, not_before, start - event_s - 0.5)
+        high = max(0.05, start - event_s - 0.1) if lead else latest
+        low = min(low, latest)
+        first = round(rng.uniform(low, max(low, min(high, latest))), 3)
+        if pattern == "single":
+            return [first]
+        gap = event_s + rng.uniform(cfg.event_gap_s_min, cfg.event_gap_s_max)
+        second = first + gap if first + gap < total_s - 0.1 or first - gap < max(0.05, not_before) else first - gap
+        return sorted([first, round(second, 3)])
+    unit = [0.0]
+    if pattern == "burst":  # a string of rapid copies plays as one unit
+        for _ in range((count or rng.randint(3, 5)) - 1):
+            unit.append(round(unit[-1] + rng.uniform(*cfg.burst_spacing_s), 3))
+    unit_s = unit[-1] + event_s
+    enough = 0.5 * min(unit_s, end - start)
+    starts, heard_under = [], False
+    t = not_before + rng.uniform(0.05, 0.4) if not_before else rng.uniform(0.05, 0.4)
     while t < total_s - 0.1:
-        if not heard_under and t > end - enough:  # the gap jumped over the speech: put a copy inside it
-            t = start + rng.uniform(0, (end - start) / 2)
-        onsets.append(round(t, 3))
-        heard_under = heard_under or min(t + event_s, end) - max(t, start) >= enough
-        t += event_s + rng.uniform(cfg.event_gap_s_min, cfg.event_gap_s_max)
+        if not heard_under and t > end - enough:  # the gap jumped over the speech: put a unit inside it
+            t = min(max(not_before, start + rng.uniform(0, (end - start) / 2)), max(start, end - enough))
+        starts.append(t)
+        heard_under = heard_under or min(t + unit_s, end) - max(t, start) >= enough
+        t += unit_s + rng.uniform(cfg.event_gap_s_min, cfg.event_gap_s_max)
     if not heard_under:  # the last gap ran past the clip's end
-        onsets = sorted(onsets + [round(start + rng.uniform(0, (end - start) / 2), 3)])
-    return onsets
+        starts.append(min(max(not_before, start + rng.uniform(0, (end - start) / 2)), max(start, end - enough)))
+    return sorted({round(u + d, 3) for u in starts for d in unit if u + d < total_s - 0.05})
 
 
 def envelope(total: int, alone: int, speech: int, alone_db: float, under_db: float, fade: int) -> np.ndarray:
@@ -150,14 +180,16 @@ class MixStage:
         licence, minimum = self.config.release_licence, self.config.mix.min_clips_per_defining_tag
         thin = thin_tags(samples, self.taxonomy, self.library, licence, minimum)
         if thin:
-            lines = [f"  {tag}: {n} clip(s), needed by {', '.join(scenes[:4])}{' ...' if len(scenes) > 4 else ''}"
+            lines = [f"  {tag}: {n} recording(s), needed by {', '.join(scenes[:4])}{' ...' if len(scenes) > 4 else ''}"
                      for tag, (n, scenes) in thin.items()]
             raise WorkbenchError(
                 f"the sound library {self.library.root} is too thin for a release: these defining sounds have "
-                f"fewer than mix.min_clips_per_defining_tag = {minimum} clips under {licence}:\n" + "\n".join(lines)
+                f"fewer than mix.min_clips_per_defining_tag = {minimum} distinct recordings (or a procedural class) "
+                f"under {licence}:\n" + "\n".join(lines)
                 + "\nadd clips (python -m construction.sounds import ...), or lower the setting for a demo "
                 "build (the dataset card then says so)")
-        self.assignment = assign_clips(samples, self.taxonomy, self.library, licence, self.config.seed)
+        self.assignment = assign_clips(samples, self.taxonomy, self.library, licence, self.config.seed,
+                                       self.config.mix.take_s)
         self._audio: dict[str, np.ndarray] = {}
 
     def _clip_audio(self, clip) -> np.ndarray:
@@ -168,8 +200,6 @@ class MixStage:
     def recipe(self, sample: Sample, speech_s: float, attempt: int = 0) -> MixRecipe | str:
         """Draw the recipe from the sample id, seed and attempt alone, so run order never matters.
         Layer gains are left at 0: mix_one sets them from the clips' loudness."""
-        from construction.sounds.scenes import scene_sounds
-
         cfg: MixConfig = self.config.mix
         seed = stable_seed("mix", self.config.seed, sample.sample_id, *([attempt] if attempt else []))
         rng = random.Random(seed)
@@ -179,7 +209,7 @@ class MixStage:
             from construction.sounds.scenes import assign_clips
 
             chosen = assign_clips([sample], self.taxonomy, self.library, self.config.release_licence,
-                                  self.config.seed)[sample.sample_id]
+                                  self.config.seed, cfg.take_s)[sample.sample_id]
         missing = [t for t in defining if t not in chosen]
         if missing:
             return (f"no_background: no clip for the defining sound(s) {missing} of scene "
@@ -189,33 +219,85 @@ class MixStage:
         alone_s = round(rng.uniform(cfg.scene_alone_s_min, cfg.scene_alone_s_max), 2)
         after_s = round(rng.uniform(*cfg.after_s[sample.placement]), 2)
         total_s = alone_s + speech_s + after_s
-        sounds = []
-        for tag, role in [(t, "defining") for t in defining] + [(t, "support") for t in support if t in chosen]:
-            clip = chosen[tag]
-            sound = SceneSound(clip_id=clip.clip_id, sha256=clip.sha256, tag=tag, role=role, kind=clip.kind,
-                               clip_tags=list(clip.tags), licence=clip.licence, attribution=clip.attribution,
-                               source_url=clip.source_url)
-            if clip.kind == "bed":
-                spare = clip.duration_s - total_s
-                sound.offset_s = round(rng.uniform(0, spare), 3) if spare > 0 else 0.0
-            else:
-                sound.onsets_s = draw_onsets(rng, clip.duration_s, total_s, (alone_s, alone_s + speech_s), cfg)
-            sounds.append(sound)
+        sounds = self.place_sounds(sample, chosen, rng, total_s, (alone_s, alone_s + speech_s))
         return MixRecipe(scene_id=sample.scene_id, sounds=sounds, placement=sample.placement, snr_db=snr_db,
                          scene_level_db=level_db, scene_alone_s=alone_s, scene_after_s=after_s,
                          speech_lufs=cfg.speech_lufs, alone_gain_db=0.0, under_gain_db=0.0, fade_s=cfg.fade_s,
                          seed=seed)
 
+    def place_sounds(self, sample: Sample, chosen: dict[str, list[Pick]], rng: random.Random, total_s: float,
+                     speech: tuple[float, float]) -> list[SceneSound]:
+        """Every picked clip placed: a bed's offset inside its take, an event's onsets as the scene's
+        pattern says, and each use's variation. Sounds that come `after` another are placed after it; if
+        nothing in the scene would play alone before the speech (no bed, no continuous sound), the first
+        single sound goes right before the speech (construction.mix.draw_onsets)."""
+        cfg: MixConfig = self.config.mix
+        home = self.taxonomy.scene_home.get(sample.scene_id or "")
+        spec = (lambda tag: home[1].event(tag)) if home else (lambda tag: EventPattern())
+        defining, support = scene_sounds(sample, self.taxonomy)
+        roles = [(t, "defining") for t in defining] + [(t, "support") for t in support if t in chosen]
+        present = {t for t, _ in roles}
+
+        def after(tag: str) -> str | None:
+            return spec(tag).after if spec(tag).after in present else None
+
+        def depth(tag: str) -> int:
+            return 0 if after(tag) is None else 1 + depth(after(tag))
+
+        early = any(p.clip.kind == "bed" or (spec(t).pattern in ("continuous", "burst") and after(t) is None)
+                    for t, _ in roles for p in chosen[t])
+        lead = None if early else next(t for t, _ in roles if after(t) is None)
+        ready: dict[str, float] = {}  # tag -> when a sound ordered after it may start
+        placed: dict[str, list[SceneSound]] = {}
+        for tag, role in sorted(roles, key=lambda tr: depth(tr[0])):
+            pattern = spec(tag)
+            placed[tag] = []
+            for n, pick in enumerate(chosen[tag]):
+                clip = pick.clip
+                variation = draw_variation(rng, cfg)
+                sound = SceneSound(clip_id=clip.clip_id, sha256=clip.sha256, tag=tag, role=role, kind=clip.kind,
+                                   clip_tags=list(clip.tags), licence=clip.licence, attribution=clip.attribution,
+                                   source_url=clip.source_url, recording=pick.recording, take=pick.take,
+                                   variation=variation)
+                if clip.kind == "bed":
+                    start, end = take_span(clip, pick.take, cfg.take_s)
+                    spare = (end - start) - total_s * variation["rate"]
+                    sound.offset_s = round(start + (rng.uniform(0, spare) if spare > 0 else 0.0), 3)
+                    ready[tag] = min(ready.get(tag, 0.2), 0.2)
+                else:
+                    event_s = clip.duration_s / variation["rate"]
+                    sound.pattern = pattern.pattern
+                    not_before = ready.get(after(tag), 0.0) if after(tag) else 0.0
+                    sound.onsets_s = draw_onsets(rng, event_s, total_s, speech, cfg, pattern.pattern,
+                                                 count=pattern.count, not_before=not_before,
+                                                 lead=tag == lead and n == 0)
+                    first = sound.onsets_s[0] + min(event_s, 1.0) + 0.2  # a beat after its first copy
+                    ready[tag] = min(ready.get(tag, first), first)
+                placed[tag].append(sound)
+        return [sound for tag, _ in roles for sound in placed[tag]]
+
     def layer(self, sound: SceneSound, total: int, rng_seed: int) -> np.ndarray:
         """One scene sound as placed in the clip, before its gain."""
         cfg, sr = self.config.mix, self.config.sample_rate
-        audio = self._clip_audio(self.library.get(sound.clip_id))
+        clip = self.library.get(sound.clip_id)
+        audio = self._clip_audio(clip)
+        rate = float(sound.variation.get("rate", 1.0))
         if sound.kind == "bed":
-            return bed_track(audio, total, int(sound.offset_s * sr), int(cfg.crossfade_s * sr))
-        # the copies' level changes come from the recipe's seed, like everything else
-        jitter = random.Random(stable_seed("jitter", rng_seed, sound.clip_id))
-        gains = [round(jitter.uniform(-cfg.event_jitter_db, cfg.event_jitter_db), 2) for _ in sound.onsets_s]
-        return event_track(audio, total, [int(t * sr) for t in sound.onsets_s], gains, int(cfg.fade_s * sr))
+            # read from the take (a recipe without variation predates takes: the whole clip), at the varied
+            # speed: `rate` times as much source, resampled to the mixture's length
+            start, end = take_span(clip, sound.take, cfg.take_s) if sound.variation else (0.0, clip.duration_s)
+            take = audio[int(start * sr):max(int(start * sr) + 1, int(end * sr))]
+            need = int(np.ceil(total * rate)) + 8
+            track = bed_track(take, need, int((sound.offset_s - start) * sr), int(cfg.crossfade_s * sr))
+            track = change_rate(track, rate, sr)
+            track = np.pad(track, (0, max(0, total - track.size)))[:total]
+        else:
+            # the copies' level changes come from the recipe's seed, like everything else
+            jitter = random.Random(stable_seed("jitter", rng_seed, sound.clip_id))
+            gains = [round(jitter.uniform(-cfg.event_jitter_db, cfg.event_jitter_db), 2) for _ in sound.onsets_s]
+            track = event_track(change_rate(audio, rate, sr), total, [int(t * sr) for t in sound.onsets_s], gains,
+                                int(cfg.fade_s * sr))
+        return colour(track, sound.variation, sr)
 
     def mix_one(self, sample: Sample, attempt: int = 0) -> Sample | Rejected:
         cfg: MixConfig = self.config.mix
@@ -246,7 +328,8 @@ class MixStage:
             if not np.isfinite(level):
                 return Rejected(sample, f"silent_background: clip {sound.clip_id} is silent where it is placed")
             # defining sounds at equal loudness, support sounds below them
-            sound.gain_db = round(recipe.speech_lufs - level + (cfg.support_level_db if sound.role == "support" else 0), 3)
+            sound.gain_db = round(recipe.speech_lufs - level + (cfg.support_level_db if sound.role == "support" else 0)
+                                  + float(sound.variation.get("gain_db", 0.0)), 3)
             scene += track * 10 ** (sound.gain_db / 20)
         # measured where the envelope is flat: the scene alone between the fade-in and the ramp down, and
         # the scene under the speech
@@ -268,13 +351,22 @@ class MixStage:
         return [self.mix_one(sample) for sample in batch]
 
     def extra_stats(self, ws: Workspace) -> dict[str, Any]:
-        return mix_stats(ws, self.config)
+        from construction.sounds.scenes import is_procedural, open_library
+
+        library = getattr(self, "library", None) or open_library(self.config.mix.sounds)  # workers ran setup
+        return mix_stats(ws, self.config, frozenset(c.clip_id for c in library.clips if is_procedural(c)))
 
 
-def mix_stats(ws: Workspace, config: Config) -> dict[str, Any]:
-    """What was mixed: clips per category and scene (distinct, top share), levels, scene-alone time."""
+def mix_stats(ws: Workspace, config: Config, procedural: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """What was mixed: per category and scene the distinct clips, RECORDINGS (clips cut from one recording
+    count once) and TAKES, and the top clip's and top recording's share of the samples; per category and
+    defining sound the recordings, takes and procedural draws (`procedural`: the clip ids that are
+    procedural classes); levels and scene-alone time."""
     per_category: dict[str, Counter] = defaultdict(Counter)
     per_scene: dict[str, Counter] = defaultdict(Counter)
+    recordings: dict[str, Counter] = defaultdict(Counter)
+    takes: dict[str, set] = defaultdict(set)
+    defining: dict[str, dict[str, dict[str, set]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(set)))
     n_category: Counter = Counter()
     n_scene: Counter = Counter()
     snrs, alone = [], []
@@ -284,6 +376,15 @@ def mix_stats(ws: Workspace, config: Config) -> dict[str, Any]:
         for clip in {sound.clip_id for sound in s.mix.sounds}:
             per_category[s.category][clip] += 1
             per_scene[s.mix.scene_id or "-"][clip] += 1
+        for recording in {sound.recording or sound.clip_id for sound in s.mix.sounds}:
+            recordings[s.category][recording] += 1
+        for sound in s.mix.sounds:
+            take = (sound.clip_id, sound.take)
+            takes[s.category].add(take)
+            if sound.role == "defining":
+                use = defining[s.category][sound.tag]
+                use["procedural" if sound.clip_id in procedural else "recordings"].add(sound.recording or sound.clip_id)
+                use["draws" if sound.clip_id in procedural else "takes"].add(take)
         snrs.append(s.mix.snr_db)
         alone.append(s.mix.scene_alone_s)
 
@@ -293,9 +394,19 @@ def mix_stats(ws: Workspace, config: Config) -> dict[str, Any]:
                 for key, c in sorted(counts.items())}
 
     by_category = use(per_category, n_category)
+    for category, row in by_category.items():
+        top, n = recordings[category].most_common(1)[0]
+        row.update({"distinct_recordings": len(recordings[category]), "distinct_takes": len(takes[category]),
+                    "top_recording": top, "top_recording_share": round(n / n_category[category], 3)})
+    per_sound = {category: {tag: {"recordings": len(u["recordings"]), "takes": len(u["takes"]),
+                                  "procedural_draws": len(u["draws"])} for tag, u in sorted(tags.items())}
+                 for category, tags in sorted(defining.items())}
     cap = config.mix.max_clip_share
     return {"clips_per_category": by_category, "clips_per_scene": use(per_scene, n_scene),
+            "defining_sounds_per_category": per_sound,
             "categories_over_clip_share": sorted(c for c, u in by_category.items() if u["top_clip_share"] > cap),
+            "categories_over_recording_share": sorted(c for c, u in by_category.items()
+                                                      if u["top_recording_share"] > cap),
             "snr_db": {"min": min(snrs), "max": max(snrs), "mean": round(float(np.mean(snrs)), 2)} if snrs else {},
             "scene_alone_s": {"min": min(alone), "share_at_least_1_5_s": round(float(np.mean(np.array(alone) >= 1.5)), 3)}
             if alone else {}}
@@ -304,8 +415,8 @@ def mix_stats(ws: Workspace, config: Config) -> dict[str, Any]:
 def print_mix_summary(stats: dict[str, Any]) -> None:
     print_summary(stats)
     for category, use in stats.get("clips_per_category", {}).items():
-        print(f"  {category:<24} {use['distinct_clips']:>4} distinct clips, top clip {use['top_clip']} "
-              f"in {100 * use['top_clip_share']:.0f} % of its samples")
+        print(f"  {category:<24} {use['distinct_recordings']:>4} recordings, {use['distinct_takes']:>4} takes, top "
+              f"recording {use['top_recording']} in {100 * use['top_recording_share']:.0f} % of its samples")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -127,6 +127,17 @@ class MixConfig(Section):
     event_gap_s_max: float = Field(1.2, ge=0)
     event_jitter_db: float = Field(3.0, ge=0, description="each copy of a one-shot +- this much")
     support_level_db: float = Field(-6.0, le=0, description="support sounds relative to the defining ones")
+    # a long bed is cut into non-overlapping takes this long, each a distinct use (about the longest
+    # mixture: 2.5 s alone + the speech + 2.5 s after); a mixture longer than its take loops within it
+    take_s: float = Field(12.0, gt=0)
+    burst_spacing_s: tuple[float, float] = (0.08, 0.22)  # between the copies of a rapid burst
+    # every use of a clip varies (construction.sounds.variation): gain around its equal-loudness level,
+    # a first-order spectral tilt, a small pitch/time change (resampling) and a short synthetic room
+    vary_gain_db: float = Field(2.0, ge=0)
+    vary_tilt_db: float = Field(3.0, ge=0)
+    vary_rate: float = Field(0.04, ge=0, lt=0.5)
+    room_wet_max: float = Field(0.3, ge=0, le=1)
+    room_rt60_s: tuple[float, float] = (0.2, 0.8)
     peak_dbfs: float = Field(-1.0, le=0)
     max_clip_share: float = Field(0.05, gt=0, le=1, description="reported when a clip exceeds this share "
                                                                  "of its category (draws are as even as possible)")
@@ -137,6 +148,7 @@ class MixConfig(Section):
     def _ranges(self) -> MixConfig:
         pairs = [(self.snr_db_min, self.snr_db_max), (self.scene_level_db_min, self.scene_level_db_max),
                  (self.scene_alone_s_min, self.scene_alone_s_max), (self.event_gap_s_min, self.event_gap_s_max),
+                 self.burst_spacing_s, self.room_rt60_s,
                  *self.after_s.values()]
         if any(low > high for low, high in pairs):
             raise ValueError("a *_min must not exceed its *_max (and after_s ranges are (min, max))")

@@ -54,8 +54,17 @@ class SceneSound(BaseModel):
     licence: str
     attribution: str
     source_url: str = ""
-    offset_s: float = 0.0  # bed: where in the clip reading starts
+    offset_s: float = 0.0  # bed: where in the clip reading starts (inside its take)
     onsets_s: list[float] = Field(default_factory=list)  # event: where each copy starts in the mixture
+    # the recording the clip was cut from (clips of one recording count once when use is balanced and
+    # reported) and which take of it: a long bed is cut into non-overlapping takes of mix.take_s, and no
+    # two samples share a take until every take of the recording is used (a procedural clip: its draw)
+    recording: str = ""
+    take: int = 0
+    # how this use differs from every other use of the take: gain_db, tilt_db, rate, room_wet, room_rt60_s,
+    # room_seed (construction.sounds.variation); empty in recipes older than per-use variation
+    variation: dict[str, float] = Field(default_factory=dict)
+    pattern: str = ""  # event: how its copies come (taxonomy scene `events`: continuous, single, pair, burst)
     gain_db: float = 0.0  # the layer's gain, before the scene's level envelope
 
 

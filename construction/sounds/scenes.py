@@ -3,6 +3,14 @@
 A scene names its DEFINING sounds (the ones that make the speech benign: every one is rendered) and
 optional SUPPORT sounds (taxonomy tags). generate pairs speech only with scenes whose defining sounds
 have clips under the release licence; mix draws the clips so that use is as even as the library allows.
+
+Use is balanced on RECORDINGS, then on TAKES. Clips cut from one recording count as one recording: the
+catalog has no field naming a clip's original file, so clips with the same `source`, `attribution` and
+`source_url` are taken as one recording (the importers name the original sound in the attribution:
+ESC-50's excerpts of one freesound sound share it; every starter clip has its own, so there each clip is
+its own recording). A long bed is cut into non-overlapping takes of mix.take_s: floor(duration / take_s)
+of them (a shorter bed is one take and loops); an event is one take. A procedural clip (Clip.procedural
+non-empty) renders a fresh draw per use: its takes never run out.
 """
 
 from __future__ import annotations
@@ -10,6 +18,7 @@ from __future__ import annotations
 import random
 from collections import Counter, defaultdict
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from construction.core.errors import WorkbenchError
@@ -50,48 +59,134 @@ def unrenderable_scenes(taxonomy: Taxonomy, library: SoundLibrary, licence: str)
             if (missing := [t for t in scene.defining if not available[t]])}
 
 
+def is_procedural(clip: Clip) -> bool:
+    return bool(getattr(clip, "procedural", ""))
+
+
+def recording_ids(clips: Iterable[Clip]) -> dict[str, str]:
+    """clip id -> recording id (the smallest clip id of its recording)."""
+    groups: dict[tuple[str, str, str], list[str]] = defaultdict(list)
+    clips = list(clips)
+    for clip in clips:
+        groups[(clip.source, clip.attribution, clip.source_url)].append(clip.clip_id)
+    out = {}
+    for clip in clips:
+        out[clip.clip_id] = min(groups[(clip.source, clip.attribution, clip.source_url)])
+    return out
+
+
+def take_count(clip: Clip, take_s: float) -> int:
+    """Non-overlapping takes of a bed (a short bed is one take); an event is one take. A procedural
+    clip has no fixed number: 0 means unbounded."""
+    if is_procedural(clip):
+        return 0
+    if clip.kind != "bed":
+        return 1
+    return max(1, int(clip.duration_s // take_s))
+
+
+def take_span(clip: Clip, take: int, take_s: float) -> tuple[float, float]:
+    """(start, end) of a take in the clip, s; the last take runs to the clip's end."""
+    n = take_count(clip, take_s)
+    if n <= 1:
+        return 0.0, clip.duration_s
+    return take * take_s, (clip.duration_s if take == n - 1 else (take + 1) * take_s)
+
+
+def recordings_by_tag(library: SoundLibrary, tags: Iterable[str], licence: str) -> dict[str, int]:
+    """Distinct admitted recordings per tag; a tag with a procedural clip counts as unbounded (a large
+    number: every use is a fresh draw)."""
+    ids = recording_ids(library.clips)
+    out = {}
+    for tag, clips in clips_by_tag(library, tags, licence).items():
+        out[tag] = 10 ** 6 if any(is_procedural(c) for c in clips) else len({ids[c.clip_id] for c in clips})
+    return out
+
+
 def thin_tags(samples: Iterable[Sample], taxonomy: Taxonomy, library: SoundLibrary, licence: str,
               min_clips: int) -> dict[str, tuple[int, list[str]]]:
-    """Defining sounds the samples need that some but fewer than `min_clips` admitted clips carry:
-    tag -> (clips, scenes that need it). (A sound no clip carries is each sample's no_background.)"""
+    """Defining sounds the samples need that some but fewer than `min_clips` admitted RECORDINGS carry
+    (clips cut from one recording count once; a procedural class is always enough): tag -> (recordings,
+    scenes that need it). (A sound no clip carries is each sample's no_background.)"""
     needs: dict[str, set[str]] = defaultdict(set)
     for sample in samples:
         for tag in scene_sounds(sample, taxonomy)[0]:
             needs[tag].add(sample.scene_id or ",".join(sample.background_tags))
-    available = clips_by_tag(library, needs, licence)
-    return {tag: (len(available[tag]), sorted(scenes)) for tag, scenes in sorted(needs.items())
-            if 0 < len(available[tag]) < min_clips}
+    available = recordings_by_tag(library, needs, licence)
+    return {tag: (available[tag], sorted(scenes)) for tag, scenes in sorted(needs.items())
+            if 0 < available[tag] < min_clips}
+
+
+@dataclass(frozen=True)
+class Pick:
+    """One clip dealt to a sample for a tag: which recording and which take of it."""
+
+    clip: Clip
+    recording: str
+    take: int
+
+
+def sources_for(sample: Sample, taxonomy: Taxonomy, tag: str) -> int:
+    """How many distinct clips one sample draws for `tag`: the scene's events say, else the taxonomy's
+    multi_source, else one."""
+    home = taxonomy.scene_home.get(sample.scene_id or "")
+    spec = home[1].events.get(tag) if home else None
+    return (spec.sources if spec and spec.sources else None) or taxonomy.multi_source.get(tag, 1)
 
 
 def assign_clips(samples: Iterable[Sample], taxonomy: Taxonomy, library: SoundLibrary, licence: str,
-                 seed: int) -> dict[str, dict[str, Clip]]:
-    """sample_id -> {tag: clip} for every defining and support sound that has clips. Each sound gets the
-    clip of its tag used least so far in the sample's category (ties broken by a seeded shuffle), so use
-    is as even as the library allows, also where one clip carries two tags (an applause clip that is
-    also a crowd cheer is not dealt for both); samples are taken in order, so extending a build never
-    changes the clips of samples already mixed."""
+                 seed: int, take_s: float = 12.0) -> dict[str, dict[str, list[Pick]]]:
+    """sample_id -> {tag: [picks]} for every defining and support sound that has clips (one pick, or
+    `sources_for` distinct recordings for a multi-source tag). Each sound gets the RECORDING of its tag
+    used least so far in the sample's category (ties broken by a seeded shuffle), then the take of that
+    recording used least in the category and then in the whole build, so no two samples share a take
+    until every take is used. A clip carrying two of the scene's tags is dealt for one only (an applause
+    clip that is also a crowd cheer). Samples are taken in order, so extending a build never changes
+    the clips of samples already mixed."""
+    ids = recording_ids(library.clips)
     position: Counter = Counter()
-    uses: dict[str, Counter] = defaultdict(Counter)  # category -> clip id -> samples it is in
+    uses: dict[str, Counter] = defaultdict(Counter)  # category -> recording -> samples it is in
+    take_uses: dict[str, Counter] = defaultdict(Counter)  # category -> (clip, take) -> uses
+    all_take_uses: Counter = Counter()  # (clip, take) -> uses in the whole build
+    draws: Counter = Counter()  # procedural clip -> draws dealt so far
     cache: dict[str, list[Clip]] = {}
-    out: dict[str, dict[str, Clip]] = {}
+    out: dict[str, dict[str, list[Pick]]] = {}
     for sample in samples:
         defining, support = scene_sounds(sample, taxonomy)
-        used = uses[sample.category]
-        chosen: dict[str, Clip] = {}
+        used, takes = uses[sample.category], take_uses[sample.category]
+        chosen: dict[str, list[Pick]] = {}
         for tag in defining + support:
             if tag not in cache:  # once per tag (setdefault would evaluate the select every time)
                 cache[tag] = library.select([tag], licence)
-            clips = cache[tag]
-            if not clips:
+            if not cache[tag]:
                 continue
             key = (sample.category, tag)
-            order = list(clips)
+            order = list(cache[tag])
             random.Random(stable_seed("clips", seed, *key, position[key])).shuffle(order)
             position[key] += 1
-            # a clip carrying two of the scene's tags is dealt for one only
-            fresh = [c for c in order if c not in chosen.values()] or order
-            chosen[tag] = min(fresh, key=lambda c: used[c.clip_id])
-        for clip in {c.clip_id for c in chosen.values()}:
-            used[clip] += 1
+            taken = {p.recording for picks in chosen.values() for p in picks}
+            picks: list[Pick] = []
+            for _ in range(sources_for(sample, taxonomy, tag)):
+                fresh = [c for c in order if ids[c.clip_id] not in taken | {p.recording for p in picks}]
+                if not fresh:
+                    if picks:  # fewer recordings than sources: the sample gets what there is
+                        break
+                    fresh = order  # every recording already dealt for another tag: share one
+                recording = ids[min(fresh, key=lambda c: used[ids[c.clip_id]]).clip_id]
+                candidates = [(c, k) for c in fresh if ids[c.clip_id] == recording
+                              for k in range(take_count(c, take_s) or 1)]
+                clip, take = min(candidates, key=lambda ck: (takes[(ck[0].clip_id, ck[1])],
+                                                             all_take_uses[(ck[0].clip_id, ck[1])]))
+                if is_procedural(clip):  # a fresh draw per use: the take is the draw's number
+                    take = draws[clip.clip_id]
+                    draws[clip.clip_id] += 1
+                picks.append(Pick(clip, recording, take))
+            chosen[tag] = picks
+        for picks in chosen.values():
+            for p in picks:
+                takes[(p.clip.clip_id, p.take)] += 1
+                all_take_uses[(p.clip.clip_id, p.take)] += 1
+        for recording in {p.recording for picks in chosen.values() for p in picks}:
+            used[recording] += 1
         out[sample.sample_id] = chosen
     return out

@@ -14,6 +14,7 @@ from collections.abc import Collection
 from functools import cached_property, lru_cache
 from importlib import resources
 from pathlib import Path
+from typing import Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -60,6 +61,28 @@ class Frame(BaseModel):
     text: str = Field(min_length=1)
 
 
+EVENT_PATTERNS = ("continuous", "single", "pair", "burst")
+
+
+class EventPattern(BaseModel):
+    """How a scene's one-shot sound comes, as its context says: `continuous` (the default: copies one
+    after another with gaps), `single` ("a single shot"), `pair` ("two shots"), `burst` ("rapid fire":
+    strings of `count` quick copies). `after` orders it ("a saw rasps, then a crash"): its first copy
+    comes after the first copy of that tag. `sources`: distinct clips drawn for the tag in one sample (a
+    farmyard of cows AND sheep; overrides the taxonomy's `multi_source`). A bare string is the pattern."""
+
+    model_config = ConfigDict(extra="forbid")
+    pattern: Literal["continuous", "single", "pair", "burst"] = "continuous"
+    after: str | None = None
+    count: int | None = Field(default=None, ge=2, le=8)  # burst: copies per string
+    sources: int | None = Field(default=None, ge=1, le=4)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare(cls, value):
+        return {"pattern": value} if isinstance(value, str) else value
+
+
 class Scene(BaseModel):
     """What the listener hears behind the speech, and why it makes the speech benign. Written apart
     from the speech: the catalog pairs them, so one line can meet several scenes."""
@@ -77,6 +100,27 @@ class Scene(BaseModel):
     # slot values that belong to this scene ("the champ" in a boxing ring); they win over the
     # category's values for the same slot
     slots: dict[str, list[str]] = Field(default_factory=dict)
+    # how its event sounds come (tag -> pattern; a tag not named is continuous): EventPattern
+    events: dict[str, EventPattern] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _events(self) -> Scene:
+        tags = set(self.background_tags)
+        for tag, spec in self.events.items():
+            if tag not in tags or (spec.after is not None and (spec.after not in tags or spec.after == tag)):
+                raise ValueError(f"scene '{self.id}': events names {tag!r}{f' after {spec.after!r}' if spec.after else ''}"
+                                 f", not another of its sounds {sorted(tags)}")
+        for tag in self.events:  # an order with a circle cannot be played
+            seen, at = {tag}, self.events[tag].after
+            while at is not None:
+                if at in seen:
+                    raise ValueError(f"scene '{self.id}': events order {tag!r} after itself")
+                seen.add(at)
+                at = self.events[at].after if at in self.events else None
+        return self
+
+    def event(self, tag: str) -> EventPattern:
+        return self.events.get(tag) or EventPattern()
 
     @field_validator("placements")
     @classmethod
@@ -157,6 +201,8 @@ class Taxonomy(BaseModel):
     cue_words: list[str] = Field(default_factory=list)
     # the benign frames the scene arm asks about; a taxonomy without them has one frame per category
     frames: list[Frame] = Field(default_factory=list)
+    # tags that name several sources ("cows, sheep, pigs"): tag -> distinct clips one sample draws for it
+    multi_source: dict[str, int] = Field(default_factory=dict)
     categories: list[Category]
 
     @model_validator(mode="after")
@@ -175,6 +221,9 @@ class Taxonomy(BaseModel):
                     unknown = sorted(set(scene.frames) - set(frame_ids))
                     if unknown or len(set(scene.frames)) != len(scene.frames):
                         raise ValueError(f"scene '{scene.id}' names unknown or repeated frames {scene.frames}")
+        bad = {t: n for t, n in self.multi_source.items() if (self.tags and t not in self.tags) or not 1 <= n <= 4}
+        if bad:
+            raise ValueError(f"multi_source must map known tags to 1-4 clips: {bad}")
         ids = [c.id for c in self.categories]
         if len(set(ids)) != len(ids):
             raise ValueError(f"duplicate category ids in {ids}")
