@@ -63,8 +63,11 @@ def catalog_clips(library: Path | None) -> dict[str, str] | None:
 
 
 def review_summary(inputs: ReleaseInputs, allowed: bool) -> tuple[SoundReview, list[str]]:
-    """The card's counts, and the used clips that are not confirmed (clip id, with why)."""
+    """The card's counts, and the used clips that are not confirmed (clip id, with why). A confirmation
+    that scripted demo reviewers took part in counts only for a demo release: people must have heard the
+    clips of a real one."""
     library = library_path(inputs)
+    demo_release = inputs.demo
     review = (read_review(library) if library is not None else None)
     lines = review or {}
     catalog = catalog_clips(library)
@@ -73,9 +76,12 @@ def review_summary(inputs: ReleaseInputs, allowed: bool) -> tuple[SoundReview, l
     used = used_clips(inputs)
     unconfirmed = []
     for clip_id, shas in sorted(used.items()):
-        if not all(is_confirmed(current.get(clip_id), sha) for sha in shas):
+        line = current.get(clip_id)
+        scripted = bool(line and line.get("demo")) and not demo_release
+        if scripted or not all(is_confirmed(line, sha) for sha in shas):
             line = lines.get(clip_id)
             why = ("not in the review" if line is None else
+                   "confirmed by scripted demo reviewers, which only a demo release accepts" if scripted else
                    "changed since it was reviewed" if line.get("sha256") not in shas and not line.get("procedural")
                    else f"{line.get('named', 0)} of {line.get('reviewers', 0)} reviewer(s) named its tag")
             unconfirmed.append(f"{clip_id}: {why}")

@@ -165,7 +165,7 @@ def test_release_refuses_unconfirmed_clips_unless_told(tmp_path, capsys):
     assert code == 2 and "4 of 4 background clip(s)" in err and "--allow-unreviewed-sounds" in err
     assert "python -m annotation.library push" in err and not out.exists()
 
-    write_test_review(ws, {c: c != "clip-1" for c in USED}, demo=True)
+    write_test_review(ws, {c: c != "clip-1" for c in USED}, demo=False)
     code, _, err = cli(export_main, "--workspace", str(ws.root), "--out", str(out), capsys=capsys)
     assert code == 2 and "1 of 4 background clip(s)" in err and "clip-1: 1 of 3 reviewer(s)" in err
     assert not out.exists()
@@ -175,9 +175,9 @@ def test_release_refuses_unconfirmed_clips_unless_told(tmp_path, capsys):
     assert code == 0, err
     info = json.loads((out / "release.json").read_text())["sound_review"]
     assert (info["used"], info["used_unconfirmed"], info["confirmed"], info["reviewed"]) == (4, 1, 3, 4)
-    assert info["allowed_unreviewed"] is True and info["demo_answers"] == 12 and info["human_answers"] == 0
+    assert info["allowed_unreviewed"] is True and info["demo_answers"] == 0 and info["human_answers"] == 12
     card = (out / "README.md").read_text()
-    assert "4 library clips were reviewed by ear" in card and "by scripted demo reviewers; 3 confirmed" in card
+    assert "4 library clips were reviewed by ear" in card and "by people; 3 confirmed" in card
     assert "1 of them not confirmed (exported with `--allow-unreviewed-sounds`)" in card
 
 
@@ -197,3 +197,13 @@ def test_release_of_confirmed_clips_passes_and_a_changed_clip_is_refused(tmp_pat
     write_review(ws.root / "sounds", lines)
     code, _, err = cli(export_main, "--workspace", str(ws.root), "--out", str(tmp_path / "again"), capsys=capsys)
     assert code == 2 and "clip-2: changed since it was reviewed" in err
+
+
+def test_scripted_confirmations_do_not_clear_a_release_labelled_by_people(tmp_path, capsys):
+    """The fixture's labels are people's (no demo source): clips only demo reviewers confirmed are refused."""
+    ws = make_workspace(tmp_path / "ws", n=6)
+    assert not any(a.source == "demo" for s in ws.read_samples("annotated") for a in s.annotations)
+    write_test_review(ws, dict.fromkeys(USED, True), demo=True)
+    code, _, err = cli(export_main, "--workspace", str(ws.root), "--out", str(tmp_path / "out"), capsys=capsys)
+    assert code == 2 and "4 of 4 background clip(s)" in err
+    assert "confirmed by scripted demo reviewers, which only a demo release accepts" in err
