@@ -195,11 +195,15 @@ class MixStage:
             sound = SceneSound(clip_id=clip.clip_id, sha256=clip.sha256, tag=tag, role=role, kind=clip.kind,
                                clip_tags=list(clip.tags), licence=clip.licence, attribution=clip.attribution,
                                source_url=clip.source_url)
-            if clip.kind == "bed":
+            if clip.kind == "bed" and not clip.procedural:
                 spare = clip.duration_s - total_s
                 sound.offset_s = round(rng.uniform(0, spare), 3) if spare > 0 else 0.0
-            else:
+            elif clip.kind != "bed":  # copies spaced by the clip's length (a procedural event's longest)
                 sound.onsets_s = draw_onsets(rng, clip.duration_s, total_s, (alone_s, alone_s + speech_s), cfg)
+            if clip.procedural:  # a fresh draw per copy (a bed: one, at the clip's length), seeded here
+                copies = range(len(sound.onsets_s)) if clip.kind != "bed" else range(1)
+                sound.procedural = {"class": clip.procedural,
+                                    "seeds": [stable_seed("procedural", seed, tag, i) for i in copies]}
             sounds.append(sound)
         return MixRecipe(scene_id=sample.scene_id, sounds=sounds, placement=sample.placement, snr_db=snr_db,
                          scene_level_db=level_db, scene_alone_s=alone_s, scene_after_s=after_s,
@@ -209,13 +213,25 @@ class MixStage:
     def layer(self, sound: SceneSound, total: int, rng_seed: int) -> np.ndarray:
         """One scene sound as placed in the clip, before its gain."""
         cfg, sr = self.config.mix, self.config.sample_rate
-        audio = self._clip_audio(self.library.get(sound.clip_id))
+        if sound.procedural:  # rendered from the recipe's seeds; the draws' parameters are stored with it
+            from construction.sounds.procedural import draw
+
+            name, seeds = sound.procedural["class"], sound.procedural["seeds"]
+            draws = [draw(name, s, total / sr if sound.kind == "bed" else 0, sr) for s in seeds]
+            sound.procedural = {"class": name, "seeds": seeds, "params": [params for _, params in draws]}
+            pieces = [audio for audio, _ in draws]
+        else:
+            pieces = [self._clip_audio(self.library.get(sound.clip_id))]
         if sound.kind == "bed":
-            return bed_track(audio, total, int(sound.offset_s * sr), int(cfg.crossfade_s * sr))
+            return bed_track(pieces[0], total, int(sound.offset_s * sr), int(cfg.crossfade_s * sr))
         # the copies' level changes come from the recipe's seed, like everything else
         jitter = random.Random(stable_seed("jitter", rng_seed, sound.clip_id))
         gains = [round(jitter.uniform(-cfg.event_jitter_db, cfg.event_jitter_db), 2) for _ in sound.onsets_s]
-        return event_track(audio, total, [int(t * sr) for t in sound.onsets_s], gains, int(cfg.fade_s * sr))
+        onsets, fade = [int(t * sr) for t in sound.onsets_s], int(cfg.fade_s * sr)
+        if len(pieces) == 1:
+            return event_track(pieces[0], total, onsets, gains, fade)
+        return sum(event_track(piece, total, [onset], [gain], fade)  # each copy its own draw
+                   for piece, onset, gain in zip(pieces, onsets, gains))
 
     def mix_one(self, sample: Sample, attempt: int = 0) -> Sample | Rejected:
         cfg: MixConfig = self.config.mix

@@ -57,6 +57,9 @@ class SceneSound(BaseModel):
     offset_s: float = 0.0  # bed: where in the clip reading starts
     onsets_s: list[float] = Field(default_factory=list)  # event: where each copy starts in the mixture
     gain_db: float = 0.0  # the layer's gain, before the scene's level envelope
+    # a procedural class's draws: {"class", "seeds" (one per copy; a bed has one), "params" (per draw)},
+    # enough to regenerate the layer (construction.sounds.procedural); None for a recording
+    procedural: dict | None = None
 
 
 class MixRecipe(BaseModel):

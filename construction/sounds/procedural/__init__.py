@@ -31,6 +31,17 @@ NEUTRAL = ("rain", "wind", "room_tone", "traffic_hum")  # the irrelevant-backgro
 CLASSES: dict[str, ProceduralClass] = {c.name: c for c in EVENTS + TEXTURES + AMBIENCES}
 
 
+def catalog_clip(cls: ProceduralClass):
+    """The library's catalog entry for a class: no file (path `procedural:<name>`), sha256 the class's
+    version, duration the catalog length (an event's longest natural length: the mix spaces copies
+    by it), sample rate nominal (draws are rendered at the build's rate)."""
+    from construction.sounds.library import Clip
+
+    return Clip(clip_id=f"procedural-{cls.name.replace('_', '-')}", path=f"procedural:{cls.name}", tags=[cls.tag],
+                duration_s=cls.duration_s, sample_rate=48000, licence=LICENCE, attribution=ATTRIBUTION,
+                sha256=cls.sha256(), title=cls.model, source="procedural", kind=cls.kind, procedural=cls.name)
+
+
 def draw(name: str, seed: int, duration_s: float, sample_rate: int) -> tuple[np.ndarray, dict[str, Any]]:
     """One draw of class `name` (see the module docstring)."""
     if name not in CLASSES:
@@ -38,4 +49,4 @@ def draw(name: str, seed: int, duration_s: float, sample_rate: int) -> tuple[np.
     return CLASSES[name].draw(seed, duration_s, sample_rate)
 
 
-__all__ = ["ATTRIBUTION", "CLASSES", "LICENCE", "NEUTRAL", "ProceduralClass", "draw"]
+__all__ = ["ATTRIBUTION", "CLASSES", "LICENCE", "NEUTRAL", "ProceduralClass", "catalog_clip", "draw"]
