@@ -17,10 +17,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from construction.core.cli import run_main  # noqa: E402
-from construction.core.errors import WorkbenchError  # noqa: E402
-from construction.core.workspace import atomic_write_bytes  # noqa: E402
-from construction.sounds.procedural import CLASSES, draw  # noqa: E402
+from construction.core.cli import run_main
+from construction.core.errors import WorkbenchError
+from construction.core.workspace import atomic_write_bytes
+from construction.sounds.procedural import CLASSES, draw
 
 COLUMNS, PANEL_PX, DPI = 3, (600, 360), 100
 SAMPLE_RATE = 22050  # enough to show the whistle's and the timer's harmonics, small files
@@ -40,7 +40,7 @@ def sheet_png(seconds: float, seed: int) -> bytes:
         ax.axis("off")
     for ax, name in zip(axes.flat, names):
         cls = CLASSES[name]
-        audio, params = draw(name, seed, seconds if cls.kind == "bed" else 0, SAMPLE_RATE)
+        audio, _ = draw(name, seed, seconds if cls.kind == "bed" else 0, SAMPLE_RATE)
         with np.errstate(divide="ignore"):  # an event's silent gaps are exact zeros
             ax.specgram(audio.astype(np.float64), NFFT=512, Fs=SAMPLE_RATE, noverlap=384, cmap="magma", vmin=-110)
         ax.set_ylim(0, 10000)
@@ -53,7 +53,9 @@ def sheet_png(seconds: float, seed: int) -> bytes:
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=DPI)
     plt.close(fig)
-    from PIL import Image  # a 32-colour palette: a noise spectrogram in full colour is megabytes
+    from PIL import (
+        Image,  # a 32-colour palette: a noise spectrogram in full colour is megabytes
+    )
 
     small = io.BytesIO()
     Image.open(io.BytesIO(buffer.getvalue())).convert("RGB").quantize(32).save(small, format="PNG", optimize=True)
