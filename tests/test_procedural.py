@@ -15,12 +15,12 @@ import pytest
 from construction.core.errors import WorkbenchError
 from construction.core.runner import run_stage
 from construction.mix import MixStage
-from construction.sounds.library import load_library, write_catalog
+from construction.sounds.library import Clip, load_library, write_catalog
 from construction.sounds.procedural import (
     ATTRIBUTION,
     CLASSES,
     NEUTRAL,
-    catalog_clip,
+    catalog_row,
     draw,
 )
 from construction.sounds.procedural.base import render_rng
@@ -145,7 +145,7 @@ def test_neutral_ambiences_have_no_tonal_peak():
 
 def _procedural_library(root: Path) -> Path:
     root.mkdir(parents=True, exist_ok=True)
-    write_catalog(root, [catalog_clip(cls) for cls in CLASSES.values()])
+    write_catalog(root, [Clip(**catalog_row(cls)) for cls in CLASSES.values()])
     return root
 
 

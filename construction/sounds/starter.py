@@ -195,9 +195,9 @@ def build_starter_library(out: str | Path, sources_path: str | Path = DEFAULT_SO
                           active_fraction=final_m.active_fraction))
 
     # one entry per procedural class whose tag the taxonomy knows: no file, a fresh draw per use
-    from construction.sounds.procedural import CLASSES, catalog_clip
+    from construction.sounds.procedural import CLASSES, catalog_row
 
-    clips += [catalog_clip(cls) for cls in CLASSES.values() if cls.tag in vocab_desc]
+    clips += [Clip(**catalog_row(cls)) for cls in CLASSES.values() if cls.tag in vocab_desc]
 
     attribution = out / "ATTRIBUTION.md"
     text = attribution_text(clips)

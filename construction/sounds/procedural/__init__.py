@@ -31,15 +31,15 @@ NEUTRAL = ("rain", "wind", "room_tone", "traffic_hum")  # the irrelevant-backgro
 CLASSES: dict[str, ProceduralClass] = {c.name: c for c in EVENTS + TEXTURES + AMBIENCES}
 
 
-def catalog_clip(cls: ProceduralClass):
-    """The library's catalog entry for a class: no file (path `procedural:<name>`), sha256 the class's
-    version, duration the catalog length (an event's longest natural length: the mix spaces copies
-    by it), sample rate nominal (draws are rendered at the build's rate)."""
-    from construction.sounds.library import Clip
-
-    return Clip(clip_id=f"procedural-{cls.name.replace('_', '-')}", path=f"procedural:{cls.name}", tags=[cls.tag],
-                duration_s=cls.duration_s, sample_rate=48000, licence=LICENCE, attribution=ATTRIBUTION,
-                sha256=cls.sha256(), title=cls.model, source="procedural", kind=cls.kind, procedural=cls.name)
+def catalog_row(cls: ProceduralClass) -> dict[str, Any]:
+    """The fields of the library's catalog entry for a class (a construction.sounds.library Clip; a
+    dict, so this package never imports the library that validates it): no file (path
+    `procedural:<name>`), sha256 the class's version, duration the catalog length (an event's longest
+    natural length: the mix spaces copies by it), sample rate nominal (draws come at the build's rate)."""
+    return {"clip_id": f"procedural-{cls.name.replace('_', '-')}", "path": f"procedural:{cls.name}",
+            "tags": [cls.tag], "duration_s": cls.duration_s, "sample_rate": 48000, "licence": LICENCE,
+            "attribution": ATTRIBUTION, "sha256": cls.sha256(), "title": cls.model, "source": "procedural",
+            "kind": cls.kind, "procedural": cls.name}
 
 
 def draw(name: str, seed: int, duration_s: float, sample_rate: int) -> tuple[np.ndarray, dict[str, Any]]:
@@ -49,4 +49,4 @@ def draw(name: str, seed: int, duration_s: float, sample_rate: int) -> tuple[np.
     return CLASSES[name].draw(seed, duration_s, sample_rate)
 
 
-__all__ = ["ATTRIBUTION", "CLASSES", "LICENCE", "NEUTRAL", "ProceduralClass", "catalog_clip", "draw"]
+__all__ = ["ATTRIBUTION", "CLASSES", "LICENCE", "NEUTRAL", "ProceduralClass", "catalog_row", "draw"]
