@@ -41,7 +41,7 @@ from construction.core.errors import WorkbenchError
 from construction.core.record import MixRecipe, Sample, SceneSound, stable_seed
 from construction.core.runner import print_summary, run_configured
 from construction.sounds.library import loudness_lufs
-from construction.sounds.scenes import Pick, scene_sounds, take_span
+from construction.sounds.scenes import Pick, is_procedural, scene_sounds, take_span
 from construction.sounds.variation import change_rate, colour, draw_variation
 from construction.text.taxonomy import EventPattern
 from construction.core.workspace import Rejected, Workspace, require_manifest
@@ -219,14 +219,14 @@ class MixStage:
         alone_s = round(rng.uniform(cfg.scene_alone_s_min, cfg.scene_alone_s_max), 2)
         after_s = round(rng.uniform(*cfg.after_s[sample.placement]), 2)
         total_s = alone_s + speech_s + after_s
-        sounds = self.place_sounds(sample, chosen, rng, total_s, (alone_s, alone_s + speech_s))
+        sounds = self.place_sounds(sample, chosen, rng, total_s, (alone_s, alone_s + speech_s), seed)
         return MixRecipe(scene_id=sample.scene_id, sounds=sounds, placement=sample.placement, snr_db=snr_db,
                          scene_level_db=level_db, scene_alone_s=alone_s, scene_after_s=after_s,
                          speech_lufs=cfg.speech_lufs, alone_gain_db=0.0, under_gain_db=0.0, fade_s=cfg.fade_s,
                          seed=seed)
 
     def place_sounds(self, sample: Sample, chosen: dict[str, list[Pick]], rng: random.Random, total_s: float,
-                     speech: tuple[float, float]) -> list[SceneSound]:
+                     speech: tuple[float, float], seed: int) -> list[SceneSound]:
         """Every picked clip placed: a bed's offset inside its take, an event's onsets as the scene's
         pattern says, and each use's variation. Sounds that come `after` another are placed after it; if
         nothing in the scene would play alone before the speech (no bed, no continuous sound), the first
@@ -259,7 +259,10 @@ class MixStage:
                                    clip_tags=list(clip.tags), licence=clip.licence, attribution=clip.attribution,
                                    source_url=clip.source_url, recording=pick.recording, take=pick.take,
                                    variation=variation)
-                if clip.kind == "bed":
+                if clip.kind == "bed" and is_procedural(clip):
+                    sound.offset_s = 0.0  # a fresh draw as long as the clip: no takes to cut
+                    ready[tag] = min(ready.get(tag, 0.2), 0.2)
+                elif clip.kind == "bed":
                     start, end = take_span(clip, pick.take, cfg.take_s)
                     spare = (end - start) - total_s * variation["rate"]
                     sound.offset_s = round(start + (rng.uniform(0, spare) if spare > 0 else 0.0), 3)
@@ -273,30 +276,48 @@ class MixStage:
                                                  lead=tag == lead and n == 0)
                     first = sound.onsets_s[0] + min(event_s, 1.0) + 0.2  # a beat after its first copy
                     ready[tag] = min(ready.get(tag, first), first)
+                if is_procedural(clip):  # a fresh draw per copy (a bed: one), seeded from the recipe
+                    copies = range(len(sound.onsets_s)) if clip.kind != "bed" else range(1)
+                    sound.procedural = {"class": clip.procedural,
+                                        "seeds": [stable_seed("procedural", seed, tag, pick.take, i) for i in copies]}
                 placed[tag].append(sound)
         return [sound for tag, _ in roles for sound in placed[tag]]
 
     def layer(self, sound: SceneSound, total: int, rng_seed: int) -> np.ndarray:
         """One scene sound as placed in the clip, before its gain."""
         cfg, sr = self.config.mix, self.config.sample_rate
-        clip = self.library.get(sound.clip_id)
-        audio = self._clip_audio(clip)
         rate = float(sound.variation.get("rate", 1.0))
+        need = int(np.ceil(total * rate)) + 8  # `rate` times as much source, resampled to the mixture's length
+        if sound.procedural:  # rendered from the recipe's seeds; the draws' parameters are stored with it
+            from construction.sounds.procedural import draw
+
+            name, seeds = sound.procedural["class"], sound.procedural["seeds"]
+            draws = [draw(name, s, need / sr if sound.kind == "bed" else 0, sr) for s in seeds]
+            sound.procedural = {"class": name, "seeds": seeds, "params": [params for _, params in draws]}
+            pieces = [audio for audio, _ in draws]
+        else:
+            clip = self.library.get(sound.clip_id)
+            pieces = [self._clip_audio(clip)]
         if sound.kind == "bed":
-            # read from the take (a recipe without variation predates takes: the whole clip), at the varied
-            # speed: `rate` times as much source, resampled to the mixture's length
-            start, end = take_span(clip, sound.take, cfg.take_s) if sound.variation else (0.0, clip.duration_s)
-            take = audio[int(start * sr):max(int(start * sr) + 1, int(end * sr))]
-            need = int(np.ceil(total * rate)) + 8
-            track = bed_track(take, need, int((sound.offset_s - start) * sr), int(cfg.crossfade_s * sr))
+            if sound.procedural:
+                track = pieces[0][:need]
+            else:
+                # read from the take (a recipe without variation predates takes: the whole clip)
+                start, end = take_span(clip, sound.take, cfg.take_s) if sound.variation else (0.0, clip.duration_s)
+                take = pieces[0][int(start * sr):max(int(start * sr) + 1, int(end * sr))]
+                track = bed_track(take, need, int((sound.offset_s - start) * sr), int(cfg.crossfade_s * sr))
             track = change_rate(track, rate, sr)
             track = np.pad(track, (0, max(0, total - track.size)))[:total]
         else:
             # the copies' level changes come from the recipe's seed, like everything else
             jitter = random.Random(stable_seed("jitter", rng_seed, sound.clip_id))
             gains = [round(jitter.uniform(-cfg.event_jitter_db, cfg.event_jitter_db), 2) for _ in sound.onsets_s]
-            track = event_track(change_rate(audio, rate, sr), total, [int(t * sr) for t in sound.onsets_s], gains,
-                                int(cfg.fade_s * sr))
+            onsets, fade = [int(t * sr) for t in sound.onsets_s], int(cfg.fade_s * sr)
+            if len(pieces) == 1:
+                track = event_track(change_rate(pieces[0], rate, sr), total, onsets, gains, fade)
+            else:  # each copy its own draw
+                track = sum(event_track(change_rate(piece, rate, sr), total, [onset], [gain], fade)
+                            for piece, onset, gain in zip(pieces, onsets, gains))
         return colour(track, sound.variation, sr)
 
     def mix_one(self, sample: Sample, attempt: int = 0) -> Sample | Rejected:

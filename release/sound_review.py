@@ -118,7 +118,7 @@ def card_line(review: SoundReview | dict[str, Any] | None) -> str:
         review = SoundReview(**review)
     of = f" of {review.library_clips}" if review.library_clips is not None else ""
     if not review.review_file:
-        text = f"**Library review:** none: no clip of the sound library was reviewed by ear."
+        text = "**Library review:** none: no clip of the sound library was reviewed by ear."
     else:
         who = ("scripted demo reviewers" if review.demo_answers and not review.human_answers else
                "people and scripted demo reviewers" if review.demo_answers else "people")

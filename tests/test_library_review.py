@@ -32,19 +32,19 @@ def served_workspace(root: Path, served: Path) -> Workspace:
     return Workspace(root)
 
 
-def review_push(ls, ws: Workspace, sounds: Path, capsys, *extra: str) -> tuple[int, str, str]:
+def review_push(ls, ws: Workspace, sounds: Path, capsys, *extra: str) -> tuple[int, str, str]:  # noqa: F811
     return cli(library.main, "push", "--workspace", str(ws.root), "--sounds", str(sounds), "--data-dir",
                str(ls.data_dir), *extra, capsys=capsys)
 
 
-def review_pull(ls, ws: Workspace, sounds: Path, capsys) -> dict[str, dict]:
+def review_pull(ls, ws: Workspace, sounds: Path, capsys) -> dict[str, dict]:  # noqa: F811
     code, out, err = cli(library.main, "pull", "--workspace", str(ws.root), "--sounds", str(sounds), "--data-dir",
                          str(ls.data_dir), capsys=capsys)
     assert code == 0, err
     return {line["clip_id"]: line for line in map(json.loads, (sounds / REVIEW_FILE).read_text().splitlines())}
 
 
-def clip_tasks(admin, ws: Workspace) -> dict[str, int]:
+def clip_tasks(admin, ws: Workspace) -> dict[str, int]:  # noqa: F811
     """clip id -> its task id in the review project."""
     project_id = read_state(ws)[library.STATE_KEY]["id"]
     mapping = read_task_map(ws)

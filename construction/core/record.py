@@ -66,6 +66,9 @@ class SceneSound(BaseModel):
     variation: dict[str, float] = Field(default_factory=dict)
     pattern: str = ""  # event: how its copies come (taxonomy scene `events`: continuous, single, pair, burst)
     gain_db: float = 0.0  # the layer's gain, before the scene's level envelope
+    # a procedural class's draws: {"class", "seeds" (one per copy; a bed has one), "params" (per draw)},
+    # enough to regenerate the layer (construction.sounds.procedural); None for a recording
+    procedural: dict | None = None
 
 
 class MixRecipe(BaseModel):

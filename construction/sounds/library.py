@@ -14,6 +14,9 @@ crossfades) or `event` (a one-shot: a shot, a bell, a pop). Clips also carry wha
 them (`lufs`, `peak_dbfs`, `active_fraction`); a catalog written before these fields existed still
 loads, and a clip without a kind gets the measured default (>= 4 s and not mostly silent: bed).
 
+A catalog entry can also be a procedural class (`procedural`: its name, path `procedural:<name>`,
+sha256 the class's version): it has no file, and the mix renders a fresh draw per use.
+
 Libraries are built by `python -m construction.sounds.starter` (the offline starter library) and
 `python -m construction.sounds import` (a corpus on disk), and checked by `python -m construction.sounds
 check`: see their --help.
@@ -178,6 +181,7 @@ class Clip(BaseModel):
     lufs: float | None = None  # as measured when the clip was cut or imported
     peak_dbfs: float | None = None
     active_fraction: float | None = None
+    procedural: str = ""  # a procedural class (construction.sounds.procedural) renders a fresh draw per use; "" = a recording
 
     @field_validator("tags", "labels")
     @classmethod
@@ -219,6 +223,9 @@ class SoundLibrary:
 
     def load_audio(self, clip: Clip, sample_rate: int) -> np.ndarray:
         """float32 mono at `sample_rate` (stereo is averaged, rate changed with soxr)."""
+        if clip.procedural:  # a programming error: the caller must draw from the class instead
+            raise WorkbenchError(f"clip '{clip.clip_id}' is the procedural class '{clip.procedural}': it has no "
+                                 "file; draw it with construction.sounds.procedural.draw")
         return read_mono(self.path_of(clip), sample_rate)
 
 
@@ -260,6 +267,25 @@ def _check_file(path: Path, clip: Clip, check_audio: bool) -> tuple[str | None, 
     if clip.kind is None:  # a catalog older than `kind`: the measured default
         clip = clip.model_copy(update={"kind": default_kind(measure(audio, rate, loudness=False))})  # kind needs no loudness
     return None, clip
+
+
+def procedural_problem(clip: Clip) -> str | None:
+    """Why a procedural entry does not match its class, or None. Its sha256 is the class's (name,
+    version and model source: ProceduralClass.sha256), so an entry written for an older model is
+    reported like a changed file, and a rebuild of the library picks up the new one."""
+    from construction.sounds.procedural import CLASSES
+
+    cls = CLASSES.get(clip.procedural)
+    if cls is None:
+        return f"unknown procedural class '{clip.procedural}' (known: {', '.join(sorted(CLASSES))})"
+    if clip.path != f"procedural:{cls.name}":
+        return f"procedural entry's path must be 'procedural:{cls.name}', not '{clip.path}'"
+    if clip.kind != cls.kind or cls.tag not in clip.tags:
+        return f"procedural class '{cls.name}' is a {cls.kind} tagged {cls.tag}; the entry says {clip.kind} {clip.tags}"
+    if clip.sha256 != cls.sha256():
+        return (f"procedural class '{cls.name}' changed since the catalog was written (sha256 differs): "
+                "rebuild the library")
+    return None
 
 
 def read_catalog(root: Path) -> tuple[list[Clip], list[Problem]]:
@@ -310,6 +336,8 @@ def load_library(root: str | Path, *, check_audio: bool = True) -> SoundLibrary:
             reason = "licence missing"
         elif clip.licence not in KNOWN_LICENCES:
             reason = f"unknown licence '{clip.licence}' (known: {', '.join(sorted(KNOWN_LICENCES))})"
+        elif clip.procedural:
+            reason = procedural_problem(clip)
         else:
             reason, clip = _check_file((root / clip.path), clip, check_audio)
         if reason:

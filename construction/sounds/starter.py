@@ -9,6 +9,9 @@ for its kind; curated tags that are not taxonomy tags are kept as `labels`, and 
 a taxonomy tag is left out. How the audio is processed is construction.sounds.prepare; what the
 build reports, construction.sounds.starter_report.
 
+The catalog also lists one entry per procedural class (construction.sounds.procedural) whose tag the
+taxonomy has: no file, CC0-1.0, a fresh seeded draw each time the mix uses it.
+
 Output: LIBRARY_DIR/<source>/<clip_id>.flac, catalog.jsonl, ATTRIBUTION.md and build_report.json.
 Files are written atomically and the catalog last; a rerun whose inputs (sources file, this code,
 package versions, taxonomy tags) are unchanged only verifies the library. Flags: --help.
@@ -191,6 +194,11 @@ def build_starter_library(out: str | Path, sources_path: str | Path = DEFAULT_SO
                           attribution=spec.attribution, source_url=spec.source_url, sha256=sha,
                           title=spec.title, source=spec.source, lufs=final_m.lufs, peak_dbfs=final_m.peak_dbfs,
                           active_fraction=final_m.active_fraction))
+
+    # one entry per procedural class whose tag the taxonomy knows: no file, a fresh draw per use
+    from construction.sounds.procedural import CLASSES, catalog_row
+
+    clips += [Clip(**catalog_row(cls)) for cls in CLASSES.values() if cls.tag in vocab_desc]
 
     attribution = out / "ATTRIBUTION.md"
     text = attribution_text(clips)

@@ -137,7 +137,7 @@ def summarise(out: Path, clips: list[Clip], categories: dict[str, list[str]], vo
     thin = [category for category, n in cover["CC-BY-4.0"].items() if n < THIN_BELOW]
     missing_tags = {category: [t for t in wanted if not library.select([t], "CC-BY-4.0")]
                     for category, wanted in categories.items()}
-    size = sum((out / c.path).stat().st_size for c in clips)
+    size = sum((out / c.path).stat().st_size for c in clips if not c.procedural)  # procedural: no file
     return BuildReport(out=out, clips=clips, written=0, unchanged=len(clips), catalog_written=False,
                        missing_sources={}, size_bytes=size, seconds=time.perf_counter() - started,
                        tags_from=tags_from, coverage=cover, thin=thin, missing_tags=missing_tags,
@@ -147,7 +147,7 @@ def summarise(out: Path, clips: list[Clip], categories: dict[str, list[str]], vo
 def reused_report(previous: dict, out: Path, started: float, tags_from: str) -> BuildReport:
     """The report of a library whose inputs were unchanged: the previous build's, re-read."""
     library = previous["_library"]
-    size = sum((out / c.path).stat().st_size for c in library.clips)
+    size = sum((out / c.path).stat().st_size for c in library.clips if not c.procedural)
     return BuildReport(out=out, clips=library.clips, written=0, unchanged=len(library.clips),
                        catalog_written=False, missing_sources=previous.get("missing_sources", {}),
                        size_bytes=size, seconds=time.perf_counter() - started, tags_from=tags_from,
