@@ -91,10 +91,8 @@ def test_clips_cut_from_one_recording_count_once_for_balance_and_the_thin_rule()
     assert thin_tags(samples, _taxonomy(), library, "CC-BY-4.0", 3) == {"gunfire": (2, ["vg_shooter"])}
     assert thin_tags(samples, _taxonomy(), library, "CC-BY-4.0", 2) == {}
 
-    class Procedural(Clip):  # the library's procedural classes (Clip.procedural) count as enough
-        procedural: str = ""
-
-    whistle = Procedural(**_clip("synth-gun", "gunfire", 2.0, "event").model_dump(), procedural="gunshot")
+    # a procedural class (Clip.procedural) counts as enough
+    whistle = _clip("synth-gun", "gunfire", 2.0, "event").model_copy(update={"procedural": "gunshot"})
     library = SoundLibrary(root=Path("."), clips=[clips[0], whistle])
     assert thin_tags(samples, _taxonomy(), library, "CC-BY-4.0", 3) == {}
     draws = [assign_clips(samples, _taxonomy(), library, "CC-BY-4.0", seed=3)[s.sample_id]["gunfire"][0]
