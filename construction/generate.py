@@ -52,7 +52,7 @@ def catalog_candidates(category: Category, taxonomy: Taxonomy, seed: int,
         by_line[line.id].append((line, home, scene))
     if not by_line:
         raise WorkbenchError(f"category '{category.id}' has no speech line paired with a scene the sound "
-                             "library can render and a listener can tell apart: see 'unrenderable_scenes' "
+                             "library can render and a listener can tell apart: see 'unrenderable_scenes', 'thin_scenes' "
                              "(python -m construction.sounds check, or add clips for the missing defining "
                              "sounds) and the ambiguous scenes of 'frames' (generate.allow_ambiguous_scenes)")
     rng = random.Random(stable_seed("catalog", seed, category.id))
@@ -188,7 +188,7 @@ def run_generate(ws: Workspace, config: Config, progress: bool = True, restart: 
     """Writes the manifest whole; a run that would drop scripts an earlier run made (another taxonomy
     file, another LLM answer) is refused unless `restart`."""
     from construction.text.llm import HarmScreen, make_llm
-    from construction.sounds.scenes import clips_by_tag, open_library, unrenderable_scenes
+    from construction.sounds.scenes import clips_by_tag, open_library, thin_scenes, unrenderable_scenes
     from construction.text.frames import distinctiveness
 
     cfg = config.generate
@@ -199,12 +199,14 @@ def run_generate(ws: Workspace, config: Config, progress: bool = True, restart: 
     # the mix cannot render is never written, synthesised and then dropped
     library = open_library(config.mix.sounds)
     unrenderable = unrenderable_scenes(taxonomy, library, config.release_licence)
+    # nor scenes the mix would refuse as too thin for a release (mix.min_clips_per_defining_tag recordings)
+    thin = thin_scenes(taxonomy, library, config.release_licence, config.mix.min_clips_per_defining_tag)
     # and, unless allowed, only scenes a listener can place in one of their frames by ear
     defining = {t for c in taxonomy.categories for s in c.scenes for t in s.defining}
     rendered = {tag for tag, clips in clips_by_tag(library, defining, config.release_licence).items() if clips}
     frames = distinctiveness(taxonomy, rendered, category_ids)
     ambiguous = {scene for c in frames["per_category"].values() for scene in c["ambiguous"]}
-    skipped = set(unrenderable) | (set() if cfg.allow_ambiguous_scenes else ambiguous)
+    skipped = set(unrenderable) | set(thin) | (set() if cfg.allow_ambiguous_scenes else ambiguous)
     with ws.lock():
         llm = make_llm(cfg, ws, config.seed) if cfg.backend == "openai" else None
         screen = HarmScreen(cfg.harm_screen, ws, config.seed) if cfg.harm_screen else None
@@ -235,6 +237,9 @@ def run_generate(ws: Workspace, config: Config, progress: bool = True, restart: 
                  "near_twin_ratio": cfg.near_duplicate_ratio,
                  "unrenderable_scenes": {scene: unrenderable[scene] for c in categories for scene in
                                          (s.id for s in c.scenes) if scene in unrenderable},
+                 "thin_scenes": {scene: thin[scene] for c in categories for scene in (s.id for s in c.scenes)
+                                 if scene in thin},
+                 "min_recordings_per_defining_sound": config.mix.min_clips_per_defining_tag,
                  # per category: scenes, distinctive scenes and their share, ambiguous scenes and what they share
                  "frames": {**frames, "ambiguous_scenes_used": cfg.allow_ambiguous_scenes},
                  "llm_requests_sent": (llm.sent if llm else 0) + (screen.llm.sent if screen else 0),
@@ -297,6 +302,10 @@ def print_generate_summary(stats: dict[str, Any]) -> None:
           f"word-3-gram ratio {stats['word_trigram_ratio']}")
     for scene, missing in stats.get("unrenderable_scenes", {}).items():
         print(f"  scene {scene} not used: no clip for {', '.join(missing)}")
+    for scene, thin in stats.get("thin_scenes", {}).items():
+        counts = ", ".join(f"{tag} {n}" for tag, n in thin.items())
+        print(f"  scene {scene} not used: too few recordings ({counts}; mix.min_clips_per_defining_tag "
+              f"{stats['min_recordings_per_defining_sound']})")
     frames = stats.get("frames")
     if frames and frames["scenes"]:
         ambiguous = sum(len(c["ambiguous"]) for c in frames["per_category"].values())

@@ -117,6 +117,17 @@ def thin_tags(samples: Iterable[Sample], taxonomy: Taxonomy, library: SoundLibra
             if 0 < available[tag] < min_clips}
 
 
+def thin_scenes(taxonomy: Taxonomy, library: SoundLibrary, licence: str, min_recordings: int
+                ) -> dict[str, dict[str, int]]:
+    """scene id -> {defining sound: recordings} for scenes some of whose defining sounds have admitted
+    clips from fewer than `min_recordings` recordings (and no procedural class). Every sample of such a
+    scene would play one of a handful of recordings, so generate does not pair speech with it."""
+    tags = {t for c in taxonomy.categories for s in c.scenes for t in s.defining}
+    available = recordings_by_tag(library, tags, licence)
+    return {scene.id: thin for c in taxonomy.categories for scene in c.scenes
+            if (thin := {t: available[t] for t in scene.defining if 0 < available[t] < min_recordings})}
+
+
 @dataclass(frozen=True)
 class Pick:
     """One clip dealt to a sample for a tag: which recording and which take of it."""
