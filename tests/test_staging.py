@@ -164,6 +164,25 @@ def test_a_staged_plan_sends_on_only_passing_samples_and_asks_a_third_label_only
     assert third.overlap["mixture"] == {ids[5]: 3, controls[5].sample_id: 3}
 
 
+def test_a_dropped_judgement_still_held_by_label_studio_raises_the_overlap_past_it():
+    """Pull drops a judgement of a person who heard the sample in another arm, but Label Studio still
+    holds it and counts it against the task's overlap: the next push asks for the missing label on top of
+    all Label Studio holds, else the task would look done there and never be served again."""
+    s = sample(0)
+    ok = scene_pass(s)
+    # speech passed; the scene task holds 2 completed annotations, one dropped by pull (cross-arm)
+    annotated = {s.sample_id: labelled(labelled(s, "speech", "harmful", "harmful"), "scene", ok)}
+    outcome = outcomes_of(annotated)
+    assert outcome["samples"][s.sample_id]["scene"] == {"outcome": None, "wanted": 1}
+    blind = plan([s], outcome, annotated, [], {})
+    assert blind.overlap["scene"] == {}  # kept 1 + wanted 1 = 2: what Label Studio holds already
+    fixed = plan([s], outcome, annotated, [], {}, {"scene": {s.sample_id: 1}})
+    assert fixed.overlap["scene"] == {s.sample_id: 3}
+    # nothing wanted: what is held alone never reopens a task
+    done = {s.sample_id: labelled(annotated[s.sample_id], "scene", ok)}
+    assert plan([s], outcomes_of(done), done, [], {}, {"scene": {s.sample_id: 1}}).overlap["scene"] == {}
+
+
 # ----------------------------------------------------------------------------------------------
 # validation decides, the push follows: W/staging.json
 # ----------------------------------------------------------------------------------------------
@@ -288,7 +307,7 @@ def test_staged_rounds_in_label_studio(ls, admin, accounts, tokens, tmp_path, ca
     assert got.status_code == 200 and got.json()["id"] == speech[ids[1]], got.text
 
 
-def test_staging_is_on_for_a_build_and_off_for_the_demo_config(tmp_path):
+def test_staging_is_on_for_a_build_and_for_the_demo_config(tmp_path):
     from construction.core.config import load_config
     from construction.core.workspace import Workspace
 
@@ -297,4 +316,4 @@ def test_staging_is_on_for_a_build_and_off_for_the_demo_config(tmp_path):
     ws.snapshot_config(load_config().model_dump(mode="json"))
     assert push.staged_default(ws) is True
     ws.snapshot_config(load_config("configs/demo.yaml").model_dump(mode="json"))
-    assert push.staged_default(ws) is False
+    assert push.staged_default(ws) is True  # the demo runs staged rounds (scripts/demo.sh)
