@@ -317,3 +317,120 @@ def test_staging_is_on_for_a_build_and_for_the_demo_config(tmp_path):
     assert push.staged_default(ws) is True
     ws.snapshot_config(load_config("configs/demo.yaml").model_dump(mode="json"))
     assert push.staged_default(ws) is True  # the demo runs staged rounds (scripts/demo.sh)
+
+
+# ----------------------------------------------------------------------------------------------
+# the staged demo's rounds: push -> demo annotators -> pull -> agreement, against a real Label Studio
+# ----------------------------------------------------------------------------------------------
+
+DEMO_SEED = "0"  # the scripted labels' seed: its first round splits some speech tasks (asserted below)
+
+
+def labelled_in_ls(admin, ws, role: str) -> dict[str, list[int]]:
+    """item id -> the users whose completed annotations Label Studio holds on its task of that arm."""
+    from annotation.labelstudio import export_tasks
+    from annotation.protocol import read_task_map
+
+    entry = json.loads((ws.root / "annotation.json").read_text())["arms"][role]
+    mapping = read_task_map(ws)
+    return {mapping[t["data"]["key"]][0]: [a["completed_by"] for a in t.get("annotations") or []
+                                           if not a.get("was_cancelled")]
+            for t in export_tasks(admin, int(entry["id"])) if mapping[t["data"]["key"]][1] == role}
+
+
+def test_staged_rounds_with_the_demo_annotators(ls, admin, accounts, tmp_path, capsys):
+    """Three rounds as scripts/demo.sh runs them. Round 1 sends only the speech arm and the demo annotators
+    give each task its 2 labels; round 2 sends the scene arm only for samples whose speech arm passed and a
+    third speech label only where the first two split, from the same group; a judgement pull drops
+    (someone who heard the sample's speech labels its scene) still makes round 3 ask for the label missing."""
+    from annotation import demo_annotators
+    from annotation.labelstudio import user_emails
+    from construction.text.taxonomy import sample_frames
+
+    ws = make_workspace(tmp_path / "demo", 8, served=ls.document_root, controls=8)
+    where = ["--workspace", str(ws.root), "--data-dir", str(ls.data_dir)]
+    ids = [s.sample_id for s in ws.read_samples("wer")]
+    x = ids[0]  # two testers label its speech; one of them labels its scene too (the cross-arm rule drops it)
+    rater_1, rater_2 = list(accounts)[:2]
+
+    def push_and_label(*first: str) -> str:
+        code, out, err = cli(push.main, *where, *first, capsys=capsys)
+        assert code == 0, err
+        return out
+
+    def demo() -> str:
+        code, out, err = cli(demo_annotators.main, *where, "--annotators", "3", "--annotator-seed", DEMO_SEED,
+                             capsys=capsys)
+        assert code == 0 and "could not be given" not in out, out + err
+        return out
+
+    def decide() -> dict:
+        out, samples, _, stats = pulled(ls, ws, capsys)
+        assert cli(agreement.main, "--workspace", str(ws.root), "--n-boot", "10", capsys=capsys)[0] == 0
+        return json.loads((ws.root / STAGING_FILE).read_text())["samples"], stats, out, samples
+
+    emails = {}
+
+    def group(user: int) -> int | None:  # annotator-K@demo...: group (K - 1) // 3 (3 per arm); None: a tester
+        if user not in emails:
+            emails.update(user_emails(admin))
+        name, _, domain = emails[user].partition("@")
+        return (int(name.rsplit("-", 1)[1]) - 1) // 3 if domain == "demo.aor-bench.invalid" else None
+
+    # round 1: only the speech arm, 2 labels a task
+    out = push_and_label("--staged", "--project", "Demo staged", "--catch", "1")
+    assert "staged: speech 8, scene 0 (speech passed), mixture 0 (both passed)" in out
+    _, speech_task = arm_tasks(admin, ws, "speech")
+    annotate(accounts[rater_1], speech_task[x], "harmful")
+    annotate(accounts[rater_2], speech_task[x], "harmful")
+    assert "submitted 14 label(s)" in demo()  # 7 tasks x 2; x was full
+    speech = labelled_in_ls(admin, ws, "speech")
+    assert {len(v) for v in speech.values()} == {2} and labelled_in_ls(admin, ws, "scene") == {}
+    arms, _, _, _ = decide()
+    passed = [i for i in ids if arms[i]["speech"]["outcome"] == "passed"]
+    split = [i for i in ids if arms[i]["speech"]["outcome"] is None]
+    failed = [i for i in ids if arms[i]["speech"]["outcome"] == "failed"]
+    assert x in passed and split and len(passed) >= 3, arms  # the seed splits some, passes most
+    assert all(arms[i]["speech"]["wanted"] == 1 for i in split)
+
+    # round 2: scene only for the speech-passed samples; a third speech label only on the splits
+    out = push_and_label()
+    assert f"scene {len(passed)} (speech passed), mixture 0" in out
+    assert sorted(arm_tasks(admin, ws, "scene")[1]) == sorted(passed)
+    _, scene_task = arm_tasks(admin, ws, "scene")
+    frame = sample_frames(next(s for s in ws.read_samples("wer") if s.sample_id == x))[0]
+    annotate(accounts[rater_1], scene_task[x], frame)  # rater_1 heard x's speech first
+    demo()
+    speech = labelled_in_ls(admin, ws, "speech")
+    assert {i: len(v) for i, v in speech.items()} == {i: 3 if i in split else 2 for i in ids}
+    for i in split:  # a third account, of the group that heard this sample's speech
+        assert len(set(speech[i])) == 3 and len({group(u) for u in speech[i]}) == 1
+    scene = labelled_in_ls(admin, ws, "scene")
+    assert {i: len(v) for i, v in scene.items()} == dict.fromkeys(passed, 2)
+    for i in passed:  # nobody of the demo heard a sample in two arms
+        assert not {u for u in set(scene[i]) & set(speech[i]) if group(u) is not None}
+    arms, stats, out, samples = decide()
+    assert "judgement(s) dropped" in out and stats["uncounted_in_label_studio"]["scene"] == {x: 1}
+    assert len([a for a in samples[x].annotations if a.arm == "scene"]) == 1
+    # a partially labelled workspace: failed samples say why and are never released; open ones wait
+    reasons = {r.sample.sample_id: r.reason for r in ws.read_rejected("validated")}
+    for i in ids:
+        why = ("speech_not_harmful" if arms[i]["speech"]["outcome"] == "failed" else "scene_not_identified"
+               if arms[i]["scene"]["outcome"] == "failed" else "needs_labels")
+        assert reasons[i].startswith(why), (i, arms[i], reasons[i])
+    assert set(failed) <= {i for i in ids if reasons[i].startswith("speech_not_harmful")}
+    assert not (ws.has_manifest("validated") and list(ws.read_samples("validated")))
+
+    # round 3: the scene task of x holds 2 (one dropped, one kept) and wants 1 more: its overlap is 3
+    scene_passed = [i for i in ids if arms[i]["scene"]["outcome"] == "passed"]
+    assert arms[x]["scene"] == {"outcome": None, "wanted": 1}
+    out = push_and_label()
+    assert f"mixture {len(scene_passed)} (both passed)" in out
+    scene_pid, scene_task = arm_tasks(admin, ws, "scene")
+    assert admin.client.tasks.get(str(scene_task[x])).overlap == 3
+    demo()
+    assert len(labelled_in_ls(admin, ws, "scene")[x]) == 3
+    _, _, _, samples = decide()
+    assert len([a for a in samples[x].annotations if a.arm == "scene"]) == 2
+    mixture = labelled_in_ls(admin, ws, "mixture")
+    assert {i: len(v) for i, v in mixture.items() if i in ids} == dict.fromkeys(scene_passed, 2)
