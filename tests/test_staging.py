@@ -179,8 +179,37 @@ def test_a_dropped_judgement_still_held_by_label_studio_raises_the_overlap_past_
     fixed = plan([s], outcome, annotated, [], {}, {"scene": {s.sample_id: 1}})
     assert fixed.overlap["scene"] == {s.sample_id: 3}
     # nothing wanted: what is held alone never reopens a task
-    done = {s.sample_id: labelled(annotated[s.sample_id], "scene", ok)}
+    done = {s.sample_id: labelled(labelled(s, "speech", "harmful", "harmful"), "scene", ok, ok)}
     assert plan([s], outcomes_of(done), done, [], {}, {"scene": {s.sample_id: 1}}).overlap["scene"] == {}
+
+
+def test_the_demo_annotators_give_an_open_task_only_the_labels_it_lacks():
+    """open_turns: a task gets overlap - completed labels, each from an account of its group that has not
+    labelled it; a full task none; a catch task every account once; too few accounts are counted short."""
+    from annotation.demo_annotators import Known, open_turns
+
+    accounts = list(range(1, 7))  # 2 groups of 3 (the group is what `wanted` says)
+    users = {k: 100 + k for k in accounts}
+    known = {f"k{i}": Known(f"s{i}", "speech", "sample") for i in range(4)} | {"c": Known("c", "mixture", "catch")}
+    tasks = [{"id": 1, "data": {"key": "k0"}, "annotations": []},  # new: 2 labels
+             {"id": 2, "data": {"key": "k1"}, "annotations": [{"completed_by": 101}, {"completed_by": 102}]},  # split
+             {"id": 3, "data": {"key": "k2"}, "annotations": [{"completed_by": 104}, {"completed_by": 105}]},  # full
+             {"id": 4, "data": {"key": "k3"}, "annotations": [{"completed_by": 101, "was_cancelled": True}]},
+             {"id": 5, "data": {"key": "c"}, "annotations": [{"completed_by": 103}]}]
+    group = {"s0": 0, "s1": 0, "s2": 1, "s3": 0}
+
+    def wanted(k: int, item: Known) -> bool:
+        return item.kind == "catch" or (k - 1) // 3 == group[item.item_id]
+
+    turns, short = open_turns(tasks, {2: 3, 5: 10_000}, 2, accounts, users, known, 0, wanted, "speech")
+    given = {t: sorted(k for k, mine in turns.items() for task, _ in mine if task["id"] == t) for t in range(1, 6)}
+    assert len(given[1]) == 2 and set(given[1]) <= {1, 2, 3}
+    assert given[2] == [3]  # the one account of the group that has not labelled it
+    assert given[3] == []  # its 2 labels are there
+    assert given[4] == [2, 3]  # a skip is not a label (2 still lacking), and its author does not label it again
+    assert given[5] == [1, 2, 4, 5, 6] and short == 0
+    _, short = open_turns(tasks, {1: 5, 2: 3}, 2, accounts, users, known, 0, wanted, "speech")
+    assert short == 2  # task 1 asks 5 of a group of 3
 
 
 # ----------------------------------------------------------------------------------------------
