@@ -11,7 +11,15 @@ invite/signup flow (or logs them in when they exist) and has them submit labels 
 lead time, as a browser would. With the arms (the default), --annotators N per arm means 3N accounts
 in three groups; each sample is heard by each group in one arm only (the groups rotate over the arms
 from sample to sample), so nobody judges a sample twice; a control goes to the group that heard only
-its sample's scene, and every account meets every catch item. --adjudication labels the recorded
+its sample's scene, and every account meets every catch item.
+
+Only OPEN tasks are labelled: a task gets the labels it still lacks (its overlap, which push sets and a
+staged push raises on a split, less its completed annotations), never from an account that labelled it
+already, so each round of a staged demo (push -> demo_annotators -> pull -> agreement) gives exactly the
+judgements asked for. Which account of the group answers is seeded per task. A third label on a split
+comes from the group's account that has not labelled the task: the group heard the sample in this arm
+only, so the cross-arm rule never drops it, and 3 accounts per group cover the rule's 3 labels (fewer
+leave a split open: the run says so). --adjudication labels the recorded
 adjudication project as adjudicator@demo.aor-bench.invalid; --project labels any one project of the
 workspace with N accounts.
 
@@ -224,37 +232,79 @@ def arm_group(seed: int, item: Known) -> int | None:
     return (ARMS.index(role) + stable_seed("demo-group", seed, sample_id)) % len(ARMS)
 
 
+def task_overlaps(server: Server, project_id: int) -> dict[int, int]:
+    """task id -> the labels Label Studio asks for it (its overlap: push raises it on a split staged task;
+    the JSON export leaves it out)."""
+    with server.errors(f"listing the overlaps of project {project_id}'s tasks"):
+        return {int(t.id): int(t.overlap) for t in server.client.tasks.list(
+            project=project_id, fields="task_only", include="id,overlap", page_size=1000)
+            if getattr(t, "overlap", None) is not None}
+
+
+def open_turns(tasks: Sequence[dict[str, Any]], overlaps: dict[int, int], default: int, accounts: Sequence[int],
+               user_ids: dict[int, int], known: dict[str, Known], seed: int, wanted: Any,
+               fallback_role: str) -> tuple[dict[int, list[tuple[dict[str, Any], Known]]], int]:
+    """Who labels what now: each OPEN task (fewer completed annotations than its overlap) gets the labels
+    it still lacks, each from an account `wanted(k, item)` lets hear it that has not labelled it yet, picked
+    in a seeded order of its own per task (so the careless annotator is not always the one asked for a
+    third label). -> account -> its (task, item) turns, and the labels no eligible account was left for."""
+    turns: dict[int, list[tuple[dict[str, Any], Known]]] = {k: [] for k in accounts}
+    short = 0
+    for task in tasks:
+        key = str((task.get("data") or {}).get("key") or "")
+        item = known.get(key) or Known(key or str(task["id"]), fallback_role, "unknown")
+        annotations = task.get("annotations") or []
+        heard = {a.get("completed_by") for a in annotations}
+        completed = sum(1 for a in annotations if not a.get("was_cancelled"))
+        need = overlaps.get(int(task["id"]), default) - completed
+        if need <= 0:
+            continue
+        free = sorted((k for k in accounts if user_ids[k] not in heard and wanted(k, item)),
+                      key=lambda k: stable_seed("demo-turn", seed, key or task["id"], k))
+        for k in free[:need]:
+            turns[k].append((task, item))
+        short += max(0, need - len(free)) if item.kind != "catch" else 0  # a catch task: every account, once
+    return turns, short
+
+
+class Labelled(Counter):
+    """What one project's scripted round submitted, by label; `short`: the labels it could not give."""
+
+    short: int = 0
+
+
 def label_project(server: Server, project: Any, accounts: Sequence[tuple[int, str]], known: dict[str, Known],
-                  seed: int, wanted: Any, invite: list[str]) -> Counter:
-    """Each account labels the project's tasks `wanted(k, item)` picks, that it has not labelled yet, in
-    an order of its own. -> labels submitted, by label."""
+                  seed: int, wanted: Any, invite: list[str]) -> Labelled:
+    """The accounts label the project's open tasks (open_turns), each task only by accounts `wanted(k, item)`
+    picks that have not labelled it yet, each account in an order of its own."""
     labels = config_labels(project.label_config)
     if not labels:
         raise WorkbenchError(f"project {project.title!r} has no 'label' choices; it is not a project of this workbench")
     tasks = export_tasks(server, project.id)
-    done = {t["id"]: {a.get("completed_by") for a in t.get("annotations") or []} for t in tasks}
-    submitted: Counter = Counter()
+    overlaps = task_overlaps(server, project.id)
+    raters, user_ids = {}, {}
     for k, email in accounts:
-        rater = make_client(server.url, demo_account_token(server, email, invite))
+        raters[k] = make_client(server.url, demo_account_token(server, email, invite))
         with server_errors(server.url, f"reading demo account {email}"):
-            user_id = rater.users.whoami().id
-        order = list(tasks)
+            user_ids[k] = raters[k].users.whoami().id
+    fallback = ADJUDICATION if "$votes" in project.label_config else "mixture"
+    turns, short = open_turns(tasks, overlaps, project.maximum_annotations or 1, [k for k, _ in accounts], user_ids,
+                              known, seed, wanted, fallback)
+    submitted = Labelled()
+    submitted.short = short
+    for k, email in accounts:
+        order = list(turns[k])
         random.Random(stable_seed("demo-order", seed, project.id, k)).shuffle(order)
-        for task in order:
-            key = str((task.get("data") or {}).get("key") or "")
-            item = known.get(key) or Known(key or str(task["id"]), ADJUDICATION if "$votes" in project.label_config
-                                            else "mixture", "unknown")
-            if user_id in done[task["id"]] or not wanted(k, item):
-                continue
+        for task, item in order:
             result, lead_time_s = scripted_result(seed, item, k, labels)
             with server_errors(server.url, f"submitting {email}'s label for task {task['id']}"):
-                rater.annotations.create(task["id"], result=result, lead_time=lead_time_s, was_cancelled=False)
+                raters[k].annotations.create(task["id"], result=result, lead_time=lead_time_s, was_cancelled=False)
             submitted[result[0]["value"]["choices"][0]] += 1
     return submitted
 
 
-def run_arms(server: Server, ws: Workspace, projects: dict[str, Any], per_arm: int, seed: int) -> dict[str, Counter]:
-    """3 x per_arm accounts label the three arm projects. -> labels submitted per arm."""
+def run_arms(server: Server, ws: Workspace, projects: dict[str, Any], per_arm: int, seed: int) -> dict[str, Labelled]:
+    """3 x per_arm accounts label the three arm projects' open tasks. -> labels submitted per arm."""
     known = known_items(ws)
     accounts = [(k, demo_email(k)) for k in range(1, len(ARMS) * per_arm + 1)]
     record_demo_annotators(ws, [email for _, email in accounts])
@@ -378,11 +428,16 @@ def main(argv: list[str] | None = None) -> int:
         submitted = {projects[role].title: c for role, c in run_arms(server, ws, projects, args.annotators,
                                                                     args.annotator_seed).items()}
         who = f"{len(ARMS) * args.annotators} scripted annotator(s), {args.annotators} per arm,"
-    total = sum(sum(c.values()) for c in submitted.values())
+    total = sum(sum(done.values()) for done in submitted.values())
+    # scripts/demo.sh stops its staged rounds on "submitted 0 label(s)": nothing was open any more
     print(f"DEMO: {who} (@{DEMO_EMAIL_DOMAIN}) submitted {total} label(s):")
-    for title, counts in submitted.items():
-        shown = ", ".join(f"{label} {n}" for label, n in sorted(counts.items())) or "none"
+    for title, done in submitted.items():
+        shown = ", ".join(f"{label} {n}" for label, n in sorted(done.items())) or "none"
         print(f"  {title}: {shown}")
+    short = sum(getattr(done, "short", 0) for done in submitted.values())
+    if short:
+        print(f"note: {short} label(s) asked for could not be given: no scripted account of the right group was "
+              "left that had not heard the sample (raise --annotators)")
     print("These are not human judgements; pull marks them source='demo'.")
     return 0
 

@@ -93,6 +93,9 @@ class ProjectAnnotations:
     reattributed: list[dict[str, str]] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)  # items pushed here whose task is gone (deleted?)
     task_count: int = 0
+    # item id -> the completed (not skipped) annotations Label Studio holds on its tasks, counted or not:
+    # what a task's overlap is measured against (a staged push adds the labels it still wants to this)
+    held: dict[str, int] = field(default_factory=dict)
 
 
 def collect(server: Server, project_id: int, spec: ArmSpec, task_map: dict[str, tuple[str, str]],
@@ -118,6 +121,8 @@ def collect(server: Server, project_id: int, spec: ArmSpec, task_map: dict[str, 
             out.unknown_tasks.append(f"task {task.get('id')}: {why}")
             continue
         with_key.add(item_id)
+        out.held[item_id] = out.held.get(item_id, 0) + sum(
+            1 for raw in task.get("annotations") or [] if not raw.get("was_cancelled"))
         if not plays_audio(data.get("audio"), audio[item_id]):
             n = len(task.get("annotations") or [])
             shown = str(data.get("audio"))[:120]
@@ -221,6 +226,22 @@ def assemble(samples: Sequence[Sample], controls: Sequence[Sample], catch: Seque
             else:
                 r["failed"].append({"item": c.sample_id, "expected": c.custom.get("expected"), "label": a.label})
     return Pulled(out_samples, out_controls, report, dropped)
+
+
+def uncounted(pulled: Pulled, found: dict[str, ProjectAnnotations]) -> dict[str, dict[str, int]]:
+    """role -> item id -> completed annotations Label Studio holds on the item's task that pull did not
+    count (dropped by the cross-arm rule, made while the config was edited, malformed, a person's older
+    one): Label Studio serves a task until it holds its overlap, counted or not, so a staged push that asks
+    for more labels raises the overlap from what Label Studio holds (annotation.staging.plan)."""
+    kept: dict[str, Counter] = {role: Counter() for role in ARMS}
+    ids = {item.sample_id for items in (pulled.samples, pulled.controls) for item in items}  # catch items: not
+    for items in (pulled.samples, pulled.controls):
+        for item in items:
+            for a in item.annotations:
+                if a.source != ADJUDICATION_SOURCE and not a.cancelled and a.arm in kept:
+                    kept[a.arm][item.sample_id] += 1
+    return {role: {item_id: n - kept[role][item_id] for item_id, n in sorted(found[role].held.items())
+                   if item_id in ids and n > kept[role][item_id]} for role in ARMS}
 
 
 def note_configs(state: dict[str, Any], projects: dict[str, Any], edits: dict[str, str], now: str) -> bool:
@@ -448,6 +469,7 @@ def stats(pulled: Pulled, report: dict[str, dict[str, Any]], projects: dict[str,
             "annotators": report, "cross_arm_dropped": pulled.dropped,
             "reattributed": [c for role in ARMS for c in found[role].reattributed],
             "unknown_tasks": sum(len(found[role].unknown_tasks) for role in ARMS),
+            "uncounted_in_label_studio": uncounted(pulled, found),
             "missing_tasks": {role: found[role].missing for role in ARMS}, "problems": problems}
 
 

@@ -197,7 +197,9 @@ def staged_plan(ws: Workspace, samples: Sequence[Sample], controls: Sequence[Sam
     annotated = ({s.sample_id: s for s in ws.read_samples(OUTPUT_STAGE)} if ws.has_manifest(OUTPUT_STAGE) else {})
     pulled_controls = ({c.sample_id: c for c in ws.read_samples(CONTROLS_OUTPUT_STAGE)}
                        if ws.has_manifest(CONTROLS_OUTPUT_STAGE) else {})
-    return plan(samples, outcomes, annotated, controls, pulled_controls)
+    # what Label Studio holds beyond the counted labels, from the same pull (written with the manifests)
+    uncounted = (ws.read_stats(OUTPUT_STAGE) or {}).get("uncounted_in_label_studio") or {}
+    return plan(samples, outcomes, annotated, controls, pulled_controls, uncounted)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -212,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--staged", action=argparse.BooleanOptionalAction, default=None,
                         help="speech arm first, scene once it passed, mixture once both passed, a third label only "
                              "on a split; push again after each pull and agreement run (default: as the workspace was pushed before, "
-                             "else the build's annotation.staged: on, off in configs/demo.yaml; off for a "
+                             "else the build's annotation.staged: on, the demo's too; off for a "
                              "workspace with no build config)")
     add_server_args(parser)
     args = parser.parse_args(argv)

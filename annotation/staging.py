@@ -97,18 +97,23 @@ class Plan:
 
 
 def plan(samples: Sequence[Sample], outcomes: dict[str, Any] | None, annotated: dict[str, Sample],
-         controls: Sequence[Sample], annotated_controls: dict[str, Sample]) -> Plan:
+         controls: Sequence[Sample], annotated_controls: dict[str, Sample],
+         uncounted: dict[str, dict[str, int]] | None = None) -> Plan:
     """The staged push of `samples` (the wer manifest) given validation's arm outcomes (`outcomes`, from
     read_outcomes: None before the first pull) and the labels pull brought back (`annotated`,
     `annotated_controls`, by id: only to count the labels Label Studio holds per task).
-    `controls`: the samples' controls."""
+    `controls`: the samples' controls. `uncounted`: role -> item id -> the completed annotations Label
+    Studio holds on the task that pull did not count (a judgement dropped by the cross-arm rule, ...;
+    pull's stats): the task's overlap is raised from all it holds, else a dropped judgement would take
+    the place of the label asked for and the task would never be served again."""
     control_of = {str(c.custom.get("control_of")): c for c in controls}
     per_sample = (outcomes or {}).get("samples") or {}
     out = Plan(served=(outcomes or {}).get("first_round", FIRST_ROUND))
 
     def want(role: str, item_id: str, labelled: Sample, arm: str, more: int) -> None:
-        if more and completed(labelled, arm) + more > out.served:
-            out.overlap[role][item_id] = completed(labelled, arm) + more
+        held = completed(labelled, arm) + ((uncounted or {}).get(role) or {}).get(item_id, 0)
+        if more and held + more > out.served:
+            out.overlap[role][item_id] = held + more
 
     for s in samples:
         a = annotated.get(s.sample_id, s)

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The README demo, end to end on the embedded offline defaults: build -> label -> validate -> release.
 # No humans: scripted annotators post labels to the three blind arms (speech alone, scene alone,
-# mixture with controls and catch items) through the real Label Studio API, and the release card says
-# so (such a release cannot be pushed to the Hub).
+# mixture with controls and catch items) through the real Label Studio API, in staged rounds, and the
+# release card says so (such a release cannot be pushed to the Hub).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
@@ -16,12 +16,32 @@ LS_DATA="$WS/label-studio"
 
 "$PY" -m annotation.server start --workspace "$WS" --data-dir "$LS_DATA"
 trap '"$PY" -m annotation.server stop --data-dir "$LS_DATA" >/dev/null 2>&1 || true' EXIT
-"$PY" -m annotation.push --workspace "$WS" --data-dir "$LS_DATA"
-# 3 scripted annotators per arm (9 accounts): each hears a sample in one arm only
-"$PY" -m annotation.demo_annotators --workspace "$WS" --data-dir "$LS_DATA" --annotators 3
-"$PY" -m annotation.pull --workspace "$WS" --data-dir "$LS_DATA"
+# Staged rounds (annotation.staging): the speech arm first, the scene arm only for samples whose speech
+# arm passed, the mixture arm only once both passed, a third label only where the first two split. Each
+# round: push what is open -> 3 scripted annotators per arm label it (9 accounts, each hears a sample in
+# one arm only) -> pull -> agreement (which writes the arm outcomes the next push follows). It ends when
+# a round finds nothing open. The longest path is 6 labelling rounds (each arm split, then its third
+# label) and a 7th that finds nothing: more means the rounds do not settle.
+MAX_ROUNDS="${STAGED_ROUNDS:-7}"
+round=0
+while :; do
+    round=$((round + 1))
+    if [ "$round" -gt "$MAX_ROUNDS" ]; then
+        echo "error: the staged demo still had open tasks after $MAX_ROUNDS rounds (STAGED_ROUNDS); not released" >&2
+        exit 1
+    fi
+    echo "== staged round $round =="
+    "$PY" -m annotation.push --workspace "$WS" --data-dir "$LS_DATA"
+    labelled="$("$PY" -m annotation.demo_annotators --workspace "$WS" --data-dir "$LS_DATA" --annotators 3)"
+    echo "$labelled"
+    if grep -q ' submitted 0 label(s):' <<<"$labelled"; then
+        echo "staged demo: round $round found nothing open; $((round - 1)) labelling round(s)"
+        break
+    fi
+    "$PY" -m annotation.pull --workspace "$WS" --data-dir "$LS_DATA"
+    "$PY" -m validation.agreement --workspace "$WS"
+done
 
-"$PY" -m validation.agreement --workspace "$WS"
 # samples the demo annotators disagree on go to a blind review project; a scripted adjudicator decides them
 "$PY" -m validation.adjudicate push --workspace "$WS" --data-dir "$LS_DATA"
 if "$PY" -c 'import json, sys; sys.exit(0 if json.load(open(sys.argv[1])).get("adjudication") else 1)' \

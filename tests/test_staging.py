@@ -164,6 +164,54 @@ def test_a_staged_plan_sends_on_only_passing_samples_and_asks_a_third_label_only
     assert third.overlap["mixture"] == {ids[5]: 3, controls[5].sample_id: 3}
 
 
+def test_a_dropped_judgement_still_held_by_label_studio_raises_the_overlap_past_it():
+    """Pull drops a judgement of a person who heard the sample in another arm, but Label Studio still
+    holds it and counts it against the task's overlap: the next push asks for the missing label on top of
+    all Label Studio holds, else the task would look done there and never be served again."""
+    s = sample(0)
+    ok = scene_pass(s)
+    # speech passed; the scene task holds 2 completed annotations, one dropped by pull (cross-arm)
+    annotated = {s.sample_id: labelled(labelled(s, "speech", "harmful", "harmful"), "scene", ok)}
+    outcome = outcomes_of(annotated)
+    assert outcome["samples"][s.sample_id]["scene"] == {"outcome": None, "wanted": 1}
+    blind = plan([s], outcome, annotated, [], {})
+    assert blind.overlap["scene"] == {}  # kept 1 + wanted 1 = 2: what Label Studio holds already
+    fixed = plan([s], outcome, annotated, [], {}, {"scene": {s.sample_id: 1}})
+    assert fixed.overlap["scene"] == {s.sample_id: 3}
+    # nothing wanted: what is held alone never reopens a task
+    done = {s.sample_id: labelled(labelled(s, "speech", "harmful", "harmful"), "scene", ok, ok)}
+    assert plan([s], outcomes_of(done), done, [], {}, {"scene": {s.sample_id: 1}}).overlap["scene"] == {}
+
+
+def test_the_demo_annotators_give_an_open_task_only_the_labels_it_lacks():
+    """open_turns: a task gets overlap - completed labels, each from an account of its group that has not
+    labelled it; a full task none; a catch task every account once; too few accounts are counted short."""
+    from annotation.demo_annotators import Known, open_turns
+
+    accounts = list(range(1, 7))  # 2 groups of 3 (the group is what `wanted` says)
+    users = {k: 100 + k for k in accounts}
+    known = {f"k{i}": Known(f"s{i}", "speech", "sample") for i in range(4)} | {"c": Known("c", "mixture", "catch")}
+    tasks = [{"id": 1, "data": {"key": "k0"}, "annotations": []},  # new: 2 labels
+             {"id": 2, "data": {"key": "k1"}, "annotations": [{"completed_by": 101}, {"completed_by": 102}]},  # split
+             {"id": 3, "data": {"key": "k2"}, "annotations": [{"completed_by": 104}, {"completed_by": 105}]},  # full
+             {"id": 4, "data": {"key": "k3"}, "annotations": [{"completed_by": 101, "was_cancelled": True}]},
+             {"id": 5, "data": {"key": "c"}, "annotations": [{"completed_by": 103}]}]
+    group = {"s0": 0, "s1": 0, "s2": 1, "s3": 0}
+
+    def wanted(k: int, item: Known) -> bool:
+        return item.kind == "catch" or (k - 1) // 3 == group[item.item_id]
+
+    turns, short = open_turns(tasks, {2: 3, 5: 10_000}, 2, accounts, users, known, 0, wanted, "speech")
+    given = {t: sorted(k for k, mine in turns.items() for task, _ in mine if task["id"] == t) for t in range(1, 6)}
+    assert len(given[1]) == 2 and set(given[1]) <= {1, 2, 3}
+    assert given[2] == [3]  # the one account of the group that has not labelled it
+    assert given[3] == []  # its 2 labels are there
+    assert given[4] == [2, 3]  # a skip is not a label (2 still lacking), and its author does not label it again
+    assert given[5] == [1, 2, 4, 5, 6] and short == 0
+    _, short = open_turns(tasks, {1: 5, 2: 3}, 2, accounts, users, known, 0, wanted, "speech")
+    assert short == 2  # task 1 asks 5 of a group of 3
+
+
 # ----------------------------------------------------------------------------------------------
 # validation decides, the push follows: W/staging.json
 # ----------------------------------------------------------------------------------------------
@@ -288,7 +336,7 @@ def test_staged_rounds_in_label_studio(ls, admin, accounts, tokens, tmp_path, ca
     assert got.status_code == 200 and got.json()["id"] == speech[ids[1]], got.text
 
 
-def test_staging_is_on_for_a_build_and_off_for_the_demo_config(tmp_path):
+def test_staging_is_on_for_a_build_and_for_the_demo_config(tmp_path):
     from construction.core.config import load_config
     from construction.core.workspace import Workspace
 
@@ -297,4 +345,121 @@ def test_staging_is_on_for_a_build_and_off_for_the_demo_config(tmp_path):
     ws.snapshot_config(load_config().model_dump(mode="json"))
     assert push.staged_default(ws) is True
     ws.snapshot_config(load_config("configs/demo.yaml").model_dump(mode="json"))
-    assert push.staged_default(ws) is False
+    assert push.staged_default(ws) is True  # the demo runs staged rounds (scripts/demo.sh)
+
+
+# ----------------------------------------------------------------------------------------------
+# the staged demo's rounds: push -> demo annotators -> pull -> agreement, against a real Label Studio
+# ----------------------------------------------------------------------------------------------
+
+DEMO_SEED = "0"  # the scripted labels' seed: its first round splits some speech tasks (asserted below)
+
+
+def labelled_in_ls(admin, ws, role: str) -> dict[str, list[int]]:
+    """item id -> the users whose completed annotations Label Studio holds on its task of that arm."""
+    from annotation.labelstudio import export_tasks
+    from annotation.protocol import read_task_map
+
+    entry = json.loads((ws.root / "annotation.json").read_text())["arms"][role]
+    mapping = read_task_map(ws)
+    return {mapping[t["data"]["key"]][0]: [a["completed_by"] for a in t.get("annotations") or []
+                                           if not a.get("was_cancelled")]
+            for t in export_tasks(admin, int(entry["id"])) if mapping[t["data"]["key"]][1] == role}
+
+
+def test_staged_rounds_with_the_demo_annotators(ls, admin, accounts, tmp_path, capsys):
+    """Three rounds as scripts/demo.sh runs them. Round 1 sends only the speech arm and the demo annotators
+    give each task its 2 labels; round 2 sends the scene arm only for samples whose speech arm passed and a
+    third speech label only where the first two split, from the same group; a judgement pull drops
+    (someone who heard the sample's speech labels its scene) still makes round 3 ask for the label missing."""
+    from annotation import demo_annotators
+    from annotation.labelstudio import user_emails
+    from construction.text.taxonomy import sample_frames
+
+    ws = make_workspace(tmp_path / "demo", 8, served=ls.document_root, controls=8)
+    where = ["--workspace", str(ws.root), "--data-dir", str(ls.data_dir)]
+    ids = [s.sample_id for s in ws.read_samples("wer")]
+    x = ids[0]  # two testers label its speech; one of them labels its scene too (the cross-arm rule drops it)
+    rater_1, rater_2 = list(accounts)[:2]
+
+    def push_and_label(*first: str) -> str:
+        code, out, err = cli(push.main, *where, *first, capsys=capsys)
+        assert code == 0, err
+        return out
+
+    def demo() -> str:
+        code, out, err = cli(demo_annotators.main, *where, "--annotators", "3", "--annotator-seed", DEMO_SEED,
+                             capsys=capsys)
+        assert code == 0 and "could not be given" not in out, out + err
+        return out
+
+    def decide() -> dict:
+        out, samples, _, stats = pulled(ls, ws, capsys)
+        assert cli(agreement.main, "--workspace", str(ws.root), "--n-boot", "10", capsys=capsys)[0] == 0
+        return json.loads((ws.root / STAGING_FILE).read_text())["samples"], stats, out, samples
+
+    emails = {}
+
+    def group(user: int) -> int | None:  # annotator-K@demo...: group (K - 1) // 3 (3 per arm); None: a tester
+        if user not in emails:
+            emails.update(user_emails(admin))
+        name, _, domain = emails[user].partition("@")
+        return (int(name.rsplit("-", 1)[1]) - 1) // 3 if domain == "demo.aor-bench.invalid" else None
+
+    # round 1: only the speech arm, 2 labels a task
+    out = push_and_label("--staged", "--project", "Demo staged", "--catch", "1")
+    assert "staged: speech 8, scene 0 (speech passed), mixture 0 (both passed)" in out
+    _, speech_task = arm_tasks(admin, ws, "speech")
+    annotate(accounts[rater_1], speech_task[x], "harmful")
+    annotate(accounts[rater_2], speech_task[x], "harmful")
+    assert "submitted 14 label(s)" in demo()  # 7 tasks x 2; x was full
+    speech = labelled_in_ls(admin, ws, "speech")
+    assert {len(v) for v in speech.values()} == {2} and labelled_in_ls(admin, ws, "scene") == {}
+    arms, _, _, _ = decide()
+    passed = [i for i in ids if arms[i]["speech"]["outcome"] == "passed"]
+    split = [i for i in ids if arms[i]["speech"]["outcome"] is None]
+    failed = [i for i in ids if arms[i]["speech"]["outcome"] == "failed"]
+    assert x in passed and split and len(passed) >= 3, arms  # the seed splits some, passes most
+    assert all(arms[i]["speech"]["wanted"] == 1 for i in split)
+
+    # round 2: scene only for the speech-passed samples; a third speech label only on the splits
+    out = push_and_label()
+    assert f"scene {len(passed)} (speech passed), mixture 0" in out
+    assert sorted(arm_tasks(admin, ws, "scene")[1]) == sorted(passed)
+    _, scene_task = arm_tasks(admin, ws, "scene")
+    frame = sample_frames(next(s for s in ws.read_samples("wer") if s.sample_id == x))[0]
+    annotate(accounts[rater_1], scene_task[x], frame)  # rater_1 heard x's speech first
+    demo()
+    speech = labelled_in_ls(admin, ws, "speech")
+    assert {i: len(v) for i, v in speech.items()} == {i: 3 if i in split else 2 for i in ids}
+    for i in split:  # a third account, of the group that heard this sample's speech
+        assert len(set(speech[i])) == 3 and len({group(u) for u in speech[i]}) == 1
+    scene = labelled_in_ls(admin, ws, "scene")
+    assert {i: len(v) for i, v in scene.items()} == dict.fromkeys(passed, 2)
+    for i in passed:  # nobody of the demo heard a sample in two arms
+        assert not {u for u in set(scene[i]) & set(speech[i]) if group(u) is not None}
+    arms, stats, out, samples = decide()
+    assert "judgement(s) dropped" in out and stats["uncounted_in_label_studio"]["scene"] == {x: 1}
+    assert len([a for a in samples[x].annotations if a.arm == "scene"]) == 1
+    # a partially labelled workspace: failed samples say why and are never released; open ones wait
+    reasons = {r.sample.sample_id: r.reason for r in ws.read_rejected("validated")}
+    for i in ids:
+        why = ("speech_not_harmful" if arms[i]["speech"]["outcome"] == "failed" else "scene_not_identified"
+               if arms[i]["scene"]["outcome"] == "failed" else "needs_labels")
+        assert reasons[i].startswith(why), (i, arms[i], reasons[i])
+    assert set(failed) <= {i for i in ids if reasons[i].startswith("speech_not_harmful")}
+    assert not (ws.has_manifest("validated") and list(ws.read_samples("validated")))
+
+    # round 3: the scene task of x holds 2 (one dropped, one kept) and wants 1 more: its overlap is 3
+    scene_passed = [i for i in ids if arms[i]["scene"]["outcome"] == "passed"]
+    assert arms[x]["scene"] == {"outcome": None, "wanted": 1}
+    out = push_and_label()
+    assert f"mixture {len(scene_passed)} (both passed)" in out
+    scene_pid, scene_task = arm_tasks(admin, ws, "scene")
+    assert admin.client.tasks.get(str(scene_task[x])).overlap == 3
+    demo()
+    assert len(labelled_in_ls(admin, ws, "scene")[x]) == 3
+    _, _, _, samples = decide()
+    assert len([a for a in samples[x].annotations if a.arm == "scene"]) == 2
+    mixture = labelled_in_ls(admin, ws, "mixture")
+    assert {i: len(v) for i, v in mixture.items() if i in ids} == dict.fromkeys(scene_passed, 2)
