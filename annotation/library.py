@@ -1,6 +1,6 @@
 """Review the sound library by ear in Label Studio: is each clip the sound its tags say?
 
-    python -m annotation.library push --workspace W [--sounds LIBRARY] [--overlap 3] [--draws 3]
+    python -m annotation.library push --workspace W [--sounds LIBRARY] [--used-only] [--overlap 3] [--draws 3]
     python -m annotation.library pull --workspace W [--sounds LIBRARY]
     (every flag: --help; LIBRARY defaults to the workspace build's mix.sounds)
 
@@ -41,6 +41,8 @@ from annotation.library_review import (
     ReviewItem,
     item_id,
     read_items,
+    keep_earlier,
+    read_review,
     review_line,
     review_spec,
     write_items,
@@ -89,6 +91,16 @@ def load_clips(library: Path) -> list[Any]:
     return lib.clips
 
 
+def used_clip_ids(ws: Workspace) -> set[str]:
+    """The clips the workspace's kept mixtures and controls play (the wer and controls manifests)."""
+    used: set[str] = set()
+    for stage in ("wer", "controls"):
+        if ws.has_manifest(stage):
+            for sample in ws.read_samples(stage):
+                used.update(sound.clip_id for sound in (sample.mix.sounds if sample.mix else []))
+    return used
+
+
 def render(ws: Workspace, library: Path, clip: Any, draws: int) -> list[tuple[ReviewItem, AudioRef]]:
     """The audio a clip's tasks play, stored in the workspace: the recording (its first MAX_REVIEW_S), or
     `draws` seeded draws of a procedural class (construction.sounds.procedural, imported only then)."""
@@ -121,6 +133,11 @@ def push(args: argparse.Namespace) -> int:
     library = library_dir(ws, args.sounds)
     spec = review_spec(workspace_taxonomy(ws).tags)
     clips = load_clips(library)
+    if args.used_only:  # what this build plays first; the rest of the library can be reviewed later
+        used = used_clip_ids(ws)
+        if not used:
+            raise WorkbenchError(f"--used-only: {ws.root} has no mixed samples (wer or controls manifest) yet")
+        clips = [c for c in clips if c.clip_id in used]
     state = read_state(ws)
     recorded = state.get(STATE_KEY) or {}
     title = args.project or recorded.get("title") or f"{default_project_title(ws)} — library review"
@@ -190,6 +207,7 @@ def pull(args: argparse.Namespace) -> int:
     demo = demo_annotators(state)
     answers, problems = collect(server, project.id, spec, ws, items, salt, demo)
     lines = [review_line(clip, answers, items, demo) for clip in clips]
+    lines = keep_earlier(lines, read_review(library) or {})
     path = write_review(library, lines)
     reviewed = sum(1 for line in lines if line["reviewers"])
     confirmed = sum(1 for line in lines if line["confirmed"])
@@ -218,6 +236,8 @@ def main(argv: list[str] | None = None) -> int:
                                            "'AOR-Bench <workspace name> — library review')")
         if name == "push":
             sub.add_argument("--overlap", type=int, default=3, help="reviewers per clip (default 3)")
+            sub.add_argument("--used-only", action="store_true",
+                             help="only the clips this workspace's kept mixtures and controls play")
             sub.add_argument("--draws", type=int, default=DEFAULT_DRAWS,
                              help=f"rendered draws of each procedural class (default {DEFAULT_DRAWS})")
         add_server_args(sub)

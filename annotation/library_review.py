@@ -157,6 +157,17 @@ def review_line(clip: Any, answers_by_item: dict[str, dict[str, str]], items: di
     return line
 
 
+def keep_earlier(lines: Sequence[dict[str, Any]], earlier: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The review file belongs to the library, which other workspaces review too: a clip this project has
+    no answer for keeps the review it already has for the same file (sha256)."""
+    out = []
+    for line in lines:
+        before = earlier.get(line["clip_id"]) or {}
+        keep = not line["reviewers"] and before.get("reviewers") and before.get("sha256") == line["sha256"]
+        out.append(before if keep else line)
+    return out
+
+
 def write_review(library: Path, lines: Sequence[dict[str, Any]]) -> Path:
     """LIBRARY/review.jsonl, whole or not at all."""
     path = Path(library) / REVIEW_FILE

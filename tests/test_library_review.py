@@ -12,7 +12,7 @@ import soundfile as sf
 
 from annotation import demo_annotators, library
 from annotation.labelstudio import export_tasks, task_keys
-from annotation.library_review import NONE_OF_THESE, REVIEW_FILE, verdict, write_review
+from annotation.library_review import NONE_OF_THESE, REVIEW_FILE, keep_earlier, verdict, write_review
 from annotation.protocol import read_task_map
 from annotation.state import read_state
 from construction.core.workspace import Workspace, sha256_file
@@ -207,3 +207,16 @@ def test_scripted_confirmations_do_not_clear_a_release_labelled_by_people(tmp_pa
     code, _, err = cli(export_main, "--workspace", str(ws.root), "--out", str(tmp_path / "out"), capsys=capsys)
     assert code == 2 and "4 of 4 background clip(s)" in err
     assert "confirmed by scripted demo reviewers, which only a demo release accepts" in err
+
+
+def test_a_pull_keeps_the_reviews_other_workspaces_made_of_the_same_files():
+    """review.jsonl belongs to the library: a clip this project did not ask about keeps its earlier
+    review, unless its file changed; a clip this project reviewed takes the new answers."""
+    def line(clip_id, sha, reviewers):
+        return {"clip_id": clip_id, "sha256": sha, "reviewers": reviewers, "confirmed": reviewers >= 2}
+
+    earlier = {"a": line("a", "1", 3), "b": line("b", "2", 3), "c": line("c", "3", 3)}
+    now = [line("a", "1", 0), line("b", "9", 0), line("c", "3", 2), line("d", "4", 0)]
+    kept = keep_earlier(now, earlier)
+    assert [(x["clip_id"], x["sha256"], x["reviewers"]) for x in kept] == [
+        ("a", "1", 3), ("b", "9", 0), ("c", "3", 2), ("d", "4", 0)]
