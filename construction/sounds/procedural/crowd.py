@@ -15,7 +15,14 @@ import numpy as np
 from scipy import signal
 
 from construction.sounds.procedural.base import ProceduralClass, r
-from construction.sounds.procedural.dsp import band, coloured_noise, poisson_times, resonator, reverb, slow_walk
+from construction.sounds.procedural.dsp import (
+    band,
+    coloured_noise,
+    poisson_times,
+    resonator,
+    reverb,
+    slow_walk,
+)
 
 # Formants (F1, F2, F3 Hz) of shouted vowels: Peterson & Barney's (1952) adult means with F1 raised, as
 # shouting raises it (Traunmüller & Eriksson, JASA 2000): "yeah", "hey", "oh", "oo", "ah", "ee".
@@ -26,7 +33,7 @@ GROUPS = 12
 
 
 def crowd_choose(rng: np.random.Generator, duration_s: float, sr: int) -> dict[str, Any]:
-    swells = max(1, int(round(duration_s / rng.uniform(4, 9))))
+    swells = max(1, round(duration_s / rng.uniform(4, 9)))
     return {"voices": int(rng.integers(50, 301)), "female_share": r(rng.uniform(0.2, 0.5)),
             "shout_s": [r(0.3), r(rng.uniform(1.0, 1.6))], "vibrato_hz": [r(4.0), r(7.0)],
             "swells": swells, "swell_floor": r(rng.uniform(0.15, 0.4)),

@@ -13,7 +13,13 @@ import numpy as np
 from scipy import signal
 
 from construction.sounds.procedural.base import ProceduralClass, r
-from construction.sounds.procedural.dsp import band, nyquist_cap, ramp, resonator, slow_walk
+from construction.sounds.procedural.dsp import (
+    band,
+    nyquist_cap,
+    ramp,
+    resonator,
+    slow_walk,
+)
 
 # --- anvil ----------------------------------------------------------------------------------------
 
