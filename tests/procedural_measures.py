@@ -92,3 +92,50 @@ def tonal_peak_db(audio: np.ndarray, sr: int) -> float:
     floor = median_filter(psd, size=31, mode="nearest")
     keep = (f >= 50) & (f <= 0.45 * sr)
     return float(10 * np.log10(np.max(psd[keep] / floor[keep])))
+
+
+def strongest_peaks_hz(audio: np.ndarray, sr: int, top: int = 5, spacing_hz: float = 40) -> list[float]:
+    """The `top` strongest spectral peaks (Hz), at least `spacing_hz` apart, strongest first."""
+    spec = np.abs(np.fft.rfft(audio.astype(np.float64) * np.hanning(audio.size)))
+    f = np.fft.rfftfreq(audio.size, 1 / sr)
+    peaks, _ = signal.find_peaks(spec, distance=max(1, int(spacing_hz / (f[1] - f[0]))))
+    return [float(f[i]) for i in peaks[np.argsort(spec[peaks])[::-1][:top]]]
+
+
+def band_t60_s(audio: np.ndarray, sr: int, low: float, high: float, start_s: float, span_s: tuple[float, float]) -> float:
+    """T60 (s) of the energy in [low, high] Hz after `start_s`: a straight line fitted to the 10 ms RMS
+    level (dB) over span_s after it, extrapolated to -60 dB."""
+    x = signal.sosfiltfilt(signal.butter(4, [low, min(high, 0.45 * sr)], "bandpass", fs=sr, output="sos"),
+                           audio.astype(np.float64))[int(start_s * sr):]
+    hop = int(0.01 * sr)
+    rms = np.sqrt(np.mean(x[:x.size // hop * hop].reshape(-1, hop) ** 2, axis=1))
+    t = np.arange(rms.size) * 0.01
+    keep = (t >= span_s[0]) & (t <= span_s[1])
+    slope = np.polyfit(t[keep], 20 * np.log10(rms[keep] + 1e-12), 1)[0]
+    return float(-60 / slope) if slope < 0 else float("inf")
+
+
+def spectral_centroid_hz(audio: np.ndarray, sr: int) -> float:
+    f, psd = signal.welch(audio.astype(np.float64), sr, nperseg=2048)
+    return float(np.sum(f * psd) / np.sum(psd))
+
+
+def envelope_rate_hz(audio: np.ndarray, sr: int, low: float, high: float) -> float:
+    """The strongest periodicity (Hz) in [low, high] of the 20 ms RMS envelope."""
+    hop = int(0.02 * sr)
+    env = np.sqrt(np.mean(audio[:audio.size // hop * hop].astype(np.float64).reshape(-1, hop) ** 2, axis=1))
+    env = env - env.mean()
+    spec = np.abs(np.fft.rfft(env * np.hanning(env.size), 8192))
+    f = np.fft.rfftfreq(8192, 0.02)
+    keep = (f >= low) & (f <= high)
+    return float(f[keep][np.argmax(spec[keep])])
+
+
+OCTAVES_HZ = (250, 500, 1000, 2000)
+
+
+def octave_levels_db(audio: np.ndarray, sr: int) -> np.ndarray:
+    """Long-term level (dB) of each octave from OCTAVES_HZ relative to the energy 62.5 Hz - 8 kHz."""
+    f, psd = signal.welch(audio.astype(np.float64), sr, nperseg=4096)
+    total = psd[(f >= 62.5) & (f < min(8000, 0.5 * sr))].sum()
+    return np.array([10 * np.log10(psd[(f >= lo) & (f < 2 * lo)].sum() / total) for lo in OCTAVES_HZ])
