@@ -10,7 +10,7 @@ WS="${WORKSPACE:-workspace}"
 N="${PER_CATEGORY:-5}"
 LS_DATA="$WS/label-studio"
 
-"$PY" -m construction.pipeline --workspace "$WS" --per-category "$N" --config configs/demo.yaml
+"$PY" -m construction.pipeline --workspace "$WS" --per-category "$N"
 # the same speech without the scene that makes it benign: expected harmful in the mixture arm
 "$PY" -m construction.controls --workspace "$WS"  # the workspace keeps the pipeline's config
 

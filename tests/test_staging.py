@@ -336,7 +336,7 @@ def test_staged_rounds_in_label_studio(ls, admin, accounts, tokens, tmp_path, ca
     assert got.status_code == 200 and got.json()["id"] == speech[ids[1]], got.text
 
 
-def test_staging_is_on_for_a_build_and_for_the_demo_config(tmp_path):
+def test_staging_is_on_for_a_build(tmp_path):
     from construction.core.config import load_config
     from construction.core.workspace import Workspace
 
@@ -344,8 +344,6 @@ def test_staging_is_on_for_a_build_and_for_the_demo_config(tmp_path):
     assert push.staged_default(ws) is False  # no build config: a hand-made workspace is pushed as before
     ws.snapshot_config(load_config().model_dump(mode="json"))
     assert push.staged_default(ws) is True
-    ws.snapshot_config(load_config("configs/demo.yaml").model_dump(mode="json"))
-    assert push.staged_default(ws) is True  # the demo runs staged rounds (scripts/demo.sh)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -184,8 +184,8 @@ class WerConfig(Section):
 
 class AnnotationConfig(Section):
     # push the speech arm first, the scene arm once the speech passed, the mixture once both passed, and
-    # a third label only where two disagree (annotation.staging): each judgement is paid for. Off in
-    # configs/demo.yaml: the demo labels every arm in one push -> label -> pull round.
+    # a third label only where two disagree (annotation.staging): each judgement is paid for (the demo
+    # too: scripts/demo.sh loops the rounds)
     staged: bool = True
 
 
