@@ -33,6 +33,7 @@ class SoundReview:
     demo_answers: int  # answers from scripted demo reviewers
     human_answers: int
     allowed_unreviewed: bool  # exported with --allow-unreviewed-sounds
+    demo_release: bool = False  # scripted labels: never published, so the review reports but does not refuse
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -92,15 +93,16 @@ def review_summary(inputs: ReleaseInputs, allowed: bool) -> tuple[SoundReview, l
         used=len(used), used_unconfirmed=len(unconfirmed),
         demo_answers=sum(int(line.get("demo") or 0) for line in current.values()),
         human_answers=sum(int(line.get("reviewers") or 0) - int(line.get("demo") or 0) for line in current.values()),
-        allowed_unreviewed=allowed)
+        allowed_unreviewed=allowed, demo_release=demo_release)
     return summary, unconfirmed
 
 
 def check_sound_review(inputs: ReleaseInputs, allowed: bool) -> SoundReview:
     """The summary for the card; refuses (WorkbenchError, exit 2) when a used clip is unconfirmed and the
-    flag was not given."""
+    flag was not given. A demo release (scripted labels) is never published (--push-to-hub refuses it):
+    it is not held back, and its card counts the unconfirmed clips."""
     summary, unconfirmed = review_summary(inputs, allowed)
-    if unconfirmed and not allowed:
+    if unconfirmed and not allowed and not summary.demo_release:
         shown = "\n".join(f"  {u}" for u in unconfirmed[:20]) + ("\n  ..." if len(unconfirmed) > 20 else "")
         where = "the workspace's sound library (mix.sounds)" if library_path(inputs) else "no sound library recorded"
         raise WorkbenchError(
@@ -125,5 +127,7 @@ def card_line(review: SoundReview | dict[str, Any] | None) -> str:
         text = (f"**Library review:** {review.reviewed}{of} library clips were reviewed by ear (a listener named "
                 f"the sound from the tag list, no tag shown) by {who}; {review.confirmed} confirmed.")
     text += (f" The release mixes {review.used} distinct clip(s), {review.used_unconfirmed} of them not confirmed"
-             + (f" (exported with `{FLAG}`)." if review.allowed_unreviewed else "."))
+             + (f" (exported with `{FLAG}`)." if review.allowed_unreviewed else
+                " (a demo release, never published, is not held back by the review)."
+                if review.demo_release and review.used_unconfirmed else "."))
     return text

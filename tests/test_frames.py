@@ -87,7 +87,9 @@ def _ambiguous_taxonomy(tmp_path: Path) -> Path:
 def _run(tmp_path: Path, name: str, allow: bool) -> tuple[dict, list]:
     config = Config.model_validate({"generate": {"taxonomy": str(_ambiguous_taxonomy(tmp_path)), "per_category": 30,
                                                  "allow_ambiguous_scenes": allow},
-                                    "mix": {"sounds": str(noise_library(tmp_path / "sounds"))}})
+                                    # one noise clip per sound: thin for a release, which is not what this tests
+                                    "mix": {"sounds": str(noise_library(tmp_path / "sounds")),
+                                            "min_clips_per_defining_tag": 1}})
     ws = Workspace(tmp_path / name)
     stats = run_generate(ws, config, progress=False)
     return stats, ws.read_samples("generate")
@@ -126,7 +128,7 @@ def _starter_tags(licence: str) -> set[str]:
 def test_shipped_taxonomy_is_distinctive_against_the_starter_library():
     taxonomy, _ = load_taxonomy()
     figures = distinctiveness(taxonomy, _starter_tags(Config().release_licence))
-    # measured: 73 of 78 scenes (93.6 %); the worst category, sport, 10 of 13 (76.9 %)
+    # measured: 74 of 78 scenes (94.9 %); the worst category, sport, 11 of 13 (84.6 %)
     assert figures["distinctive_share"] >= 0.85, figures["distinctive_share"]
     for category, c in figures["per_category"].items():
         assert c["scenes"] >= 10 and c["distinctive_share"] >= 0.75, (category, c["scenes"], c["distinctive"])

@@ -220,3 +220,17 @@ def test_a_pull_keeps_the_reviews_other_workspaces_made_of_the_same_files():
     kept = keep_earlier(now, earlier)
     assert [(x["clip_id"], x["sha256"], x["reviewers"]) for x in kept] == [
         ("a", "1", 3), ("b", "9", 0), ("c", "3", 2), ("d", "4", 0)]
+
+
+def test_a_demo_release_is_not_held_back_by_unconfirmed_clips_and_its_card_counts_them(tmp_path, capsys):
+    """Scripted labels: never published, so the review reports instead of refusing; scripted reviews count."""
+    ws = make_workspace(tmp_path / "ws", n=6, demo=True)
+    write_test_review(ws, {c: c != "clip-1" for c in USED}, demo=True)
+    out = tmp_path / "out"
+    code, _, err = cli(export_main, "--workspace", str(ws.root), "--out", str(out), capsys=capsys)
+    assert code == 0, err
+    info = json.loads((out / "release.json").read_text())["sound_review"]
+    assert (info["used"], info["used_unconfirmed"], info["demo_release"], info["allowed_unreviewed"]) == (4, 1, True, False)
+    card = (out / "README.md").read_text()
+    assert "by scripted demo reviewers; 3 confirmed" in card
+    assert "1 of them not confirmed (a demo release, never published, is not held back by the review)" in card

@@ -327,7 +327,8 @@ def test_generate_pairs_speech_only_with_scenes_the_library_renders(tmp_path, li
     taxonomy = library.parent / "taxonomy.yaml"
     _config(library)
     (library.parent / "gen.yaml").write_text(yaml.safe_dump({"generate": {"taxonomy": str(taxonomy)},
-                                                             "mix": {"sounds": str(library)}}))
+                                                             "mix": {"sounds": str(library),
+                                                                     "min_clips_per_defining_tag": 1}}))
     # vg_music's game_music exists only under CC-BY-SA: not renderable for a CC-BY-4.0 release; line
     # vg-3 is paired with vg_music and vg_arena, so it must come only with vg_arena
     proc = run_module("construction.generate", "--workspace", str(tmp_path / "ws"), "--per-category", "10",

@@ -18,7 +18,7 @@ from construction.core.runner import run_stage
 from construction.core.workspace import Workspace
 from construction.mix import MixStage, draw_onsets
 from construction.sounds.library import Clip, SoundLibrary, sha256_file, write_catalog
-from construction.sounds.scenes import assign_clips, recording_ids, take_count, take_span, thin_tags
+from construction.sounds.scenes import assign_clips, recording_ids, take_count, take_span, thin_scenes, thin_tags
 from construction.sounds.variation import change_rate, room, tilt
 from construction.text.taxonomy import Taxonomy
 from tests.conftest import MINI_TAXONOMY
@@ -90,6 +90,9 @@ def test_clips_cut_from_one_recording_count_once_for_balance_and_the_thin_rule()
     # three clips, two recordings: thin under the default 3
     assert thin_tags(samples, _taxonomy(), library, "CC-BY-4.0", 3) == {"gunfire": (2, ["vg_shooter"])}
     assert thin_tags(samples, _taxonomy(), library, "CC-BY-4.0", 2) == {}
+    # and generate leaves the scene out (vg_raid's explosion has no clip at all: unrenderable, not thin)
+    assert thin_scenes(_taxonomy(), library, "CC-BY-4.0", 3) == {"vg_shooter": {"gunfire": 2}}
+    assert thin_scenes(_taxonomy(), library, "CC-BY-4.0", 2) == {}
 
     # a procedural class (Clip.procedural) counts as enough
     whistle = _clip("synth-gun", "gunfire", 2.0, "event").model_copy(update={"procedural": "gunshot"})

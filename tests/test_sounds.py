@@ -871,7 +871,8 @@ def test_build_records_kind_measurements_labels_and_vocabulary(synthetic_build) 
     assert event.labels == ["bell"]
     assert report.not_in_taxonomy == {"squeaky_thing": ["mixed-tags"], "spaceship": ["no-taxonomy-tag"]}
     assert "curated tags that are not taxonomy tags (kept as labels): spaceship (1), squeaky_thing (1)" in report.text()
-    assert report.per_tag["crowd_cheer"] == {"CC-BY-4.0": 1, "CC-BY-SA-4.0": 2, "beds": 2, "events": 0}
+    # one synthetic CC-BY clip, one share-alike, and the procedural crowd class (CC0, a bed)
+    assert report.per_tag["crowd_cheer"] == {"CC-BY-4.0": 2, "CC-BY-SA-4.0": 3, "beds": 3, "events": 0}
     assert report.per_tag["blender"]["CC-BY-SA-4.0"] == 0
     assert "NO CLIP for 'blender' under any licence: nothing offline" in report.text()
     assert any(n.startswith("excerpt ") for n in report.notes["good-bed"])
