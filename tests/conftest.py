@@ -117,9 +117,3 @@ def run_module(module: str, *args: str, env: dict[str, str] | None = None, timeo
         raise AssertionError(f"{module} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
     return proc
 
-
-def pytest_collection_modifyitems(session, config, items):
-    """The README walk is the longest single file (~7 min: the staged demo, the library review): start it
-    first, so the other worker runs the rest beside it instead of after it (xdist --dist loadfile deals
-    files in collection order)."""
-    items.sort(key=lambda item: 0 if item.nodeid.startswith("tests/test_readme.py") else 1)

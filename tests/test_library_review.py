@@ -234,3 +234,36 @@ def test_a_demo_release_is_not_held_back_by_unconfirmed_clips_and_its_card_count
     card = (out / "README.md").read_text()
     assert "by scripted demo reviewers; 3 confirmed" in card
     assert "1 of them not confirmed (a demo release, never published, is not held back by the review)" in card
+
+
+def test_a_procedural_class_is_reviewed_by_its_draws(ls, admin, accounts, tmp_path, capsys):  # noqa: F811
+    """A procedural class has no file: push renders --draws seeded draws, each a task like a clip; the
+    class is confirmed only when every draw is, and the release then accepts any draw of it."""
+    from construction.sounds.library import Clip
+    from construction.sounds.procedural import CLASSES, catalog_row
+
+    sounds = noise_library(tmp_path / "lib", prefix="proc-")
+    catalog, _ = read_catalog(sounds)
+    sizzle = Clip(**catalog_row(CLASSES["sizzle"]))
+    write_catalog(sounds, [*catalog, sizzle])
+    ws = served_workspace(tmp_path / "ws", ls.document_root)
+    code, out, err = review_push(ls, ws, sounds, capsys, "--project", "Library review procedural", "--draws", "2")
+    assert code == 0, err
+    assert "(1 procedural class(es), 2 draw(s) each), imported 5 new task(s)" in out
+    project_id = read_state(ws)[library.STATE_KEY]["id"]
+    mapping = read_task_map(ws)
+    task_of = {mapping[key][0]: ids[0] for key, ids in task_keys(admin, project_id).items()}
+    draw_tasks = sorted((iid, task) for iid, task in task_of.items() if iid.startswith(f"{sizzle.clip_id}@"))
+    assert [iid.rsplit("#", 1)[1] for iid, _ in draw_tasks] == ["draw0", "draw1"]
+
+    given = {0: ("sizzle", "sizzle", "sizzle"), 1: ("sizzle", "kitchen", NONE_OF_THESE)}  # draw 1: 1 of 3
+    for k, (_, task) in enumerate(draw_tasks):
+        for email, label in zip(RATERS, given[k], strict=True):
+            annotate(accounts[email], task, label)
+    line = review_pull(ls, ws, sounds, capsys)[sizzle.clip_id]
+    assert line["procedural"] == "sizzle" and [d["confirmed"] for d in line["draws"]] == [True, False]
+    assert (line["reviewers"], line["named"], line["confirmed"]) == (6, 4, False)
+
+    annotate(accounts[RATERS[1]], draw_tasks[1][1], "sizzle")  # the second rater hears it again: now 2 of 3
+    line = review_pull(ls, ws, sounds, capsys)[sizzle.clip_id]
+    assert [d["confirmed"] for d in line["draws"]] == [True, True] and line["confirmed"] is True
