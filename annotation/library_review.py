@@ -158,12 +158,13 @@ def review_line(clip: Any, answers_by_item: dict[str, dict[str, str]], items: di
 
 
 def keep_earlier(lines: Sequence[dict[str, Any]], earlier: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """The review file belongs to the library, which other workspaces review too: a clip this project has
-    no answer for keeps the review it already has for the same file (sha256)."""
+    """The review file belongs to the library, which other workspaces review too: of two reviews of the same
+    file (sha256), a clip keeps the one more people heard. Pseudonyms are salted per workspace, so answers
+    from two workspaces are never pooled (one person could count twice)."""
     out = []
     for line in lines:
         before = earlier.get(line["clip_id"]) or {}
-        keep = not line["reviewers"] and before.get("reviewers") and before.get("sha256") == line["sha256"]
+        keep = before.get("sha256") == line["sha256"] and (before.get("reviewers") or 0) > line["reviewers"]
         out.append(before if keep else line)
     return out
 
@@ -197,8 +198,9 @@ def read_review(library: str | Path) -> dict[str, dict[str, Any]] | None:
 
 
 def is_confirmed(line: dict[str, Any] | None, sha256: str) -> bool:
-    """Whether a clip as mixed (its recipe's sha256) is confirmed: a recording only for the file the review
-    heard; a procedural class whatever it rendered (each use is a new seeded draw)."""
+    """Whether a clip as mixed (its recipe's sha256) is confirmed: a recording for the file the review
+    heard; a procedural class for the model version the review heard draws of (its sha256 names the
+    version: each use is a new seeded draw of it)."""
     if not line or line.get("confirmed") is not True:
         return False
-    return bool(line.get("procedural")) or line.get("sha256") == sha256
+    return line.get("sha256") == sha256

@@ -112,7 +112,12 @@ def draw_onsets(rng: random.Random, event_s: float, total_s: float, speech: tupl
         if pattern == "single":
             return [first]
         gap = event_s + rng.uniform(cfg.event_gap_s_min, cfg.event_gap_s_max)
-        second = first + gap if first + gap < total_s - 0.1 or first - gap < max(0.05, not_before) else first - gap
+        if first + gap < total_s - 0.1:
+            second = first + gap
+        elif first - gap >= max(0.05, not_before):
+            second = first - gap
+        else:  # neither fits a whole gap: the second copy as late as the clip allows, still a pair
+            second = max(first + event_s, total_s - event_s - 0.1)
         return sorted([first, round(second, 3)])
     unit = [0.0]
     if pattern == "burst":  # a string of rapid copies plays as one unit
@@ -203,7 +208,7 @@ class MixStage:
         cfg: MixConfig = self.config.mix
         seed = stable_seed("mix", self.config.seed, sample.sample_id, *([attempt] if attempt else []))
         rng = random.Random(seed)
-        defining, support = scene_sounds(sample, self.taxonomy)
+        defining, _ = scene_sounds(sample, self.taxonomy)
         chosen = self.assignment.get(sample.sample_id)
         if chosen is None:  # not in the synthesize manifest this stage was set up with (a control)
             from construction.sounds.scenes import assign_clips
@@ -244,7 +249,7 @@ class MixStage:
         def depth(tag: str) -> int:
             return 0 if after(tag) is None else 1 + depth(after(tag))
 
-        early = any(p.clip.kind == "bed" or (spec(t).pattern in ("continuous", "burst") and after(t) is None)
+        early = any((p.clip.kind == "bed" or spec(t).pattern in ("continuous", "burst")) and after(t) is None
                     for t, _ in roles for p in chosen[t])
         lead = None if early else next(t for t, _ in roles if after(t) is None)
         ready: dict[str, float] = {}  # tag -> when a sound ordered after it may start
@@ -259,14 +264,16 @@ class MixStage:
                                    clip_tags=list(clip.tags), licence=clip.licence, attribution=clip.attribution,
                                    source_url=clip.source_url, recording=pick.recording, take=pick.take,
                                    variation=variation)
+                if clip.kind == "bed":
+                    # a bed ordered after another sound ("a shot, then applause") comes in after it
+                    sound.start_s = round(ready.get(after(tag), 0.0), 3) if after(tag) else 0.0
+                    ready[tag] = min(ready.get(tag, sound.start_s + 0.2), sound.start_s + 0.2)
                 if clip.kind == "bed" and is_procedural(clip):
                     sound.offset_s = 0.0  # a fresh draw as long as the clip: no takes to cut
-                    ready[tag] = min(ready.get(tag, 0.2), 0.2)
                 elif clip.kind == "bed":
                     start, end = take_span(clip, pick.take, cfg.take_s)
                     spare = (end - start) - total_s * variation["rate"]
                     sound.offset_s = round(start + (rng.uniform(0, spare) if spare > 0 else 0.0), 3)
-                    ready[tag] = min(ready.get(tag, 0.2), 0.2)
                 else:
                     event_s = clip.duration_s / variation["rate"]
                     sound.pattern = pattern.pattern
@@ -318,7 +325,13 @@ class MixStage:
             else:  # each copy its own draw
                 track = sum(event_track(change_rate(piece, rate, sr), total, [onset], [gain], fade)
                             for piece, onset, gain in zip(pieces, onsets, gains))
-        return colour(track, sound.variation, sr)
+        track = colour(track, sound.variation, sr)
+        if sound.start_s > 0:  # a bed that comes in after another sound: silent until then, faded in
+            begin, fade = min(total, int(sound.start_s * sr)), int(cfg.fade_s * sr)
+            track[:begin] = 0.0
+            ramp = min(fade, total - begin)
+            track[begin:begin + ramp] *= np.linspace(0.0, 1.0, ramp, endpoint=False)
+        return track
 
     def mix_one(self, sample: Sample, attempt: int = 0) -> Sample | Rejected:
         cfg: MixConfig = self.config.mix
@@ -401,11 +414,12 @@ def mix_stats(ws: Workspace, config: Config, procedural: frozenset[str] = frozen
             recordings[s.category][recording] += 1
         for sound in s.mix.sounds:
             take = (sound.clip_id, sound.take)
-            takes[s.category].add(take)
             if sound.role == "defining":
                 use = defining[s.category][sound.tag]
                 use["procedural" if sound.clip_id in procedural else "recordings"].add(sound.recording or sound.clip_id)
                 use["draws" if sound.clip_id in procedural else "takes"].add(take)
+            if sound.clip_id not in procedural:  # a procedural draw is not a take of a recording
+                takes[s.category].add(take)
         snrs.append(s.mix.snr_db)
         alone.append(s.mix.scene_alone_s)
 
@@ -420,7 +434,8 @@ def mix_stats(ws: Workspace, config: Config, procedural: frozenset[str] = frozen
         row.update({"distinct_recordings": len(recordings[category]), "distinct_takes": len(takes[category]),
                     "top_recording": top, "top_recording_share": round(n / n_category[category], 3)})
     per_sound = {category: {tag: {"recordings": len(u["recordings"]), "takes": len(u["takes"]),
-                                  "procedural_draws": len(u["draws"])} for tag, u in sorted(tags.items())}
+                                  "procedural_classes": len(u["procedural"]), "procedural_draws": len(u["draws"])}
+                            for tag, u in sorted(tags.items())}
                  for category, tags in sorted(defining.items())}
     cap = config.mix.max_clip_share
     return {"clips_per_category": by_category, "clips_per_scene": use(per_scene, n_scene),

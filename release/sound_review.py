@@ -3,7 +3,7 @@
 The library is the one the workspace was built with (config.yaml's mix.sounds); its review is
 LIBRARY/review.jsonl (python -m annotation.library pull, annotation.library_review). A clip used by a
 released sample or control (its mix recipe's clip id and sha256) counts as confirmed when its review line
-confirms the file the recipe mixed (a procedural class: whatever draw). release.export refuses
+confirms the file the recipe mixed (a procedural class: the model version, whatever draw). release.export refuses
 otherwise, unless --allow-unreviewed-sounds, which the card and release.json then state.
 """
 
@@ -77,13 +77,13 @@ def review_summary(inputs: ReleaseInputs, allowed: bool) -> tuple[SoundReview, l
     used = used_clips(inputs)
     unconfirmed = []
     for clip_id, shas in sorted(used.items()):
-        line = current.get(clip_id)
+        line = lines.get(clip_id)  # confirmed for the file the recipe mixed, whatever the catalog holds now
         scripted = bool(line and line.get("demo")) and not demo_release
         if scripted or not all(is_confirmed(line, sha) for sha in shas):
             line = lines.get(clip_id)
             why = ("not in the review" if line is None else
                    "confirmed by scripted demo reviewers, which only a demo release accepts" if scripted else
-                   "changed since it was reviewed" if line.get("sha256") not in shas and not line.get("procedural")
+                   "changed since it was reviewed" if line.get("sha256") not in shas
                    else f"{line.get('named', 0)} of {line.get('reviewers', 0)} reviewer(s) named its tag")
             unconfirmed.append(f"{clip_id}: {why}")
     summary = SoundReview(

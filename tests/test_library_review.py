@@ -210,16 +210,17 @@ def test_scripted_confirmations_do_not_clear_a_release_labelled_by_people(tmp_pa
 
 
 def test_a_pull_keeps_the_reviews_other_workspaces_made_of_the_same_files():
-    """review.jsonl belongs to the library: a clip this project did not ask about keeps its earlier
-    review, unless its file changed; a clip this project reviewed takes the new answers."""
+    """review.jsonl belongs to the library: of two reviews of the same file, a clip keeps the one more
+    people heard (answers of two workspaces are never pooled: their pseudonyms differ)."""
     def line(clip_id, sha, reviewers):
         return {"clip_id": clip_id, "sha256": sha, "reviewers": reviewers, "confirmed": reviewers >= 2}
 
-    earlier = {"a": line("a", "1", 3), "b": line("b", "2", 3), "c": line("c", "3", 3)}
-    now = [line("a", "1", 0), line("b", "9", 0), line("c", "3", 2), line("d", "4", 0)]
+    earlier = {"a": line("a", "1", 3), "b": line("b", "2", 3), "c": line("c", "3", 3), "e": line("e", "5", 2)}
+    now = [line("a", "1", 0), line("b", "9", 0), line("c", "3", 1), line("d", "4", 0), line("e", "5", 3)]
     kept = keep_earlier(now, earlier)
+    # a: kept; b: its file changed; c: one new answer does not replace three; d: new; e: the new review is bigger
     assert [(x["clip_id"], x["sha256"], x["reviewers"]) for x in kept] == [
-        ("a", "1", 3), ("b", "9", 0), ("c", "3", 2), ("d", "4", 0)]
+        ("a", "1", 3), ("b", "9", 0), ("c", "3", 3), ("d", "4", 0), ("e", "5", 3)]
 
 
 def test_a_demo_release_is_not_held_back_by_unconfirmed_clips_and_its_card_counts_them(tmp_path, capsys):

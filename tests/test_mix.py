@@ -225,7 +225,7 @@ def test_clips_are_drawn_evenly_within_a_category(tmp_path):
                    "distinct_recordings": 4, "distinct_takes": 4, "top_recording": use["top_clip"],
                    "top_recording_share": 0.25}
     assert stats["defining_sounds_per_category"]["video_games"] == {
-        "gunfire": {"recordings": 4, "takes": 4, "procedural_draws": 0}}
+        "gunfire": {"recordings": 4, "takes": 4, "procedural_classes": 0, "procedural_draws": 0}}
     assert stats["categories_over_clip_share"] == ["video_games"]  # 25 % > 5 %: the library is thin
     assert stats["categories_over_recording_share"] == ["video_games"]
 

@@ -130,6 +130,9 @@ SCENES = [
      "events": {"gunfire": "single", "explosion": {"pattern": "single", "after": "gunfire"}}},
     {"id": "vg_volley", "context": "Two rifles fire.", "benign_reason": "A game.",
      "defining": ["gunfire"], "placements": ["underlay"], "events": {"gunfire": {"pattern": "pair", "sources": 2}}},
+    {"id": "vg_then_rumble", "context": "A single shot, then a long rumble.", "benign_reason": "A game.",
+     "defining": ["gunfire", "explosion"], "placements": ["underlay"],
+     "events": {"gunfire": "single", "explosion": {"pattern": "continuous", "after": "gunfire"}}},
 ]
 
 
@@ -222,3 +225,30 @@ def test_the_variations_do_what_they_say():
     wet = room(click, 0.5, 0.4, seed=1, sample_rate=SR)
     tail = wet[100 + int(0.05 * SR):]  # half the energy is wet; after 50 ms of a 0.4 s RT60 about 18 % of it is left
     assert wet.size == SR and 0.05 < np.sum(tail ** 2) < 0.2 and np.allclose(wet, room(click, 0.5, 0.4, 1, SR))
+
+
+def test_a_bed_ordered_after_an_event_comes_in_after_it(tmp_path):
+    """"A shot, then a rumble" where the rumble is a bed: the bed is silent until a beat after the shot."""
+    rng = np.random.default_rng(9)
+    root = tmp_path / "sounds"
+    root.mkdir()
+    entries = []
+    for clip_id, tag, seconds, kind in (("shot", "gunfire", 0.3, "event"), ("rumble", "explosion", 8.0, "bed")):
+        sf.write(root / f"{clip_id}.wav", (0.3 * rng.standard_normal(int(seconds * SR))).astype(np.float32), SR,
+                 subtype="PCM_16")
+        entries.append(Clip(clip_id=clip_id, path=f"{clip_id}.wav", tags=[tag], duration_s=seconds, sample_rate=SR,
+                            licence="CC0-1.0", attribution=f"{clip_id} by tests", sha256=sha256_file(root / f"{clip_id}.wav"),
+                            kind=kind))
+    write_catalog(root, entries)
+    ws, config = _mixed(tmp_path, root, [("vg_then_rumble", 1.5 + 0.2 * i) for i in range(6)])
+    stage = MixStage(str(ws.root), config)
+    stage.setup()
+    for sample in ws.read_samples("mix"):
+        shot, rumble = (next(s for s in sample.mix.sounds if s.tag == t) for t in ("gunfire", "explosion"))
+        assert rumble.kind == "bed" and rumble.start_s >= shot.onsets_s[0] + 0.2
+        # nothing else plays before the speech, so the shot leads, right before it
+        assert shot.onsets_s[0] < sample.mix.scene_alone_s
+        total = int((sample.mix.scene_alone_s + sample.mix.scene_after_s) * SR) + int(3.0 * SR)
+        track = stage.layer(rumble, total, sample.mix.seed)
+        begin = int(rumble.start_s * SR)
+        assert not track[:begin].any() and np.abs(track[begin:]).max() > 0

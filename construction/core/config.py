@@ -152,6 +152,8 @@ class MixConfig(Section):
                  *self.after_s.values()]
         if any(low > high for low, high in pairs):
             raise ValueError("a *_min must not exceed its *_max (and after_s ranges are (min, max))")
+        if self.room_rt60_s[0] <= 0:
+            raise ValueError("room_rt60_s must be above 0 s")
         missing = set(PLACEMENTS) - set(self.after_s)
         if missing:
             raise ValueError(f"after_s needs a range for {sorted(missing)}")

@@ -55,6 +55,7 @@ class SceneSound(BaseModel):
     attribution: str
     source_url: str = ""
     offset_s: float = 0.0  # bed: where in the clip reading starts (inside its take)
+    start_s: float = 0.0  # bed: when it comes in (a bed ordered after another sound: "a shot, then applause")
     onsets_s: list[float] = Field(default_factory=list)  # event: where each copy starts in the mixture
     # the recording the clip was cut from (clips of one recording count once when use is balanced and
     # reported) and which take of it: a long bed is cut into non-overlapping takes of mix.take_s, and no

@@ -65,14 +65,14 @@ def is_procedural(clip: Clip) -> bool:
 
 def recording_ids(clips: Iterable[Clip]) -> dict[str, str]:
     """clip id -> recording id (the smallest clip id of its recording)."""
-    groups: dict[tuple[str, str, str], list[str]] = defaultdict(list)
+    def key(clip: Clip) -> tuple[str, ...]:  # procedural classes share source and attribution: each is its own
+        return (clip.clip_id,) if is_procedural(clip) else (clip.source, clip.attribution, clip.source_url)
+
+    groups: dict[tuple[str, ...], list[str]] = defaultdict(list)
     clips = list(clips)
     for clip in clips:
-        groups[(clip.source, clip.attribution, clip.source_url)].append(clip.clip_id)
-    out = {}
-    for clip in clips:
-        out[clip.clip_id] = min(groups[(clip.source, clip.attribution, clip.source_url)])
-    return out
+        groups[key(clip)].append(clip.clip_id)
+    return {clip.clip_id: min(groups[key(clip)]) for clip in clips}
 
 
 def take_count(clip: Clip, take_s: float) -> int:

@@ -1,4 +1,4 @@
-"""Neutral ambiences for the irrelevant-background twin: rain, wind, room tone, distant traffic.
+"""Neutral ambiences for an irrelevant-background twin (nothing uses them yet): rain, wind, room tone, distant traffic.
 
 They must fill the background without suggesting any setting a scene could be about, so none has a
 tonal component (no mains hum, no engine harmonics, no bird): all are shaped noise with slow
