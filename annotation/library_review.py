@@ -28,6 +28,7 @@ from typing import Any
 from xml.sax.saxutils import quoteattr
 
 from annotation.protocol import ArmSpec
+from annotation.state import read_json_object
 from construction.core.errors import WorkbenchError
 from construction.core.workspace import Workspace, atomic_write_text
 
@@ -105,16 +106,7 @@ def item_id(clip_id: str, sha256: str, draw: int | None = None) -> str:
 
 def read_items(ws: Workspace) -> dict[str, dict[str, Any]]:
     """item id -> {clip_id, sha256, tags, procedural, draw, seed, audio} as push recorded them."""
-    path = ws.root / ITEMS_FILE
-    if not path.exists():
-        return {}
-    try:
-        items = json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise WorkbenchError(f"{path} is not valid JSON ({e.msg}); push the library review again") from e
-    if not isinstance(items, dict):
-        raise WorkbenchError(f"{path} does not hold a JSON object; push the library review again")
-    return items
+    return read_json_object(ws.root / ITEMS_FILE, "push the library review again")
 
 
 def write_items(ws: Workspace, items: dict[str, dict[str, Any]]) -> None:

@@ -50,17 +50,21 @@ def open_workspace(path: str | Path) -> Workspace:
     return Workspace(root)
 
 
-def read_state(ws: Workspace) -> dict[str, Any]:
-    path = ws.root / STATE_FILE
+def read_json_object(path: Path, remedy: str) -> dict[str, Any]:
+    """The JSON object in `path`, {} when there is none; a clear error saying `remedy` when it is not one."""
     if not path.exists():
         return {}
     try:
-        state = json.loads(path.read_text())
+        found = json.loads(path.read_text())
     except json.JSONDecodeError as e:
-        raise WorkbenchError(f"{path} is not valid JSON ({e.msg}); fix or delete it") from e
-    if not isinstance(state, dict):
-        raise WorkbenchError(f"{path} does not hold a JSON object; fix or delete it")
-    return state
+        raise WorkbenchError(f"{path} is not valid JSON ({e.msg}); {remedy}") from e
+    if not isinstance(found, dict):
+        raise WorkbenchError(f"{path} does not hold a JSON object; {remedy}")
+    return found
+
+
+def read_state(ws: Workspace) -> dict[str, Any]:
+    return read_json_object(ws.root / STATE_FILE, "fix or delete it")
 
 
 def write_state(ws: Workspace, state: dict[str, Any]) -> None:
