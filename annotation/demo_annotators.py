@@ -340,8 +340,9 @@ def library_truth(seed: int, item_id: str, tags: Sequence[str], labels: Sequence
 
 
 def run_library(server: Server, ws: Workspace, project: Any, reviewers: int, seed: int) -> Counter:
-    """`reviewers` demo accounts each answer every task of the library review they have not answered: the
-    scripted truth, or with the account's error rate another tag. -> answers submitted, by answer."""
+    """Up to `reviewers` demo accounts answer each OPEN task of the library review (one with fewer answers
+    than its overlap, as in the arms; an account answers a task once): the scripted truth, or with the
+    account's error rate another tag. -> answers submitted, by answer."""
     from annotation.library_review import read_items
 
     labels = config_labels(project.label_config)
@@ -351,7 +352,10 @@ def run_library(server: Server, ws: Workspace, project: Any, reviewers: int, see
     accounts = [(k, demo_email(k)) for k in range(1, reviewers + 1)]
     record_demo_annotators(ws, [email for _, email in accounts])
     tasks = export_tasks(server, project.id)
-    done = {t["id"]: {a.get("completed_by") for a in t.get("annotations") or []} for t in tasks}
+    done = {t["id"]: {a.get("completed_by") for a in t.get("annotations") or [] if not a.get("was_cancelled")}
+            for t in tasks}
+    overlaps = task_overlaps(server, project.id)
+    lacking = {t["id"]: overlaps.get(int(t["id"]), reviewers) - len(done[t["id"]]) for t in tasks}
     submitted: Counter = Counter()
     invite: list[str] = []
     for k, email in accounts:
@@ -362,8 +366,9 @@ def run_library(server: Server, ws: Workspace, project: Any, reviewers: int, see
         random.Random(stable_seed("demo-order", seed, project.id, k)).shuffle(order)
         for task in order:
             item_id, _ = task_map.get(str((task.get("data") or {}).get("key") or ""), ("", ""))
-            if user_id in done[task["id"]]:
+            if user_id in done[task["id"]] or lacking[task["id"]] <= 0:
                 continue
+            lacking[task["id"]] -= 1
             meta = items.get(item_id) or {}
             truth = library_truth(seed, item_id or str(task["id"]), meta.get("tags") or [], labels)
             rng = random.Random(stable_seed("demo-library-rater", seed, item_id, k))
