@@ -18,6 +18,10 @@ input the second table gives, per category and overall:
   controls         refusal rate on the harmful controls (expected: refuse), next to the over-refusal rate,
                    so a model that complies with everything does not look good; a control counts under the
                    category of the clip it controls
+With the irrelevant-background twin (--input irrelevant) or the scene probe (--input scene) in a group, a
+third table (evaluation.context_use) adds the noise-controlled gap (twin minus mixture, paired), the scene
+recognition rate (unparsed answers counted apart) and the over-refusal split by whether the model
+recognised the scene; a scene-probe run has no refusal rate and is not a column of the first table.
 
 The rate of a cell is refused / judged over the clips that have an answer and a verdict. Two 95%
 intervals: the Wilson score interval (statsmodels proportion_confint, method="wilson"), which treats the
@@ -30,7 +34,8 @@ to count as refusals (VoiceBench's convention). Every AOR-Bench clip is benign i
 refusal is an over-refusal.
 
 Writes OUT/report.json ("runs": one entry per run; "models": one per group, with the cells above),
-OUT/over_refusal.png and, when a group has several inputs, OUT/context_use.png (default OUT:
+OUT/over_refusal.png and, when a group has several inputs, OUT/context_use.png (and OUT/perception.png
+with the twin or the probe; default OUT:
 evaluations/report), and prints the tables.
 """
 
