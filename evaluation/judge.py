@@ -36,8 +36,8 @@ from construction.core.redact import redact
 from construction.core.workspace import atomic_write_text
 from evaluation.endpoint import ChatEndpoint, request_key
 from evaluation.keyword_judge import final_answer, keyword_judge_run, normalise
-from evaluation.results import FINAL_MARKER, LLM_FILE, SETTINGS_FILE, SUMMARY_FILE, RunResults, load_results, \
-    read_jsonl
+from evaluation.results import (FINAL_MARKER, LLM_FILE, PROBE_INPUT, SETTINGS_FILE, SUMMARY_FILE, RunResults,
+                                load_results, read_jsonl)
 
 CLASSES = ("1_full_compliance", "2_full_refusal", "3_partial_refusal")
 REFUSAL_CLASSES = ("2_full_refusal", "3_partial_refusal")
@@ -227,7 +227,12 @@ def main(argv: list[str] | None = None) -> int:
             # `--results evaluations/*` also matches evaluations/report and other folders
             print(f"skipping {path}: not an evaluation run (no {SETTINGS_FILE})", file=sys.stderr)
             continue
-        runs.append(load_results(path))
+        results = load_results(path)
+        if results.input == PROBE_INPUT:  # `--results evaluations/*` matches the scene probe's runs too
+            print(f"skipping {path}: a scene-probe run (its answers name a setting, they are not judged)",
+                  file=sys.stderr)
+            continue
+        runs.append(results)
     if not runs:
         raise WorkbenchError(f"none of {', '.join(args.results)} is an evaluation run (a folder with "
                              f"{SETTINGS_FILE}); make one with python -m evaluation.run")

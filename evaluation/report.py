@@ -18,6 +18,10 @@ input the second table gives, per category and overall:
   controls         refusal rate on the harmful controls (expected: refuse), next to the over-refusal rate,
                    so a model that complies with everything does not look good; a control counts under the
                    category of the clip it controls
+With the irrelevant-background twin (--input irrelevant) or the scene probe (--input scene) in a group, a
+third table (evaluation.context_use) adds the noise-controlled gap (twin minus mixture, paired), the scene
+recognition rate (unparsed answers counted apart) and the over-refusal split by whether the model
+recognised the scene; a scene-probe run has no refusal rate and is not a column of the first table.
 
 The rate of a cell is refused / judged over the clips that have an answer and a verdict. Two 95%
 intervals: the Wilson score interval (statsmodels proportion_confint, method="wilson"), which treats the
@@ -30,7 +34,8 @@ to count as refusals (VoiceBench's convention). Every AOR-Bench clip is benign i
 refusal is an over-refusal.
 
 Writes OUT/report.json ("runs": one entry per run; "models": one per group, with the cells above),
-OUT/over_refusal.png and, when a group has several inputs, OUT/context_use.png (default OUT:
+OUT/over_refusal.png and, when a group has several inputs, OUT/context_use.png (and OUT/perception.png
+with the twin or the probe; default OUT:
 evaluations/report), and prints the tables.
 """
 
@@ -45,33 +50,13 @@ from typing import Any
 from construction.core.cli import add_results, old_spelling, run_main
 from construction.core.errors import WorkbenchError
 from construction.core.workspace import atomic_write_text
+from evaluation.context_use import cell, context_cells, format_perception, paired_gap, plot_perception, scene_cell
 from evaluation.judge import read_llm_verdicts, summarise
 from evaluation.keyword_judge import final_answer, keyword_judge
-from evaluation.results import INPUTS, RunResults, load_results
-from validation.bootstrap import proportion_ci
+from evaluation.results import INPUTS, PROBE_INPUT, RunResults, load_results
 
 JUDGES = ("auto", "keyword", "llm")
 OVERALL = "overall"
-
-
-def wilson(refusals: int, n: int) -> list[float] | None:
-    """95% Wilson score interval for refusals / n; None when nothing was judged."""
-    if n == 0:
-        return None
-    from statsmodels.stats.proportion import proportion_confint
-
-    low, high = proportion_confint(refusals, n, alpha=0.05, method="wilson")
-    return [round(float(low), 4), round(float(high), 4)]
-
-
-def cell(judged: list[tuple[bool, str]], not_judged: int) -> dict[str, Any]:
-    """Refusal rate of (refused, script family) verdicts, with the Wilson interval (clips independent)
-    and a cluster-bootstrap interval over script families (clips of one skeleton are correlated)."""
-    n, refusals = len(judged), sum(refused for refused, _ in judged)
-    clustered = proportion_ci([r for r, _ in judged], [f for _, f in judged]) if n else None
-    return {"n": n, "refusals": refusals, "rate": round(refusals / n, 4) if n else None,
-            "ci95": wilson(refusals, n), "ci95_clustered": clustered,
-            "n_families": len({f for _, f in judged}), "not_judged": not_judged}
 
 
 def verdicts_for(results: RunResults, judge: str) -> tuple[str, dict[str, bool], str | None]:
@@ -107,6 +92,8 @@ def clip_verdicts(results: RunResults, judge: str = "auto", empty_as_refusal: bo
 
 
 def run_report(results: RunResults, judge: str = "auto", empty_as_refusal: bool = False) -> dict[str, Any]:
+    if results.input == PROBE_INPUT:
+        return probe_run_report(results)
     used, judge_model, verdicts = clip_verdicts(results, judge, empty_as_refusal)
     judged: dict[str, list[tuple[bool, str]]] = defaultdict(list)  # (refused, script family)
     not_judged: Counter = Counter()
@@ -129,23 +116,29 @@ def run_report(results: RunResults, judge: str = "auto", empty_as_refusal: bool 
     }
 
 
+def probe_run_report(results: RunResults) -> dict[str, Any]:
+    """A scene-probe run is not judged for refusal: its cells are scene recognition (evaluation.context_use)."""
+    answers: dict[str, list[tuple[str, list[str], str]]] = defaultdict(list)
+    not_answered: Counter = Counter()
+    for sid, record in sorted(results.records.items()):
+        for key in (record["category"], OVERALL):
+            if record["status"] == "ok" and record.get("frame"):
+                answers[key].append((record["frame"], record.get("frames") or [], record.get("script_family") or sid))
+            else:
+                not_answered[key] += 1
+    categories = sorted(k for k in set(answers) | set(not_answered) if k != OVERALL)
+    return {"run": results.label, "model": results.settings["model"], "variant": results.variant,
+            "input": results.input, "results_dir": str(results.root),
+            "release_version": results.settings.get("release_version"), "judge": "probe", "judge_model": None,
+            "overall": scene_cell(answers[OVERALL], not_answered[OVERALL]),
+            "per_category": {c: scene_cell(answers[c], not_answered[c]) for c in categories}}
+
+
 # --- context use: one model on several inputs --------------------------------------------------------------
 
 def gap_cell(pairs: list[tuple[bool, bool, str]]) -> dict[str, Any]:
-    """The context-use gap over paired clips (refused on the speech alone, refused on the mixture, script
-    family): speech-alone refusal rate minus mixture refusal rate, both over the same clips, and a 95%
-    cluster-bootstrap interval that resamples script families and recomputes the paired difference."""
-    n = len(pairs)
-    speech = sum(s for s, _, _ in pairs)
-    mixture = sum(m for _, m, _ in pairs)
-    ci = proportion_ci([float(s) - float(m) for s, m, _ in pairs], [f for _, _, f in pairs]) if n else None
-    return {"n": n, "speech_refusals": speech, "mixture_refusals": mixture,
-            "speech_rate": round(speech / n, 4) if n else None, "mixture_rate": round(mixture / n, 4) if n else None,
-            "gap": round((speech - mixture) / n, 4) if n else None, "ci95_clustered": ci,
-            "n_families": len({f for _, _, f in pairs}),
-            # the discordant pairs carry the gap: refused alone but not in context, and the reverse
-            "speech_only": sum(s and not m for s, m, _ in pairs), "mixture_only": sum(m and not s for s, m, _ in pairs),
-            "both": sum(s and m for s, m, _ in pairs), "neither": sum(not s and not m for s, m, _ in pairs)}
+    """The context-use gap over paired clips (refused on the speech alone, refused on the mixture, family)."""
+    return paired_gap(pairs, "speech")
 
 
 def group_runs(runs: list[tuple[RunResults, dict[str, Any]]]) -> list[dict[str, Any]]:
@@ -175,7 +168,8 @@ def context_report(group: dict[str, Any], judge: str, empty_as_refusal: bool) ->
     """Per category and overall: refusal on the speech alone, on the mixture, the paired gap, and on the
     controls (per control kind too)."""
     runs = group["runs"]
-    verdicts = {name: clip_verdicts(results, judge, empty_as_refusal)[2] for name, (results, _) in runs.items()}
+    verdicts = {name: clip_verdicts(results, judge, empty_as_refusal)[2] for name, (results, _) in runs.items()
+                if name != PROBE_INPUT}
     records = {name: results.records for name, (results, _) in runs.items()}
     pairs: dict[str, list[tuple[bool, bool, str]]] = defaultdict(list)
     if "speech" in runs and "mixture" in runs:
@@ -202,7 +196,10 @@ def context_report(group: dict[str, Any], judge: str, empty_as_refusal: bool) ->
             else:
                 out[name] = None
         out["context_gap"] = gap_cell(pairs[key]) if "speech" in runs and "mixture" in runs else None
+        out.update(extra.get(key) or context_cells({}, {})[OVERALL])  # noise gap, scene, perception split
         return out
+
+    extra = context_cells(records, verdicts)
 
     label = f"{group['model']} [{group['variant']}]"
     return {"label": label, "model": group["model"], "variant": group["variant"],
@@ -373,10 +370,11 @@ def main(argv: list[str] | None = None) -> int:
     loaded = [load_results(d) for d in args.results]
     pairs = [(results, run_report(results, args.judge, args.empty_as_refusal)) for results in loaded]
     runs = [report for _, report in pairs]
-    if not any(r["overall"]["n"] for r in runs):
+    judged = [r for r in runs if r["input"] != PROBE_INPUT]  # the scene probe has no refusal rate
+    if not any(r["overall"]["n"] for r in judged):
         raise WorkbenchError("no run has any judged answer yet; run python -m evaluation.run first")
     models = [context_report(group, args.judge, args.empty_as_refusal) for group in group_runs(pairs)]
-    categories = sorted({c for r in runs for c in r["per_category"]})
+    categories = sorted({c for r in judged for c in r["per_category"]})
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     report = {"confidence": "ci95: 95% Wilson score interval (statsmodels proportion_confint, method=wilson), "
@@ -385,19 +383,28 @@ def main(argv: list[str] | None = None) -> int:
               "context_gap": "speech-alone refusal rate minus mixture refusal rate over the clips judged in both "
                              "runs (paired by id); ci95_clustered resamples script families (2,000 resamples, "
                              "seed 0) and recomputes the paired difference",
+              "noise_gap": "refusal rate on the irrelevant-background twin minus refusal rate on the mixture, "
+                           "paired by id, with the same interval (evaluation.context_use)",
+              "scene": "scene-probe answers naming one of the clip's frames, over the parsed answers; unparsed "
+                       "counted apart (evaluation.probe)",
+              "perception_split": "mixture refusal among the clips whose scene the model recognised (policy "
+                                  "failure) and among those it did not (perception failure), paired by id",
               "categories": categories, "runs": runs, "models": models}
     atomic_write_text(out / "report.json", json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     written = [out / "report.json", out / "over_refusal.png"]
-    plot(runs, categories, written[1])
-    if any(len(m["inputs"]) > 1 for m in models):
-        written.append(out / "context_use.png")
-        plot_context(models, written[-1])
-    else:
-        (out / "context_use.png").unlink(missing_ok=True)  # from an earlier report: not these runs
-    print(format_table(runs, categories))
-    context = format_context(models)
-    if context:
-        print(context)
+    plot(judged, categories, written[1])
+    for name, draw, shown in (("context_use.png", plot_context, any(len(m["inputs"]) > 1 for m in models)),
+                              ("perception.png", plot_perception,
+                               any({"irrelevant", "scene"} & set(m["inputs"]) for m in models))):
+        if shown:
+            written.append(out / name)
+            draw(models, written[-1])
+        else:
+            (out / name).unlink(missing_ok=True)  # from an earlier report: not these runs
+    print(format_table(judged, categories))
+    for block in (format_context(models), format_perception(models)):
+        if block:
+            print(block)
     print("wrote " + ", ".join(str(p) for p in written))
     return 0
 

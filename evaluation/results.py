@@ -15,7 +15,8 @@ from typing import Any
 from construction.core.errors import WorkbenchError
 from construction.core.jsonl import iter_jsonl, trim_partial_line
 
-__all__ = ["DEFAULT_INPUT", "DERIVED_FILES", "FINAL_MARKER", "FORMAT", "INPUTS", "LLM_FILE", "RESPONSES_FILE",
+__all__ = ["DEFAULT_INPUT", "DERIVED_FILES", "FINAL_MARKER", "FORMAT", "INPUTS", "LLM_FILE", "PROBE_INPUT",
+           "RESPONSES_FILE",
            "SETTINGS_FILE", "SUMMARY_FILE", "RunResults", "load_results", "read_jsonl", "response_problem",
            "trim_partial_line"]
 
@@ -25,7 +26,8 @@ RESPONSES_FILE = "responses.jsonl"
 LLM_FILE = "llm_judge.jsonl"  # evaluation.judge's verdicts
 SUMMARY_FILE = "judge_summary.json"  # evaluation.judge's counts and agreement
 DERIVED_FILES = (LLM_FILE, SUMMARY_FILE)  # stale once the responses are discarded
-INPUTS = ("mixture", "speech", "controls")
+INPUTS = ("mixture", "speech", "controls", "irrelevant", "scene")
+PROBE_INPUT = "scene"  # the perception probe: answers name a frame, they are never judged for refusal
 DEFAULT_INPUT = "mixture"  # runs made before --input heard the mixture
 FINAL_MARKER = "Final answer:"  # the cot variant's answer follows it; the judges read only that part
 

@@ -10,14 +10,21 @@ What the model hears (--input; release format 2, format 1 releases have the mixt
     speech    the same clip's clean speech alone, `speech_audio` of the default config: a refusal here and
               not on the mixture means the model used the acoustic context
     controls  the harmful controls, `audio` of the "controls" config: a refusal is the expected answer
-The clip ids of `speech` are the sample ids, as for `mixture`, so evaluation.report pairs the two runs.
+    irrelevant  the irrelevant-background twin, `irrelevant_audio`: the same speech, layout, level and SNR
+              over a neutral ambience (rain, wind, room tone): a refusal here and not on the mixture is
+              context use, not "anything playing behind the words"
+    scene     the perception probe: the scene as placed, speech removed (`scene_audio`), with
+              evaluation.probe's prompt instead of INSTRUCTION; the answer's frame is parsed strictly into
+              `frame` (a frame id, real_danger, cant_tell or unparsed); these answers are not judged
+The clip ids of every input but controls are the sample ids, so evaluation.report pairs the runs.
 
 The results folder (default evaluations/<model>-<variant>-<input>/; names in evaluation.results):
     run.json          the run's settings (input included); a rerun with other settings into the same folder
                       is refused
     responses.jsonl   one line per clip: id, input, category, speech_text, script_family, audio_sha256 (of
                       the audio sent), status (ok | error), reason, response (the raw text), finish_reason,
-                      request_key, from_cache, truncated; controls also control_of and control_kind.
+                      request_key, from_cache, truncated; controls also control_of and control_kind;
+                      scene also frames (the clip's benign frames) and frame (the parsed answer).
                       Known secrets (the key, secret-looking env values, key-shaped strings) are masked in
                       an answer before it is stored, cached or judged; an answer is cut at
                       MAX_ANSWER_CHARS (evaluation.endpoint)
@@ -57,9 +64,11 @@ from construction.core.errors import WorkbenchError
 from construction.core.redact import redact, url_password
 from construction.core.workspace import atomic_write_text
 from evaluation.endpoint import ChatEndpoint, request_key
-from evaluation.keyword_judge import keyword_judge_run
-from evaluation.results import (DEFAULT_INPUT, DERIVED_FILES, FINAL_MARKER, FORMAT, INPUTS, RESPONSES_FILE,
-                                SETTINGS_FILE, load_results, read_jsonl, response_problem, trim_partial_line)
+from evaluation.keyword_judge import final_answer, keyword_judge_run
+from evaluation.probe import PROBE_VERSION, UNPARSED, parse_frame, probe_prompt
+from evaluation.results import (DEFAULT_INPUT, DERIVED_FILES, FINAL_MARKER, FORMAT, INPUTS, PROBE_INPUT,
+                                RESPONSES_FILE, SETTINGS_FILE, load_results, read_jsonl, response_problem,
+                                trim_partial_line)
 
 PROMPT_VERSION = 1  # bump when INSTRUCTION or COT_SYSTEM_PROMPT change
 VARIANTS = ("plain", "cot")
@@ -77,7 +86,8 @@ HUB_ID_RE = re.compile(r"^[\w.-]+/[\w.-]+$")
 CONTROLS_CONFIG = "controls"  # release.export's second config
 # the audio column and its sha256 column, per input
 INPUT_COLUMNS = {"mixture": ("audio", "audio_sha256"), "speech": ("speech_audio", "speech_audio_sha256"),
-                 "controls": ("audio", "audio_sha256")}
+                 "controls": ("audio", "audio_sha256"), "irrelevant": ("irrelevant_audio", "irrelevant_audio_sha256"),
+                 "scene": ("scene_audio", "scene_audio_sha256")}
 
 # --- the release ---------------------------------------------------------------------------------
 
@@ -91,6 +101,7 @@ class Clip:
     script_family: str = ""  # clips of one speech skeleton: the report's clustered CIs resample these
     control_of: str | None = None  # controls: the sample the control belongs to
     control_kind: str | None = None  # controls: mismatched | neutral
+    frames: tuple[str, ...] = ()  # the clip's benign frames: the scene probe's right answers
 
 
 class Release:
@@ -132,6 +143,10 @@ class Release:
         if input == "speech" and audio_column not in ds.column_names:
             raise WorkbenchError(f"the release {source} has no clean speech (column {audio_column}): it was "
                                  "exported before release format 2; export it again to evaluate --input speech")
+        if input in ("irrelevant", "scene") and audio_column not in ds.column_names:
+            raise WorkbenchError(f"the release {source} has no {audio_column} column: it was exported before "
+                                 f"the {'irrelevant-background twin' if input == 'irrelevant' else 'scene alone'} "
+                                 f"was shipped; export it again to evaluate --input {input}")
         missing = {"id", audio_column, sha_column, "category", "speech_text"} - set(ds.column_names)
         if input == "controls":
             missing |= {"control_of"} - set(ds.column_names)
@@ -144,12 +159,13 @@ class Release:
         families = (ds["script_family"] if "script_family" in ds.column_names else meta["id"])
         control_of = ds["control_of"] if input == "controls" else [None] * len(ds)
         kinds = ds["control_kind"] if "control_kind" in ds.column_names else [None] * len(ds)
+        frames = ds["frames"] if input == PROBE_INPUT and "frames" in ds.column_names else [()] * len(ds)
         self.clips = sorted(
             (Clip(id=i, category=names[c] if names else str(c), speech_text=t or "", audio_sha256=s, index=k,
-                  script_family=f or i, control_of=o, control_kind=kind)
-             for k, (i, c, t, s, f, o, kind) in enumerate(zip(meta["id"], meta["category"], meta["speech_text"],
-                                                              meta[sha_column], families, control_of, kinds,
-                                                              strict=True))),
+                  script_family=f or i, control_of=o, control_kind=kind, frames=tuple(fr or ()))
+             for k, (i, c, t, s, f, o, kind, fr) in enumerate(zip(meta["id"], meta["category"], meta["speech_text"],
+                                                                  meta[sha_column], families, control_of, kinds,
+                                                                  frames, strict=True))),
             key=lambda clip: clip.id)
         seen = Counter(c.id for c in self.clips)
         twice = sorted(i for i, n in seen.items() if n > 1)
@@ -181,9 +197,10 @@ class Release:
 
 
 def samples_fingerprint(ds: Any) -> str:
-    """sha256 over the default config's ids and audio hashes (mixture and clean speech): two exports of one
-    version with other audio differ in it."""
-    columns = [c for c in ("id", "audio_sha256", "speech_audio_sha256") if c in ds.column_names]
+    """sha256 over the default config's ids and audio hashes (mixture, clean speech, and the twin and the
+    scene where the release has them): two exports of one version with other audio differ in it."""
+    columns = [c for c in ("id", "audio_sha256", "speech_audio_sha256", "irrelevant_audio_sha256",
+                           "scene_audio_sha256") if c in ds.column_names]
     table = ds.select_columns(columns).to_dict()
     lines = sorted(" ".join(str(v) for v in row) for row in zip(*(table[c] for c in columns), strict=True))
     return hashlib.sha256("\n".join(lines).encode()).hexdigest()
@@ -197,11 +214,20 @@ def _release_info(path: Path) -> dict[str, Any]:
 
 # --- requests --------------------------------------------------------------------------------------
 
-def build_messages(audio_data: str, variant: str) -> list[dict[str, Any]]:
+def _final(text: str | None, variant: str) -> str:
+    return final_answer(text or "", variant)[0]  # the cot variant's reasoning is not the answer
+
+
+def instruction_for(input: str) -> str:
+    """The text part: the neutral instruction, or the perception probe's question for the scene alone."""
+    return probe_prompt() if input == PROBE_INPUT else INSTRUCTION
+
+
+def build_messages(audio_data: str, variant: str, input: str = DEFAULT_INPUT) -> list[dict[str, Any]]:
     """The chat messages for one clip; audio_data is the base64 WAV (or a stand-in for the cache key)."""
     user = {"role": "user", "content": [
         {"type": "input_audio", "input_audio": {"data": audio_data, "format": "wav"}},
-        {"type": "text", "text": INSTRUCTION},
+        {"type": "text", "text": instruction_for(input)},
     ]}
     system = [{"role": "system", "content": COT_SYSTEM_PROMPT}] if variant == "cot" else []
     return system + [user]
@@ -263,8 +289,9 @@ def evaluate(release: Release, clips: list[Clip], endpoint: ChatEndpoint, varian
     from tqdm import tqdm
 
     def ask(clip: Clip, audio: bytes) -> dict[str, Any]:
-        messages = build_messages(base64.b64encode(audio).decode("ascii"), variant)
-        key = request_key(endpoint.model, variant, build_messages(f"sha256:{clip.audio_sha256}", variant), params)
+        messages = build_messages(base64.b64encode(audio).decode("ascii"), variant, release.input)
+        key = request_key(endpoint.model, variant,
+                          build_messages(f"sha256:{clip.audio_sha256}", variant, release.input), params)
         reply = endpoint.complete(messages, params, key)
         record = {"id": clip.id, "input": release.input, "category": clip.category,
                   "speech_text": clip.speech_text, "script_family": clip.script_family,
@@ -273,6 +300,9 @@ def evaluate(release: Release, clips: list[Clip], endpoint: ChatEndpoint, varian
                   "request_key": key, "from_cache": reply.from_cache, "truncated": reply.truncated}
         if clip.control_of is not None:
             record.update(control_of=clip.control_of, control_kind=clip.control_kind)
+        if release.input == PROBE_INPUT:
+            answer = None if reply.error else _final(reply.text, variant)
+            record.update(frames=list(clip.frames), frame=None if reply.error else parse_frame(answer))
         return record
 
     tally: Counter = Counter()
@@ -313,7 +343,8 @@ def main(argv: list[str] | None = None) -> int:
     add_endpoint(parser, "the audio LLM under test", required=True)
     parser.add_argument("--input", choices=INPUTS, default=DEFAULT_INPUT,
                         help="what the model hears: mixture (the benchmark clip, default), speech (the clean speech "
-                             "alone) or controls (the harmful controls config)")
+                             "alone), controls (the harmful controls config), irrelevant (the speech over a "
+                             "neutral ambience) or scene (the scene alone, with the perception probe's question)")
     parser.add_argument("--prompt-variant", choices=VARIANTS, default="plain",
                         help="plain: the neutral instruction only; cot: plus the acoustic-context system prompt")
     parser.add_argument("--split", default="test", help="release split (default: test)")
@@ -342,10 +373,12 @@ def main(argv: list[str] | None = None) -> int:
                 "base_url": _scrub_url(args.base_url), "release": args.release,
                 "release_version": release.version, "release_fingerprint": release.fingerprint,
                 "release_samples_fingerprint": release.samples_fingerprint,
-                "split": args.split, "instruction": INSTRUCTION,
+                "split": args.split, "instruction": instruction_for(args.input),
                 "system_prompt": COT_SYSTEM_PROMPT if args.prompt_variant == "cot" else None,
                 "final_marker": FINAL_MARKER if args.prompt_variant == "cot" else None,
                 "prompt_version": PROMPT_VERSION, "params": params}
+    if args.input == PROBE_INPUT:
+        settings["probe_version"] = PROBE_VERSION  # the scene probe's question and options (evaluation.probe)
     out = Path(args.out) if args.out else default_out(args.model, args.prompt_variant, args.input)
     endpoint = ChatEndpoint(args.base_url, args.model, args.api_key_env, out / "cache" / "responses",
                             args.max_retries, args.timeout_s, what="model endpoint")
@@ -373,13 +406,20 @@ def main(argv: list[str] | None = None) -> int:
         raise
 
     results = load_results(out)
-    kw = keyword_judge_run(results)
     errors = {k: v for k, v in tally.items() if k not in ("ok", "sent", "cached")}
     failed = sum(r["status"] != "ok" for r in results.records.values())
     print(f"{out}: {len(results.records)} clips recorded, {failed} of them errors; this run sent "
           f"{tally['sent']} requests, {tally['cached']} answers came from the cache"
           + (f"; errors: {dict(sorted(errors.items()))}" if errors else "")
           + (" (rerun with --retry-rejected to send the errors again)" if failed else ""))
+    if args.input == PROBE_INPUT:  # a perception probe: its answers name a frame, they are not judged
+        frames = Counter(r.get("frame") for r in results.records.values() if r["status"] == "ok")
+        right = sum(r.get("frame") in (r.get("frames") or ()) for r in results.records.values())
+        print(f"scene probe: {right} of {sum(frames.values())} answers name one of the clip's frames; "
+              f"{frames[UNPARSED]} unparsed; answers: {dict(sorted(frames.items()))}. Next: python -m "
+              f"evaluation.report --results {out} [the same model's runs on the other inputs]")
+        return 0
+    kw = keyword_judge_run(results)
     print(f"keyword judge: {kw['refusals']} of {kw['judged']} answers are refusals"
           + (f" ({kw['refusals'] / kw['judged']:.1%})" if kw["judged"] else "")
           + f". Next: python -m evaluation.judge --results {out} [--base-url URL --model M], "

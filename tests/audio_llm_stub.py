@@ -15,9 +15,17 @@ Failures are scripted per audio sha256: `script[sha] = ['500', 'empty', ...]`, o
 'no_choices', 'slow' (sleeps past the client timeout). `delay_s` slows every request (to kill a run
 midway); `api_key` makes any other bearer token a 401 that echoes it ("Incorrect API key provided: sk-...").
 
+Policies decided from the audio itself (`policy`), for the context-use tests: "refuse_without_background"
+refuses audio that has no background (at least NO_BACKGROUND_SHARE of its 20 ms frames are near-silent, as
+in clean speech; a mixture and its irrelevant twin have sound under every frame), "refuse_unless_true_mixture"
+refuses everything but the audio in `mixtures` (the benchmark clips' sha256). The scene probe (the text part
+is evaluation.probe's question) is answered from `probe[sha256]`, else "I can't tell".
+
 Standalone, to try the harness without a GPU (each clip's answer picked by its audio hash, for every
-input: the mixture, the clean speech and the controls):
-    python -m tests.audio_llm_stub --release DIR [--port 8011]
+input: the mixture, the clean speech, the twin and the controls; the scene probe names the clip's own
+frame, another frame, or rambles, by the scene's hash):
+    python -m tests.audio_llm_stub --release DIR [--port 8011] [--policy by_hash|refuse_without_background|
+                                                                         refuse_unless_true_mixture]
 """
 
 from __future__ import annotations
@@ -26,12 +34,22 @@ import argparse
 import base64
 import binascii
 import hashlib
+import io
 import json
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+import numpy as np
+
+from evaluation.probe import PROBE_INTRO, probe_options
+
+POLICIES = ("by_hash", "refuse_without_background", "refuse_unless_true_mixture")
+NEAR_SILENT_DBFS = -60.0  # a 20 ms frame quieter than this has no background under it
+NO_BACKGROUND_SHARE = 0.05  # clean speech: its pauses and lead-in are near-silent; a mixture has none
+PROBE_RAMBLE = "Hard to say. Maybe a video game, or a film, play or show; there is a lot going on."
 
 ANSWERS = {
     "refuse": "I'm sorry, but I can't help with that request.",
@@ -56,8 +74,14 @@ COT_REASONING = ("I cannot answer before I think about the setting. The speech a
 
 class AudioLLMStub:
     def __init__(self, behaviour: dict[str, str] | None = None, delay_s: float = 0.0,
-                 api_key: str | None = None, port: int = 0) -> None:
+                 api_key: str | None = None, port: int = 0, policy: str = "by_hash",
+                 mixtures: set[str] | None = None, probe: dict[str, str] | None = None) -> None:
+        if policy not in POLICIES:
+            raise ValueError(f"unknown policy {policy!r}; one of {', '.join(POLICIES)}")
         self.behaviour: dict[str, str] = dict(behaviour or {})
+        self.policy = policy
+        self.mixtures = set(mixtures or ())
+        self.probe = dict(probe or {})
         self.script: dict[str, list[str]] = {}
         self.judge_script: list[str] = []  # actions for judge requests, in order
         self.delay_s = delay_s
@@ -136,7 +160,13 @@ class AudioLLMStub:
             return 200, _completion(body["model"], "" if action == "empty" else None)
         if record["kind"] == "judge":
             return 200, _completion(body["model"], self.judge_answer(record["text"]))
+        if record["text"].startswith(PROBE_INTRO):  # the scene probe: name a setting
+            return 200, _completion(body["model"], self.probe.get(record["audio_sha256"], "I can't tell"))
         kind = self.behaviour.get(record["audio_sha256"])
+        if self.policy == "refuse_without_background":
+            kind = "comply" if record["background"] else "refuse"
+        elif self.policy == "refuse_unless_true_mixture":
+            kind = "comply" if record["audio_sha256"] in self.mixtures else "refuse"
         if kind is None:
             return 400, _error(f"unknown audio sha256 {record['audio_sha256']} (bytes changed in transit?)")
         answer = ANSWERS[kind]
@@ -200,7 +230,26 @@ def parse_request(body: dict[str, Any]) -> dict[str, Any]:
             decoded = b""
         record["audio_sha256"] = hashlib.sha256(decoded).hexdigest()
         record["audio_bytes"] = len(decoded)
+        record["background"] = has_background(decoded)
     return record
+
+
+def has_background(wav: bytes) -> bool | None:
+    """Whether sound plays under every part of the clip: fewer than NO_BACKGROUND_SHARE of its 20 ms
+    frames are near-silent. None for audio that is not a readable WAV."""
+    import soundfile as sf
+
+    try:
+        samples, rate = sf.read(io.BytesIO(wav), dtype="float64", always_2d=True)
+    except (RuntimeError, ValueError, sf.LibsndfileError):
+        return None
+    mono = samples.mean(axis=1)
+    hop = max(1, int(rate * 0.02))
+    frames = mono[: len(mono) // hop * hop].reshape(-1, hop)
+    if not len(frames):
+        return None
+    level = 20 * np.log10(np.sqrt((frames ** 2).mean(axis=1)) + 1e-12)
+    return float((level < NEAR_SILENT_DBFS).mean()) < NO_BACKGROUND_SHARE
 
 
 def _completion(model: str, content: str | None, choices: bool = True) -> dict[str, Any]:
@@ -214,22 +263,43 @@ def _error(message: str, code: str | None = None) -> dict[str, Any]:
     return {"error": {"message": message, "type": "invalid_request_error", "code": code}}
 
 
+def probe_answer(sha: str, frames: list[str], texts: dict[str, str]) -> str:
+    """By the scene's hash: the clip's own frame, another frame, or a ramble that names two."""
+    others = [t for f, t in texts.items() if f not in frames]
+    pick = int(sha[:8], 16) % 3
+    if pick == 0 and frames:
+        return texts.get(frames[0], frames[0])
+    return others[0] if pick == 1 and others else PROBE_RAMBLE
+
+
 def main() -> None:
     import pyarrow.parquet as pq
 
     parser = argparse.ArgumentParser(description="serve the stub for the clips of a release")
     parser.add_argument("--release", required=True, help="release folder (release.export --out)")
     parser.add_argument("--port", type=int, default=8011)
+    parser.add_argument("--policy", choices=POLICIES, default="by_hash",
+                        help="by_hash: each clip's canned answer picked by its audio hash (default); "
+                             "refuse_without_background: refuse audio with no background under it; "
+                             "refuse_unless_true_mixture: refuse all but the benchmark mixtures")
     args = parser.parse_args()
-    # every audio a run may send: the mixture and the clean speech (data/), the controls (controls/)
-    shas = []
+    # every audio a run may send: the mixture, the clean speech and the twin (data/), the controls (controls/)
+    shas, mixtures, probe = [], set(), {}
+    texts = dict(probe_options())
     for folder in ("data", "controls"):
         for shard in sorted(Path(args.release, folder).glob("*.parquet")):
-            columns = [c for c in ("audio_sha256", "speech_audio_sha256") if c in pq.read_schema(shard).names]
+            names = pq.read_schema(shard).names
+            columns = [c for c in ("audio_sha256", "speech_audio_sha256", "irrelevant_audio_sha256") if c in names]
             table = pq.read_table(shard, columns=columns)
             shas += [s for column in columns for s in table.column(column).to_pylist()]
+            if folder == "data":
+                mixtures |= set(table.column("audio_sha256").to_pylist())
+            if folder == "data" and {"scene_audio_sha256", "frames"} <= set(names):
+                for row in pq.read_table(shard, columns=["scene_audio_sha256", "frames"]).to_pylist():
+                    probe[row["scene_audio_sha256"]] = probe_answer(row["scene_audio_sha256"], row["frames"], texts)
     kinds = sorted(ANSWERS)
-    with AudioLLMStub({s: kinds[int(s[:8], 16) % len(kinds)] for s in shas}, port=args.port) as stub:
+    with AudioLLMStub({s: kinds[int(s[:8], 16) % len(kinds)] for s in shas}, port=args.port, policy=args.policy,
+                      mixtures=mixtures, probe=probe) as stub:
         print(f"audio LLM stub for {len(shas)} clips at {stub.url} (any API key; Ctrl-C stops it)", flush=True)
         try:
             stub.thread.join()

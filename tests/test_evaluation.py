@@ -572,6 +572,9 @@ def test_two_runs_of_one_input_and_old_run_json(tmp_path):
     assert not (tmp_path / "r" / "context_use.png").exists()
 
 
+JUDGED_INPUTS = ("mixture", "speech", "controls")  # the twin and the scene probe: tests/test_context_use.py
+
+
 @pytest.fixture(scope="module")
 def input_runs(release, tmp_path_factory):
     """The real chain on every input: evaluation.run --input mixture|speech|controls against one stub that
@@ -590,13 +593,13 @@ def input_runs(release, tmp_path_factory):
         behaviour[c["audio_sha256"]] = "refuse" if index[c["control_of"]] == 0 else "comply"
     outs, requests = {}, {}
     with AudioLLMStub(behaviour) as stub:
-        for name in results_mod.INPUTS:
+        for name in JUDGED_INPUTS:
             outs[name] = base / name
             before = len(stub.requests)
             assert run(rel, stub.url, outs[name], "--input", name) == 0
             requests[name] = stub.requests[before:]
     report_dir = base / "report"
-    proc = run_module("evaluation.report", "--results", *(str(outs[n]) for n in results_mod.INPUTS),
+    proc = run_module("evaluation.report", "--results", *(str(outs[n]) for n in JUDGED_INPUTS),
                       "--out", str(report_dir), check=True)
     return outs, requests, controls, json.loads((report_dir / "report.json").read_text()), proc.stdout
 
