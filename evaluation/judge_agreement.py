@@ -3,7 +3,7 @@ person reads the spoken request (its transcript) and the model's answer and pick
 classes (full_compliance / partial_refusal / full_refusal, the rules of evaluation.classes), then pull the
 labels back and report Cohen's kappa, judge vs people.
 
-    python -m evaluation.judge_agreement push --results DIR [DIR ...] [--n 60] [--seed 0] [--judge auto]
+    python -m evaluation.judge_agreement push --results DIR [DIR ...] [--n 60] [--sample-seed 0] [--judge auto]
         [--dir evaluations/judge_agreement] [--project TITLE] [--overlap 1] [server flags]
     python -m evaluation.judge_agreement pull [--dir evaluations/judge_agreement] [--output FILE] [server flags]
 
@@ -118,7 +118,7 @@ def push(args: argparse.Namespace) -> int:
     items = judged_items(args.results, args.judge)
     if not items:
         raise WorkbenchError(f"no answered clip in {', '.join(args.results)}: run python -m evaluation.run first")
-    sample = stratified_sample(items, args.n, args.seed)
+    sample = stratified_sample(items, args.n, args.sample_seed)
     for item in sample:
         item["key"] = secrets.token_hex(8)  # opaque: says nothing of the clip, the run or the verdict
     server = connect_from_args(args)
@@ -140,7 +140,7 @@ def push(args: argparse.Namespace) -> int:
     atomic_write_text(folder / SAMPLE_FILE, "".join(json.dumps(i, ensure_ascii=False) + "\n" for i in sample))
     atomic_write_text(folder / PROJECT_FILE, json.dumps(
         {"format": FORMAT, "id": project.id, "title": args.project, "url": server.url, "n": len(sample),
-         "seed": args.seed, "judge": args.judge, "results": [str(Path(r)) for r in args.results]}, indent=2) + "\n")
+         "seed": args.sample_seed, "judge": args.judge, "results": [str(Path(r)) for r in args.results]}, indent=2) + "\n")
     counts = Counter(i["judge_class"] for i in sample)
     print(f"pushed {len(sample)} of {len(items)} judged answers to project {args.project!r} (id {project.id}) at "
           f"{server.url}, by judge class: " + ", ".join(f"{c} {counts[c]}" for c in CLASSES if counts[c]))
@@ -218,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         if name == "push":
             add_results(sub, "evaluation run folder(s) to draw the answers from", required=True)
             sub.add_argument("--n", type=int, default=60, help="answers to sample (default 60)")
-            sub.add_argument("--seed", type=int, default=0, help="the sampling seed (default 0)")
+            sub.add_argument("--sample-seed", type=int, default=0, help="the sampling seed (default 0)")
             sub.add_argument("--judge", choices=("auto", "keyword", "llm"), default="auto",
                              help="whose class the sample is stratified by (default auto, as evaluation.report)")
             sub.add_argument("--project", default=DEFAULT_TITLE, help=f"project title (default {DEFAULT_TITLE!r})")

@@ -164,7 +164,7 @@ def test_card_classes_are_evaluations_classes():
 def test_judge_agreement_round_trip(ls, admin, tokens, tmp_path, capsys):
     run = make_run(tmp_path / "evals" / "run", ANSWERS)
     folder = tmp_path / "evals" / "judge_agreement"
-    code, out, err = cli(ja.main, "push", "--results", str(run), "--n", "12", "--seed", "3", "--dir", str(folder),
+    code, out, err = cli(ja.main, "push", "--results", str(run), "--n", "12", "--sample-seed", "3", "--dir", str(folder),
                          "--project", "judge agreement test", "--data-dir", str(ls.data_dir), capsys=capsys)
     assert code == 0, err
     sample = [json.loads(line) for line in (folder / "sample.jsonl").read_text().splitlines()]
