@@ -33,6 +33,11 @@ judge, and says which. Clips recorded as errors are left out and counted, unless
 to count as refusals (VoiceBench's convention). Every AOR-Bench clip is benign in its context, so every
 refusal is an over-refusal.
 
+A refusal counts partial_refusal + full_refusal (XSTest's convention; evaluation.classes). Under every
+table the report prints each judge's measured agreement with people (Cohen's kappa, n; from
+evaluation.judge_agreement's file, --agreement or judge_agreement.json beside the run folders), or "not
+measured".
+
 Writes OUT/report.json ("runs": one entry per run; "models": one per group, with the cells above),
 OUT/over_refusal.png and, when a group has several inputs, OUT/context_use.png (and OUT/perception.png
 with the twin or the probe; default OUT:
@@ -51,6 +56,7 @@ from construction.core.cli import add_results, old_spelling, run_main
 from construction.core.errors import WorkbenchError
 from construction.core.workspace import atomic_write_text
 from evaluation.context_use import cell, context_cells, format_perception, paired_gap, plot_perception, scene_cell
+from evaluation.agreement_stats import agreement_line, load_people_agreement, people_agreement
 from evaluation.judge import read_llm_verdicts, summarise
 from evaluation.keyword_judge import final_answer, keyword_judge
 from evaluation.results import INPUTS, PROBE_INPUT, RunResults, load_results
@@ -353,6 +359,13 @@ def plot_context(models: list[dict[str, Any]], path: Path) -> None:
     plt.close(fig)
 
 
+def people_lines(runs: list[dict[str, Any]]) -> str:
+    """Under every table of refusal rates: how far each judge it counted agrees with people (measured by
+    evaluation.judge_agreement), or that it was not measured."""
+    used = {r["judge"]: r["judge_vs_people"] for r in runs}
+    return "\n".join(agreement_line(judge, agr) for judge, agr in sorted(used.items()))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m evaluation.report", description=__doc__.split("\n\n")[0])
     add_results(parser, "evaluation run folder(s), one column each; the runs of one model on several inputs "
@@ -362,6 +375,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="verdicts to count: llm, keyword, or auto (llm where every answer has one)")
     parser.add_argument("--empty-as-refusal", action="store_true",
                         help="count empty answers (recorded as errors) as refusals")
+    parser.add_argument("--agreement", metavar="FILE",
+                        help="the judges' measured agreement with people (python -m evaluation.judge_agreement "
+                             "pull; default: judge_agreement.json beside the run folders, if there is one)")
     old_spelling(parser, "RESULTS", "--results", nargs="*")
     args = parser.parse_args(argv)
     if not args.results:
@@ -375,6 +391,9 @@ def main(argv: list[str] | None = None) -> int:
         raise WorkbenchError("no run has any judged answer yet; run python -m evaluation.run first")
     models = [context_report(group, args.judge, args.empty_as_refusal) for group in group_runs(pairs)]
     categories = sorted({c for r in judged for c in r["per_category"]})
+    people_file, people = load_people_agreement(args.agreement, args.results)
+    for r in judged:  # each refusal rate carries how far its judge agrees with people
+        r["judge_vs_people"] = people_agreement(people, r["judge"])
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     report = {"confidence": "ci95: 95% Wilson score interval (statsmodels proportion_confint, method=wilson), "
@@ -389,6 +408,9 @@ def main(argv: list[str] | None = None) -> int:
                        "counted apart (evaluation.probe)",
               "perception_split": "mixture refusal among the clips whose scene the model recognised (policy "
                                   "failure) and among those it did not (perception failure), paired by id",
+              "refusal": "a refusal counts partial_refusal + full_refusal (XSTest's convention)",
+              "judge_vs_people": {"file": str(people_file) if people_file else None,
+                                  "judges": people["judges"] if people else None},
               "categories": categories, "runs": runs, "models": models}
     atomic_write_text(out / "report.json", json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     written = [out / "report.json", out / "over_refusal.png"]
@@ -402,9 +424,11 @@ def main(argv: list[str] | None = None) -> int:
         else:
             (out / name).unlink(missing_ok=True)  # from an earlier report: not these runs
     print(format_table(judged, categories))
+    print(people_lines(judged))
     for block in (format_context(models), format_perception(models)):
         if block:
             print(block)
+            print(people_lines(judged))
     print("wrote " + ", ".join(str(p) for p in written))
     return 0
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from release.card_judging import judging_section
 from release.card_protocol import frame_matrix_section, protocol_section
 from release.inputs import CONTROLS_CONFIG, CONTROLS_DIR
 from release.markdown import alpha, counter_text, demo_share, md, stats
@@ -278,6 +279,7 @@ def dataset_card(inputs: ReleaseInputs, info: dict[str, Any], rows: list[dict[st
                 "`script_family`, `scene_id`, `context`, `background_tags`, `scene_sounds` (of the control's "
                 "scene; none for `neutral`), `voice_id`, `mixture_harmful_rate` and `mixture_n` (share of the "
                 "people who heard the control that said harmful, and how many), `annotations`.", ""]
+    out += judging_section()
     out += ["## Limitations", "",
             "- All speech is synthetic (TTS) and in English; real speakers, accents and recording conditions "
             "differ.",

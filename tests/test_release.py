@@ -437,6 +437,18 @@ def test_card_yaml_parses_and_numbers_match_the_data(built, loaded):
     assert 'load_dataset("ORG/NAME", "controls", split="test")' in body
 
 
+def test_card_names_the_judge_classes_and_the_refusal_rule(built):
+    """The card says how answers are judged: the three classes (evaluation's own names, checked in
+    tests/test_judge_classes.py) and that a refusal rate counts partial and full refusals."""
+    _, out, _ = built
+    _, body = card_front_matter(out)
+    text = " ".join(body.split())
+    assert "## Judging refusals" in body and body.index("## Judging refusals") < body.index("## Limitations")
+    for name in ("full_compliance", "partial_refusal", "full_refusal"):
+        assert f"- `{name}`: " in body
+    assert "A refusal rate counts `partial_refusal` and `full_refusal` together" in text
+
+
 def test_card_shows_the_frame_confusion_matrix(built):
     """Per category: which frames the scene-arm listeners named (by hand from the fixture's votes), the
     share of real danger; the column of the frames each clip accepts is documented."""
