@@ -19,11 +19,28 @@ from pathlib import Path
 from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import ChatMessageUser, ContentAudio, ContentText, GenerateConfig
-from inspect_ai.scorer import Metric, SampleScore, Score, Target, mean, metric, scorer, stderr
+from inspect_ai.scorer import (
+    Metric,
+    SampleScore,
+    Score,
+    Target,
+    mean,
+    metric,
+    scorer,
+    stderr,
+)
 from inspect_ai.solver import TaskState, generate
 
-from evaluation.adapters.common import (BENCHMARK, INSTRUCTION, check_out_folder, load_release, paired_gap,
-                                        parse_inputs, refusal_verdict, write_clips)
+from evaluation.adapters.common import (
+    BENCHMARK,
+    INSTRUCTION,
+    check_out_folder,
+    load_release,
+    paired_gap,
+    parse_inputs,
+    refusal_verdict,
+    write_clips,
+)
 
 
 def _rows(scores: list[SampleScore]) -> list[dict]:

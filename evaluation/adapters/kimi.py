@@ -22,7 +22,13 @@ import json
 from pathlib import Path
 
 from construction.core.workspace import atomic_write_text
-from evaluation.adapters.common import BENCHMARK, INSTRUCTION, check_out_folder, load_release, write_clips
+from evaluation.adapters.common import (
+    BENCHMARK,
+    INSTRUCTION,
+    check_out_folder,
+    load_release,
+    write_clips,
+)
 
 
 def dataset_name(input: str) -> str:

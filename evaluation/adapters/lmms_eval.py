@@ -29,7 +29,13 @@ from pathlib import Path
 import yaml
 
 from construction.core.workspace import atomic_write_text
-from evaluation.adapters.common import BENCHMARK, INSTRUCTION, check_out_folder, load_release, write_clips
+from evaluation.adapters.common import (
+    BENCHMARK,
+    INSTRUCTION,
+    check_out_folder,
+    load_release,
+    write_clips,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 
