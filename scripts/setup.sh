@@ -30,6 +30,9 @@ bash scripts/kokoro_voices.sh
 # Label Studio in its own virtual environment (its pins clash with ours).
 bash scripts/install_label_studio.sh
 
+# The evaluation harnesses the adapters are tested against (inspect-ai, lmms-eval), each in its own venv.
+bash scripts/install_harnesses.sh
+
 # Debian game/sound data the starter library is cut from, fetched as .debs (never installed, only the
 # listed files are unpacked by the build): about 1.1 GB, most of it supertuxkart-data (628 MB).
 SOUND_DEBS="openclonk-data supertuxkart-data ufoai-music freedink-data sonic-pi-samples lomiri-sounds lugaru-data lincity-ng-data fluid-soundfont-gs"
