@@ -20,13 +20,10 @@ from construction.core.errors import WorkbenchError
 from evaluation import run as run_mod
 from evaluation.keyword_judge import keyword_judge
 
-# the audio column and its sha256 column per input the adapters export. irrelevant (the same speech over
-# a neutral ambience) is added by release.export in release format 3; a release without it is refused by
-# name. controls and the scene probe are left to evaluation.run: the probe asks another question and
-# parses frames, which no harness scorer here does yet.
-ADAPTER_COLUMNS = {"mixture": ("audio", "audio_sha256"),
-                   "speech": ("speech_audio", "speech_audio_sha256"),
-                   "irrelevant": ("irrelevant_audio", "irrelevant_audio_sha256")}
+# the audio column and its sha256 column per input the adapters export (evaluation.run's): a release
+# without an input's column is refused by name. controls and the scene probe are left to evaluation.run:
+# the probe asks another question and parses frames, which no harness scorer here does yet.
+ADAPTER_COLUMNS = {name: run_mod.INPUT_COLUMNS[name] for name in ("mixture", "speech", "irrelevant")}
 ADAPTER_INPUTS = tuple(ADAPTER_COLUMNS)
 INSTRUCTION = run_mod.INSTRUCTION  # the same words evaluation.run sends, so a harness run is comparable
 BENCHMARK = "aor_bench"
@@ -66,17 +63,7 @@ def load_release(source: str, input: str, split: str = "test") -> run_mod.Releas
     columns = ADAPTER_COLUMNS[input]
     if input != "mixture":
         _require_column(source, split, columns[0], input)
-    if input in run_mod.INPUT_COLUMNS and input in run_mod.INPUTS:
-        return run_mod.Release(source, split, input=input)
-    # an evaluation.run that does not know the input yet: its checks, with this input's columns
-    saved, saved_inputs = dict(run_mod.INPUT_COLUMNS), run_mod.INPUTS
-    run_mod.INPUT_COLUMNS[input], run_mod.INPUTS = columns, (*saved_inputs, input)
-    try:
-        return run_mod.Release(source, split, input=input)
-    finally:
-        run_mod.INPUT_COLUMNS.clear()
-        run_mod.INPUT_COLUMNS.update(saved)
-        run_mod.INPUTS = saved_inputs
+    return run_mod.Release(source, split, input=input)
 
 
 def _require_column(source: str, split: str, column: str, input: str) -> None:
