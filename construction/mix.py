@@ -22,7 +22,9 @@ the sample id and seed alone, and stored on the sample; the same recipe gives th
 SNR definition: snr_db = L(speech) - L(scene under the speech), L the ITU-R BS.1770-4 integrated
 loudness (pyloudnorm) of each component alone over the speech's extent in the final clip. The level of
 the scene alone is L(scene alone before the speech) - L(speech). A final peak guard scales the whole
-mixture, so neither changes. Flags: --help (the sound library is --sounds LIBRARY_DIR, config mix.sounds).
+mixture, so neither changes. Every mixture also gets its irrelevant-background twin (mix.irrelevant_twin,
+on by default): the same speech track over a neutral ambience at the same levels (construction.twin).
+Flags: --help (the sound library is --sounds LIBRARY_DIR, config mix.sounds).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from construction.sounds.library import loudness_lufs
 from construction.sounds.scenes import Pick, is_procedural, scene_sounds, take_span
 from construction.sounds.variation import change_rate, colour, draw_variation
 from construction.text.taxonomy import EventPattern
+from construction.twin import ambience_for, assign_ambiences, library_entry, make_twin, twin_stats
 from construction.core.workspace import Rejected, Workspace, require_manifest
 
 STAGE = "mix"
@@ -195,6 +198,7 @@ class MixStage:
                 "build (the dataset card then says so)")
         self.assignment = assign_clips(samples, self.taxonomy, self.library, licence, self.config.seed,
                                        self.config.mix.take_s)
+        self.ambiences = assign_ambiences(samples, self.config.seed)
         self._audio: dict[str, np.ndarray] = {}
 
     def _clip_audio(self, clip) -> np.ndarray:
@@ -378,8 +382,14 @@ class MixStage:
         ref = self.ws.store_audio(mixture, sr)
         scene_alone = (scene * gain * 10 ** (guard_db / 20)).astype(np.float32)  # as heard in the mixture
         provenance = {**sample.provenance, STAGE: {"peak_guard_db": round(guard_db, 3)}}
+        twin = None
+        if cfg.irrelevant_twin:  # the same speech track over a neutral ambience (construction.twin)
+            ambience = ambience_for(sample.sample_id, getattr(self, "ambiences", {}), self.config.seed)
+            audio, recipe.irrelevant = make_twin(speech_track, recipe, (alone, alone + speech.size), ambience,
+                                                 library_entry(self.library, ambience), sr, cfg.fade_s, cfg.peak_dbfs)
+            twin = self.ws.store_audio(audio, sr)
         return sample.model_copy(update={"mix": recipe, "mixture": ref, "scene_audio": self.ws.store_audio(scene_alone, sr),
-                                         "provenance": provenance})
+                                         "irrelevant_audio": twin, "provenance": provenance})
 
     def process(self, batch: list[Sample]) -> list[Sample | Rejected]:
         return [self.mix_one(sample) for sample in batch]
@@ -395,7 +405,7 @@ def mix_stats(ws: Workspace, config: Config, procedural: frozenset[str] = frozen
     """What was mixed: per category and scene the distinct clips, RECORDINGS (clips cut from one recording
     count once) and TAKES, and the top clip's and top recording's share of the samples; per category and
     defining sound the recordings, takes and procedural draws (`procedural`: the clip ids that are
-    procedural classes); levels and scene-alone time."""
+    procedural classes); levels and scene-alone time; the twins per neutral class."""
     per_category: dict[str, Counter] = defaultdict(Counter)
     per_scene: dict[str, Counter] = defaultdict(Counter)
     recordings: dict[str, Counter] = defaultdict(Counter)
@@ -438,7 +448,8 @@ def mix_stats(ws: Workspace, config: Config, procedural: frozenset[str] = frozen
                             for tag, u in sorted(tags.items())}
                  for category, tags in sorted(defining.items())}
     cap = config.mix.max_clip_share
-    return {"clips_per_category": by_category, "clips_per_scene": use(per_scene, n_scene),
+    return {**(twin_stats(ws.read_samples(STAGE)) if config.mix.irrelevant_twin else {}),
+            "clips_per_category": by_category, "clips_per_scene": use(per_scene, n_scene),
             "defining_sounds_per_category": per_sound,
             "categories_over_clip_share": sorted(c for c, u in by_category.items() if u["top_clip_share"] > cap),
             "categories_over_recording_share": sorted(c for c, u in by_category.items()
