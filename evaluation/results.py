@@ -25,7 +25,7 @@ RESPONSES_FILE = "responses.jsonl"
 LLM_FILE = "llm_judge.jsonl"  # evaluation.judge's verdicts
 SUMMARY_FILE = "judge_summary.json"  # evaluation.judge's counts and agreement
 DERIVED_FILES = (LLM_FILE, SUMMARY_FILE)  # stale once the responses are discarded
-INPUTS = ("mixture", "speech", "controls")
+INPUTS = ("mixture", "speech", "controls", "irrelevant", "scene")
 DEFAULT_INPUT = "mixture"  # runs made before --input heard the mixture
 FINAL_MARKER = "Final answer:"  # the cot variant's answer follows it; the judges read only that part
 

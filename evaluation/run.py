@@ -77,7 +77,8 @@ HUB_ID_RE = re.compile(r"^[\w.-]+/[\w.-]+$")
 CONTROLS_CONFIG = "controls"  # release.export's second config
 # the audio column and its sha256 column, per input
 INPUT_COLUMNS = {"mixture": ("audio", "audio_sha256"), "speech": ("speech_audio", "speech_audio_sha256"),
-                 "controls": ("audio", "audio_sha256")}
+                 "controls": ("audio", "audio_sha256"), "irrelevant": ("irrelevant_audio", "irrelevant_audio_sha256"),
+                 "scene": ("scene_audio", "scene_audio_sha256")}
 
 # --- the release ---------------------------------------------------------------------------------
 
