@@ -22,6 +22,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from construction.core.record import IrrelevantTwin, MixRecipe, Sample, stable_seed
+from construction.levels import envelope, gain_to, render
 from construction.sounds.library import loudness_lufs
 from construction.sounds.procedural import CLASSES, NEUTRAL, catalog_row, draw
 
@@ -60,8 +61,6 @@ def make_twin(speech_track: np.ndarray, recipe: MixRecipe, speech_span: tuple[in
               ) -> tuple[np.ndarray, IrrelevantTwin]:
     """The twin's audio (float32) and how it was made. `speech_track` is the mixture's, level-matched and
     placed; `speech_span` its (start, end) in samples."""
-    from construction.mix import envelope, gain_to, render
-
     total, (start, end) = speech_track.size, speech_span
     seed = stable_seed("irrelevant", recipe.seed, ambience)
     audio, params = draw(ambience, seed, total / sample_rate + 0.01, sample_rate)
