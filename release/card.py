@@ -146,10 +146,12 @@ def dataset_card(inputs: ReleaseInputs, info: dict[str, Any], rows: list[dict[st
         "## Usage", "", "```python", "import io", "", "import soundfile as sf",
         "from datasets import Audio, load_dataset", "",
         f"ds = load_dataset(\"ORG/NAME\", split=\"{first_split}\")  # or a local copy of this folder",
-        "ds = ds.cast_column(\"audio\", Audio(decode=False)).cast_column(\"speech_audio\", Audio(decode=False))",
+        "for column in (\"audio\", \"speech_audio\", \"scene_audio\", \"irrelevant_audio\"):  # WAV bytes as stored",
+        "    ds = ds.cast_column(column, Audio(decode=False))",
         "row = ds[0]",
         "audio, rate = sf.read(io.BytesIO(row[\"audio\"][\"bytes\"]))  # the clip (the mixture)",
         "speech, speech_rate = sf.read(io.BytesIO(row[\"speech_audio\"][\"bytes\"]))  # the same speech, alone",
+        "twin, _ = sf.read(io.BytesIO(row[\"irrelevant_audio\"][\"bytes\"]))  # the speech over a neutral ambience",
     ]
     if control_rows:
         control_split = next(iter(info["configs"][CONTROLS_CONFIG]["splits"]))
@@ -158,7 +160,7 @@ def dataset_card(inputs: ReleaseInputs, info: dict[str, Any], rows: list[dict[st
     out += [
         "```", "",
         "The snippet needs `pip install datasets soundfile`: the clips are WAV bytes that soundfile reads. To "
-        "have `datasets` decode them itself (`row[\"audio\"][\"array\"]`, without the `cast_column` line), "
+        "have `datasets` decode them itself (`row[\"audio\"][\"array\"]`, without the `cast_column` loop), "
         "`datasets` 4 and later need `torchcodec`, built for the installed `torch`, and FFmpeg's shared "
         "libraries; without them `ds[0]` raises `ImportError: To support decoding audio data, please install "
         "'torchcodec'`.", "",
