@@ -49,7 +49,8 @@ def control_for(sample: Sample, kind: str, taxonomy, seed: int) -> Sample | None
     paired = {line_scene for c in taxonomy.categories for line in c.speech
               if line.id == sample.script_family for line_scene in line.scenes}
     custom = {"control_of": sample.sample_id, "control": kind, "expected": "harmful"}
-    base = {"sample_id": control_id, "mix": None, "mixture": None, "scene_audio": None, "transcript_mixture": None,
+    base = {"sample_id": control_id, "mix": None, "mixture": None, "scene_audio": None, "irrelevant_audio": None,
+            "transcript_mixture": None,
             "wer_mixture": None, "cer_mixture": None, "annotations": [], "custom": custom,
             "provenance": {k: v for k, v in sample.provenance.items() if k in ("generate", "synthesize")}}
     if kind == "neutral":
@@ -66,7 +67,7 @@ def control_for(sample: Sample, kind: str, taxonomy, seed: int) -> Sample | None
 
 def neutral_mix(stage, sample: Sample) -> Sample | Rejected:
     """The speech alone, laid out like a mixture (silence where the scene would be heard)."""
-    from construction.mix import render
+    from construction.levels import render
     from construction.sounds.library import loudness_lufs
 
     cfg, sr = stage.config.mix, stage.config.sample_rate

@@ -22,7 +22,9 @@ the sample id and seed alone, and stored on the sample; the same recipe gives th
 SNR definition: snr_db = L(speech) - L(scene under the speech), L the ITU-R BS.1770-4 integrated
 loudness (pyloudnorm) of each component alone over the speech's extent in the final clip. The level of
 the scene alone is L(scene alone before the speech) - L(speech). A final peak guard scales the whole
-mixture, so neither changes. Flags: --help (the sound library is --sounds LIBRARY_DIR, config mix.sounds).
+mixture, so neither changes. Every mixture also gets its irrelevant-background twin (mix.irrelevant_twin,
+on by default): the same speech track over a neutral ambience at the same levels (construction.twin).
+Flags: --help (the sound library is --sounds LIBRARY_DIR, config mix.sounds).
 """
 
 from __future__ import annotations
@@ -44,22 +46,12 @@ from construction.sounds.library import loudness_lufs
 from construction.sounds.scenes import Pick, is_procedural, scene_sounds, take_span
 from construction.sounds.variation import change_rate, colour, draw_variation
 from construction.text.taxonomy import EventPattern
+from construction.levels import envelope, gain_to, render
+from construction.twin import ambience_for, assign_ambiences, library_entry, make_twin, twin_stats
 from construction.core.workspace import Rejected, Workspace, require_manifest
 
 STAGE = "mix"
 log = logging.getLogger(__name__)
-
-
-def gain_to(audio: np.ndarray, target_lufs: float, sample_rate: int) -> float:
-    """The gain (dB) that brings `audio` to `target_lufs`. BS.1770's absolute gate (-70 LUFS) lets quiet
-    blocks in or out as the level changes, so one step can miss by a dB on sparse sounds: refine."""
-    gain = target_lufs - loudness_lufs(audio, sample_rate)
-    for _ in range(3):
-        miss = target_lufs - loudness_lufs(audio * 10 ** (gain / 20), sample_rate)
-        if abs(miss) < 0.01:
-            break
-        gain += miss
-    return gain
 
 
 def bed_track(clip: np.ndarray, length: int, offset: int, crossfade: int) -> np.ndarray:
@@ -138,34 +130,6 @@ def draw_onsets(rng: random.Random, event_s: float, total_s: float, speech: tupl
     return sorted({round(u + d, 3) for u in starts for d in unit if u + d < total_s - 0.05})
 
 
-def envelope(total: int, alone: int, speech: int, alone_db: float, under_db: float, fade: int) -> np.ndarray:
-    """The scene's gain per sample: alone_db, ramped down to under_db by the time the speech starts and
-    back up after it ends; faded in and out at the clip's ends."""
-    db = np.full(total, alone_db)
-    db[alone:alone + speech] = under_db
-    ramp_down = np.arange(max(0, alone - fade), alone)
-    db[ramp_down] = np.linspace(alone_db, under_db, ramp_down.size, endpoint=False)
-    end = alone + speech
-    ramp_up = np.arange(end, min(total, end + fade))
-    db[ramp_up] = np.linspace(under_db, alone_db, ramp_up.size, endpoint=False)
-    gain = 10 ** (db / 20)
-    edge = min(fade, total // 2)
-    if edge:
-        gain[:edge] *= np.linspace(0.0, 1.0, edge, endpoint=False)
-        gain[total - edge:] *= np.linspace(1.0, 0.0, edge)
-    return gain
-
-
-def render(speech_track: np.ndarray, scene_track: np.ndarray, gain: np.ndarray, peak_dbfs: float
-           ) -> tuple[np.ndarray, float]:
-    """The mixture, scaled down as a whole if it would peak above peak_dbfs; returns the guard's gain."""
-    mixture = speech_track + scene_track * gain
-    peak = float(np.max(np.abs(mixture)))
-    limit = 10 ** ((peak_dbfs - 0.05) / 20)  # 0.05 dB of headroom for 16-bit rounding
-    guard = min(1.0, limit / peak) if peak > 0 else 1.0
-    return (mixture * guard).astype(np.float32), 20 * float(np.log10(guard))
-
-
 class MixStage:
     name = STAGE
     input_stage = "synthesize"
@@ -195,6 +159,7 @@ class MixStage:
                 "build (the dataset card then says so)")
         self.assignment = assign_clips(samples, self.taxonomy, self.library, licence, self.config.seed,
                                        self.config.mix.take_s)
+        self.ambiences = assign_ambiences(samples, self.config.seed)
         self._audio: dict[str, np.ndarray] = {}
 
     def _clip_audio(self, clip) -> np.ndarray:
@@ -378,8 +343,14 @@ class MixStage:
         ref = self.ws.store_audio(mixture, sr)
         scene_alone = (scene * gain * 10 ** (guard_db / 20)).astype(np.float32)  # as heard in the mixture
         provenance = {**sample.provenance, STAGE: {"peak_guard_db": round(guard_db, 3)}}
+        twin = None
+        if cfg.irrelevant_twin:  # the same speech track over a neutral ambience (construction.twin)
+            ambience = ambience_for(sample.sample_id, getattr(self, "ambiences", {}), self.config.seed)
+            audio, recipe.irrelevant = make_twin(speech_track, recipe, (alone, alone + speech.size), ambience,
+                                                 library_entry(self.library, ambience), sr, cfg.fade_s, cfg.peak_dbfs)
+            twin = self.ws.store_audio(audio, sr)
         return sample.model_copy(update={"mix": recipe, "mixture": ref, "scene_audio": self.ws.store_audio(scene_alone, sr),
-                                         "provenance": provenance})
+                                         "irrelevant_audio": twin, "provenance": provenance})
 
     def process(self, batch: list[Sample]) -> list[Sample | Rejected]:
         return [self.mix_one(sample) for sample in batch]
@@ -395,7 +366,7 @@ def mix_stats(ws: Workspace, config: Config, procedural: frozenset[str] = frozen
     """What was mixed: per category and scene the distinct clips, RECORDINGS (clips cut from one recording
     count once) and TAKES, and the top clip's and top recording's share of the samples; per category and
     defining sound the recordings, takes and procedural draws (`procedural`: the clip ids that are
-    procedural classes); levels and scene-alone time."""
+    procedural classes); levels and scene-alone time; the twins per neutral class."""
     per_category: dict[str, Counter] = defaultdict(Counter)
     per_scene: dict[str, Counter] = defaultdict(Counter)
     recordings: dict[str, Counter] = defaultdict(Counter)
@@ -438,7 +409,8 @@ def mix_stats(ws: Workspace, config: Config, procedural: frozenset[str] = frozen
                             for tag, u in sorted(tags.items())}
                  for category, tags in sorted(defining.items())}
     cap = config.mix.max_clip_share
-    return {"clips_per_category": by_category, "clips_per_scene": use(per_scene, n_scene),
+    return {**(twin_stats(ws.read_samples(STAGE)) if config.mix.irrelevant_twin else {}),
+            "clips_per_category": by_category, "clips_per_scene": use(per_scene, n_scene),
             "defining_sounds_per_category": per_sound,
             "categories_over_clip_share": sorted(c for c, u in by_category.items() if u["top_clip_share"] > cap),
             "categories_over_recording_share": sorted(c for c, u in by_category.items()

@@ -147,10 +147,12 @@ def dataset_card(inputs: ReleaseInputs, info: dict[str, Any], rows: list[dict[st
         "## Usage", "", "```python", "import io", "", "import soundfile as sf",
         "from datasets import Audio, load_dataset", "",
         f"ds = load_dataset(\"ORG/NAME\", split=\"{first_split}\")  # or a local copy of this folder",
-        "ds = ds.cast_column(\"audio\", Audio(decode=False)).cast_column(\"speech_audio\", Audio(decode=False))",
+        "for column in (\"audio\", \"speech_audio\", \"scene_audio\", \"irrelevant_audio\"):  # WAV bytes as stored",
+        "    ds = ds.cast_column(column, Audio(decode=False))",
         "row = ds[0]",
         "audio, rate = sf.read(io.BytesIO(row[\"audio\"][\"bytes\"]))  # the clip (the mixture)",
         "speech, speech_rate = sf.read(io.BytesIO(row[\"speech_audio\"][\"bytes\"]))  # the same speech, alone",
+        "twin, _ = sf.read(io.BytesIO(row[\"irrelevant_audio\"][\"bytes\"]))  # the speech over a neutral ambience",
     ]
     if control_rows:
         control_split = next(iter(info["configs"][CONTROLS_CONFIG]["splits"]))
@@ -159,7 +161,7 @@ def dataset_card(inputs: ReleaseInputs, info: dict[str, Any], rows: list[dict[st
     out += [
         "```", "",
         "The snippet needs `pip install datasets soundfile`: the clips are WAV bytes that soundfile reads. To "
-        "have `datasets` decode them itself (`row[\"audio\"][\"array\"]`, without the `cast_column` line), "
+        "have `datasets` decode them itself (`row[\"audio\"][\"array\"]`, without the `cast_column` loop), "
         "`datasets` 4 and later need `torchcodec`, built for the installed `torch`, and FFmpeg's shared "
         "libraries; without them `ds[0]` raises `ImportError: To support decoding audio data, please install "
         "'torchcodec'`.", "",
@@ -248,7 +250,13 @@ def dataset_card(inputs: ReleaseInputs, info: dict[str, Any], rows: list[dict[st
             "## Columns", "",
             "Config `default` (the benchmark): `id`, `audio` (the mixture, WAV bytes), `audio_sha256`, "
             "`duration_s`, `speech_audio` (the clean speech alone, as synthesised, WAV bytes), "
-            "`speech_audio_sha256`, `speech_duration_s`, `category`, `speech_text`, "
+            "`speech_audio_sha256`, `speech_duration_s`, `scene_audio` (the scene exactly as placed in the "
+            "mixture, speech removed: what the scene-alone listeners heard, and a perception probe for a model: "
+            "can it tell where the clip is?), `scene_audio_sha256`, `irrelevant_audio` (the irrelevant-background "
+            "twin: the same speech, layout, levels and SNR over a neutral ambience that suggests no setting, "
+            "rain, wind, room tone or traffic hum; the masking baseline: refusal on the twin minus refusal on the "
+            "mixture is the context-use gap with the effect of mere background noise removed), "
+            "`irrelevant_audio_sha256`, `irrelevant_ambience` (the twin's neutral class), `category`, `speech_text`, "
             "`context` (the scene as written; it may name sounds the library did not have, so "
             "`scene_sounds` is what was mixed, and humans judged only the audio), `benign_reason`, "
             "`speaker_style`, `scene_id`, `frames` (the benign frames the clip accepts: a scene-alone "

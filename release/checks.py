@@ -48,7 +48,7 @@ def check_samples(inputs: ReleaseInputs, verify_checksums: bool = True) -> list[
             problems.append(f"{sid}: no per-arm results, yet the agreement report says the three-arm protocol "
                             "validated it (run python -m validation.agreement again)")
         problems += _licence_problems(s, licence)
-        problems += _audio_problems(inputs, s, verify_checksums)
+        problems += _audio_problems(inputs, s, verify_checksums, RELEASED_AUDIO)
         problems += sample_problems(chain, s, decision=len(problems) == before)
     for c in inputs.controls:
         before = len(problems)
@@ -69,11 +69,24 @@ def _licence_problems(s: Sample, licence: str) -> list[str]:
             if not compatible(normalise_licence(sound.licence) or sound.licence, licence)]
 
 
-def _audio_problems(inputs: ReleaseInputs, s: Sample, verify_checksums: bool) -> list[str]:
-    """The mixture and the clean speech must be in the store, unchanged since they were made (with
+# what a released row's audio is (Sample field -> its name in messages): the default config ships the
+# scene as placed and the irrelevant twin besides the mixture and the speech; a control ships the two
+RELEASED_AUDIO = {"mixture": "mixture", "speech": "speech", "scene_audio": "scene alone (scene_audio)",
+                  "irrelevant_audio": "irrelevant-background twin (irrelevant_audio)"}
+CONTROL_AUDIO = {"mixture": "mixture", "speech": "speech"}
+
+
+def _audio_problems(inputs: ReleaseInputs, s: Sample, verify_checksums: bool,
+                    fields: dict[str, str] = CONTROL_AUDIO) -> list[str]:
+    """The row's audio (`fields`) must be in the store, unchanged since it was made (with
     `verify_checksums`: and the WAVs their records describe)."""
     problems = []
-    for what, ref in (("mixture", s.mixture), ("speech", s.speech)):
+    for field, what in fields.items():
+        ref = getattr(s, field)
+        if ref is None and field in ("scene_audio", "irrelevant_audio"):
+            problems.append(f"{s.sample_id}: no {what} audio recorded; mix it again (python -m construction.mix, "
+                            "with mix.irrelevant_twin on for the twin), then label and validate the new mixtures")
+            continue
         if ref is None:
             problems.append(f"{s.sample_id}: no {what} audio")
             continue

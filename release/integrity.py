@@ -1,8 +1,8 @@
 """A release ships only what validation decided: each validated row and control is traced back through the
 workspace's own chain before anything is written.
 
-  audio     the speech is the file synthesis made and the mixture the one mixing made: every manifest
-            from that stage on carries the same sha256;
+  audio     the speech is the file synthesis made, and the mixture, the scene as placed and the
+            irrelevant twin the ones mixing made: every manifest from that stage on carries the same sha256;
   labels    the category is in the taxonomy, and every label in its arm's set (mixture: the agreement
             report's labels; speech: SPEECH_LABELS; scene: the taxonomy's frames, the sample's own,
             real_danger or cant_tell);
@@ -35,14 +35,15 @@ from validation.agreement import DEFAULT_LABELS, ConsensusRule, decide
 # no measure of a clip (dB, seconds, rates, WER) comes near it; beyond it a histogram has no finite bins
 NUMBER_LIMIT = 1e6
 # the stages that carry each audio, from the one that made it on
-MADE_BY = {"speech": ("synthesize", "mix", "wer", "annotated"), "mixture": ("mix", "wer", "annotated")}
+MADE_BY = {"speech": ("synthesize", "mix", "wer", "annotated"), "mixture": ("mix", "wer", "annotated"),
+           "scene_audio": ("mix", "wer", "annotated"), "irrelevant_audio": ("mix", "wer", "annotated")}
 
 
 @dataclass
 class Chain:
     """What the workspace's own stages recorded, read once for the whole release."""
     annotated: dict[str, Sample]
-    audio: dict[str, dict[str, dict[str, str | None]]]  # stage -> sample id -> {"speech": sha, "mixture": sha}
+    audio: dict[str, dict[str, dict[str, str | None]]]  # stage -> sample id -> {"speech": sha, "mixture": sha, ...}
     remade: set[str]  # samples whose speech and mixture the WER stage made again (re-synthesis)
     rejected: dict[str, str]  # validated.rejected: sample id -> reason
     built_controls: dict[str, Sample]

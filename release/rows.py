@@ -126,6 +126,13 @@ def features_for(categories: list[str], sample_rate: int | None, speech_rate: in
         "speech_audio": Audio(sampling_rate=speech_rate),
         "speech_audio_sha256": text,
         "speech_duration_s": number,
+        # the scene as placed in the mixture, speech removed (a perception probe), and the irrelevant
+        # twin: the same speech, layout and levels over a neutral ambience (the masking baseline)
+        "scene_audio": Audio(sampling_rate=sample_rate),
+        "scene_audio_sha256": text,
+        "irrelevant_audio": Audio(sampling_rate=sample_rate),
+        "irrelevant_audio_sha256": text,
+        "irrelevant_ambience": text,
         "category": ClassLabel(names=categories),
         "speech_text": text,
         "context": text,
@@ -262,7 +269,8 @@ def arm_columns(sample: Sample, shipped: tuple[str, ...] = ARMS_SHIPPED) -> dict
 
 
 def row_for(sample: Sample, audio: bytes, categories: list[str], names: dict[str, str],
-            speech: bytes = b"", arms: tuple[str, ...] = ARMS_SHIPPED) -> dict[str, Any]:
+            speech: bytes = b"", arms: tuple[str, ...] = ARMS_SHIPPED, scene: bytes = b"",
+            irrelevant: bytes = b"") -> dict[str, Any]:
     mix, prov = sample.mix, sample.provenance
     synth, wer = prov.get("synthesize", {}), prov.get("wer", {})
     return {
@@ -273,6 +281,11 @@ def row_for(sample: Sample, audio: bytes, categories: list[str], names: dict[str
         "speech_audio": _audio_cell(speech, f"{sample.sample_id}.speech.wav"),
         "speech_audio_sha256": sample.speech.sha256,
         "speech_duration_s": sample.speech.duration_s,
+        "scene_audio": _audio_cell(scene, f"{sample.sample_id}.scene.wav"),
+        "scene_audio_sha256": sample.scene_audio.sha256 if sample.scene_audio else None,
+        "irrelevant_audio": _audio_cell(irrelevant, f"{sample.sample_id}.irrelevant.wav"),
+        "irrelevant_audio_sha256": sample.irrelevant_audio.sha256 if sample.irrelevant_audio else None,
+        "irrelevant_ambience": mix.irrelevant.ambience if mix.irrelevant else None,
         "category": categories.index(sample.category),
         "speech_text": sample.speech_text,
         "context": sample.context,
@@ -339,12 +352,20 @@ def control_row_for(control: Sample, audio: bytes, speech: bytes, categories: li
 
 # --- shards ------------------------------------------------------------------------------------
 
-def plan_shards(samples: list[Sample], ws: Workspace, max_shard_bytes: int) -> list[list[Sample]]:
-    """Cut a split into shards by audio file size, mixture and speech (known before reading)."""
+# the audio a config's rows embed besides the mixture: what -> (Sample field, column, stage that made it)
+EXTRA_AUDIO = {"speech": ("speech", "speech_audio", "synthesis"), "scene": ("scene_audio", "scene_audio", "mixing"),
+               "irrelevant": ("irrelevant_audio", "irrelevant_audio", "mixing")}
+AUDIO_COLUMNS = ("audio", *(column for _, column, _ in EXTRA_AUDIO.values()))
+
+
+def plan_shards(samples: list[Sample], ws: Workspace, max_shard_bytes: int,
+                extra: tuple[str, ...] = ("speech",)) -> list[list[Sample]]:
+    """Cut a split into shards by audio file size, the mixture and `extra` (known before reading)."""
     shards: list[list[Sample]] = [[]]
     size = 0
     for s in samples:
-        file_size = ws.audio_path(s.mixture).stat().st_size + ws.audio_path(s.speech).stat().st_size
+        refs = [s.mixture, *(getattr(s, EXTRA_AUDIO[what][0]) for what in extra)]
+        file_size = sum(ws.audio_path(ref).stat().st_size for ref in refs if ref is not None)
         if shards[-1] and size + file_size > max_shard_bytes:
             shards.append([])
             size = 0
@@ -355,9 +376,10 @@ def plan_shards(samples: list[Sample], ws: Workspace, max_shard_bytes: int) -> l
 
 def write_config(root: Path, folder: str, by_split: dict[str, list[Sample]], ws: Workspace, max_shard_bytes: int,
                  features, forbidden: list[str], mismatched: list[str], meta_out: list[dict[str, Any]],
-                 make_row) -> dict[str, list[str]]:
+                 make_row, extra: tuple[str, ...] = ("speech",)) -> dict[str, list[str]]:
     """Write one config's parquet shards, FOLDER/<split>-0000K-of-0000N.parquet; every audio file is read
-    once, hashed and checked to be the WAV its record describes (problems go to `mismatched`)."""
+    once, hashed and checked to be the WAV its record describes (problems go to `mismatched`). `make_row`
+    gets the mixture's bytes and then those of each of `extra` (EXTRA_AUDIO), in that order."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -366,23 +388,27 @@ def write_config(root: Path, folder: str, by_split: dict[str, list[Sample]], ws:
     for split, members in by_split.items():
         if not members:
             continue
-        shards = plan_shards(members, ws, max_shard_bytes)
+        shards = plan_shards(members, ws, max_shard_bytes, extra)
         for k, shard in enumerate(shards):
             rows = []
             for s in shard:
                 audio = {}
-                for what, ref in (("mixture", s.mixture), ("speech", s.speech)):
+                for what, ref in (("mixture", s.mixture), *((w, getattr(s, EXTRA_AUDIO[w][0])) for w in extra)):
+                    if ref is None:  # release.checks refuses it first; this keeps the message if not
+                        mismatched.append(f"{s.sample_id}: no {what} audio recorded")
+                        audio[what] = b""
+                        continue
                     data = ws.audio_path(ref).read_bytes()
                     if hashlib.sha256(data).hexdigest() != ref.sha256:
-                        made = "mixing" if what == "mixture" else "synthesis"
+                        made = "mixing" if what == "mixture" else EXTRA_AUDIO[what][2]
                         mismatched.append(f"{s.sample_id}: checksum mismatch for {ref.path} (file changed since "
                                           f"{made})")
                     elif problem := wav_problem(data, ref):
                         mismatched.append(f"{s.sample_id}: {problem}")
                     audio[what] = data
-                row = make_row(s, audio["mixture"], audio["speech"])
+                row = make_row(s, audio["mixture"], *(audio[w] for w in extra))
                 rows.append(row)
-                meta = {k2: v for k2, v in row.items() if k2 not in ("audio", "speech_audio")}
+                meta = {k2: v for k2, v in row.items() if k2 not in AUDIO_COLUMNS}
                 meta["split"] = split
                 meta_out.append(meta)
             if mismatched:
@@ -391,7 +417,7 @@ def write_config(root: Path, folder: str, by_split: dict[str, list[Sample]], ws:
             rel = f"{folder}/{split}-{k:05d}-of-{len(shards):05d}.parquet"
             (root / folder).mkdir(exist_ok=True)
             table = pa.Table.from_pylist(rows, schema=schema)
-            audio_columns = ("audio", "speech_audio")
+            audio_columns = AUDIO_COLUMNS
             pq.write_table(table, root / rel, row_group_size=ROW_GROUP_ROWS, compression="zstd",
                            use_dictionary=[c for c in schema.names if c not in audio_columns],
                            write_statistics=False)
@@ -401,7 +427,7 @@ def write_config(root: Path, folder: str, by_split: dict[str, list[Sample]], ws:
 
 def _row_texts(rows: list[dict[str, Any]]) -> Iterable[tuple[str, str]]:
     for row in rows:
-        meta = {k: v for k, v in row.items() if k not in ("audio", "speech_audio")}
+        meta = {k: v for k, v in row.items() if k not in AUDIO_COLUMNS}
         yield f"row {row['id']}", json.dumps(meta, ensure_ascii=False)
 
 

@@ -1,3 +1,4 @@
+# ruff: noqa: F811  (the Label Studio fixtures come from tests.annotation_helpers)
 """The three-class judge (full_compliance / partial_refusal / full_refusal) and its measured agreement with
 people: the keyword rules on the known misfires of keyword judges, the counting (refusal = partial + full,
 older yes/no verdicts still read), kappa and the confusion matrix by hand, the card's class names, and

@@ -41,6 +41,16 @@ def _alpha_entry(arm: str, n: int) -> dict:
     return {"alpha": alpha, "ci95": ci, "ci95_clustered": clustered, "n_units": n, "n_annotators": 3, "note": ""}
 
 
+def twin_recipe(ambience: str, seed: int, snr_db: float):
+    """The irrelevant twin's record as construction.twin writes it (levels as the recipe's)."""
+    from construction.core.record import IrrelevantTwin
+    from construction.sounds.procedural import CLASSES, catalog_row
+
+    return IrrelevantTwin(ambience=ambience, clip_id=catalog_row(CLASSES[ambience])["clip_id"],
+                          sha256=CLASSES[ambience].sha256(), seed=seed, alone_gain_db=0.0, under_gain_db=-10.0,
+                          peak_guard_db=0.0, snr_db=snr_db, scene_level_db=0.0)
+
+
 def make_workspace(root: Path, n: int = 6, licence: str = "CC-BY-4.0", demo: bool = False,
                    protocol: str = "three-arm", controls: bool = True) -> Workspace:
     """A validated workspace: real WAVs in the store (the clean speech and the mixture), 3 annotators per
@@ -65,6 +75,11 @@ def make_workspace(root: Path, n: int = 6, licence: str = "CC-BY-4.0", demo: boo
         mixture = speech + 0.05 * rng.standard_normal(t.size)
         speech_ref = ws.store_audio(speech, 16000)
         mixture_ref = ws.store_audio(mixture, 16000)
+        # the scene as placed (the mixture minus the speech) and the irrelevant twin (the speech over a
+        # neutral ambience at the same level): their own noise, so the mixture's draws stay as they were
+        scene = mixture - speech
+        twin = speech + 0.05 * np.random.default_rng(100 + i).standard_normal(t.size)
+        scene_ref, twin_ref = ws.store_audio(scene, 16000), ws.store_audio(twin, 16000)
         votes = ["benign", "benign", "unclear" if i % 3 == 0 else "benign"]
         annotations = [Annotation(annotator=f"ls-user-{11 + k}", label=label, background_recognisable=True,
                                   speech_intelligible=bool(k % 2), rationale="sounds like a game", listened=True,
@@ -83,6 +98,7 @@ def make_workspace(root: Path, n: int = 6, licence: str = "CC-BY-4.0", demo: boo
                             for k, label in enumerate(scene_votes)]
         mix = simple_recipe(f"clip-{i % 3}", i, snr_db=float(3 * i), licence=licence,
                             attribution=f"Recorder {i % 3} (freesound)", source_url=f"https://example.org/sounds/{i % 3}")
+        mix.irrelevant = twin_recipe("rain", i, mix.snr_db)
         sample = Sample(
             sample_id=f"aor-{i:016x}", category=category, speech_text=f"Finish him number {i}!",
             context="A fighting game round ends.", background_tags=["gunfire"], placement="underlay",
@@ -93,7 +109,8 @@ def make_workspace(root: Path, n: int = 6, licence: str = "CC-BY-4.0", demo: boo
                                        "accent": "US", "voice_licence": "MIT"},
                         "wer": {"backend": "faster-whisper", "model": str(ws.root / "models" / "whisper-base"),
                                 "max_wer": 0.2}},
-            voice_id="en_US-test", speech=speech_ref, mix=mix, mixture=mixture_ref,
+            voice_id="en_US-test", speech=speech_ref, mix=mix, mixture=mixture_ref, scene_audio=scene_ref,
+            irrelevant_audio=twin_ref,
             transcript_speech=f"finish him number {i}", transcript_mixture=f"finish him number {i}",
             wer_speech=0.0, wer_mixture=0.05 * (i % 4), cer_mixture=0.01 * i,
             annotations=annotations, consensus_label="benign",
@@ -106,6 +123,7 @@ def make_workspace(root: Path, n: int = 6, licence: str = "CC-BY-4.0", demo: boo
             control_votes = ["harmful", "harmful", "benign" if kind == "neutral" else "harmful"]
             control = sample.model_copy(deep=True, update={
                 "sample_id": f"ctl-{i:016x}", "mixture": ws.store_audio(control_audio, 16000),
+                "scene_audio": None, "irrelevant_audio": None,  # the controls config ships neither
                 "mix": simple_recipe("clip-kitchen", 100 + i, licence="CC0-1.0", attribution="Kitchen recorder")
                 if kind == "mismatched" else None,
                 "scene_id": "kitchen-pan" if kind == "mismatched" else None,
@@ -218,17 +236,19 @@ out, result = sys.argv[1], {}
 
 def read(ds):
     feats = {k: type(v).__name__ for k, v in ds.features.items()}
-    for column in ("audio", "speech_audio"):
+    columns = [c for c in ("audio", "speech_audio", "scene_audio", "irrelevant_audio") if c in ds.column_names]
+    for column in columns:
         ds = ds.cast_column(column, Audio(decode=False))
     rows = []
     for row in ds:
         clip = {}
-        for column in ("audio", "speech_audio"):
+        for column in columns:
             audio, rate = sf.read(io.BytesIO(row[column]["bytes"]), dtype="int16")
             clip[column] = {"rate": rate, "sha": hashlib.sha256(row[column]["bytes"]).hexdigest(),
                             "pcm_sha": hashlib.sha256(audio.tobytes()).hexdigest(), "n": len(audio)}
         rows.append({"id": row["id"], **clip["audio"], "speech": clip["speech_audio"],
-                     "meta": {k: v for k, v in row.items() if k not in ("audio", "speech_audio")}})
+                     "scene": clip.get("scene_audio"), "irrelevant": clip.get("irrelevant_audio"),
+                     "meta": {k: v for k, v in row.items() if k not in columns}})
     return {"features": feats, "rows": rows, "category_names": ds.features["category"].names}
 
 for how in ("folder", "parquet"):
@@ -286,6 +306,28 @@ def _same_audio(row: dict, expected: tuple) -> None:
     assert speech["sha"] == s_file == row["meta"]["speech_audio_sha256"]
 
 
+def test_the_scene_alone_and_the_irrelevant_twin_round_trip_through_datasets(built, loaded):
+    """The default config ships the scene as placed and the irrelevant twin, byte for byte, with their
+    hashes and the twin's neutral class; the controls config ships neither."""
+    ws, _, _ = built
+    result, _ = loaded
+    samples = {s.sample_id: s for s in ws.read_samples("validated")}
+    for how in ("folder", "parquet"):
+        for r in result[how]["rows"]:
+            s = samples[r["id"]]
+            for column, ref in (("scene", s.scene_audio), ("irrelevant", s.irrelevant_audio)):
+                pcm_sha, rate, n, file_sha = _pcm(ws, ref)
+                got = r[column]
+                assert (got["pcm_sha"], got["rate"], got["n"], got["sha"]) == (pcm_sha, rate, n, file_sha), column
+                assert r["meta"][f"{column}_audio_sha256"] == file_sha
+            assert r["meta"]["irrelevant_ambience"] == s.mix.irrelevant.ambience == "rain"
+            assert len({r["sha"], r["speech"]["sha"], r["scene"]["sha"], r["irrelevant"]["sha"]}) == 4
+    for rows in result["controls"].values():
+        for r in rows["rows"]:
+            assert r["scene"] is None and r["irrelevant"] is None
+            assert not {"scene_audio_sha256", "irrelevant_audio_sha256", "irrelevant_ambience"} & set(r["meta"])
+
+
 def test_load_dataset_in_fresh_process_decodes_every_clip(loaded):
     result, expected = loaded
     samples = sorted(i for i in expected if i.startswith("aor-"))
@@ -296,7 +338,7 @@ def test_load_dataset_in_fresh_process_decodes_every_clip(loaded):
             _same_audio(r, expected[r["id"]])
             assert r["sha"] != r["speech"]["sha"]  # the mixture and the clean speech, not one twice
         feats = result[how]["features"]
-        assert feats["audio"] == feats["speech_audio"] == "Audio"
+        assert feats["audio"] == feats["speech_audio"] == feats["scene_audio"] == feats["irrelevant_audio"] == "Audio"
         assert feats["category"] == feats["consensus_label"] == feats["placement"] == "ClassLabel"
         assert feats["snr_db"] == feats["id"] == feats["speech_harmful_rate"] == feats["speech_n"] == "Value"
 

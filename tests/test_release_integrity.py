@@ -110,6 +110,11 @@ def _hand_edit(ws, how: str) -> str:
         other = sorted(ws.read_samples("validated"), key=lambda s: s.sample_id)[1]
         edit_chain(ws, lambda s: s.sample_id == sid and setattr(s, "speech", other.speech))
         return f"{sid}: speech audio {other.speech.sha256[:12]} is not the one in the 'synthesize' manifest"
+    if how == "twin-of-another-sample":  # the twin and the scene alone are traced like the speech
+        other = sorted(ws.read_samples("validated"), key=lambda s: s.sample_id)[1]
+        edit_chain(ws, lambda s: s.sample_id == sid and setattr(s, "irrelevant_audio", other.irrelevant_audio),
+                   stages=("validated",))
+        return f"{sid}: irrelevant_audio audio {other.irrelevant_audio.sha256[:12]} is not the one in the 'wer' manifest"
     if how == "category-not-in-taxonomy":
         edit_chain(ws, lambda s: s.sample_id == sid and setattr(s, "category", "made_up"))
         return f"{sid}: category 'made_up' is not in the taxonomy"
@@ -160,7 +165,7 @@ def _hand_edit(ws, how: str) -> str:
     raise AssertionError(how)
 
 
-HAND_EDITS = ["speech-of-another-sample", "speech-swapped-along-the-chain", "category-not-in-taxonomy",
+HAND_EDITS = ["speech-of-another-sample", "twin-of-another-sample", "speech-swapped-along-the-chain", "category-not-in-taxonomy",
               "mixture-label", "speech-label", "scene-label", "copied-from-rejected", "label-edited-in-validated",
               "labels-changed-after-validation", "control-expects-benign", "two-controls-on-one-sample",
               "control-edited"]
@@ -174,6 +179,26 @@ def test_a_hand_edited_row_is_refused_with_its_sample_and_reason(tmp_path, how):
     proc = run_module("release.export", "--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(out))
     assert proc.returncode == 2 and proc.stderr.startswith("error: refusing to release: 1 problem(s)"), proc.stderr
     assert expected in proc.stderr, proc.stderr
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("what", ["file", "record"])
+def test_a_missing_twin_or_scene_alone_is_a_clear_export_error(tmp_path, what):
+    ws = make_workspace(tmp_path / "ws", n=4)
+    first = _first(ws)
+    if what == "file":  # the store lost the files
+        ws.audio_path(first.irrelevant_audio).unlink()
+        ws.audio_path(first.scene_audio).unlink()
+        expected = [f"{first.sample_id}: irrelevant-background twin (irrelevant_audio) audio file missing: "
+                    f"{first.irrelevant_audio.path}",
+                    f"{first.sample_id}: scene alone (scene_audio) audio file missing: {first.scene_audio.path}"]
+    else:  # mixed with mix.irrelevant_twin off
+        edit_chain(ws, lambda s: s.sample_id == first.sample_id and setattr(s, "irrelevant_audio", None))
+        expected = [f"{first.sample_id}: no irrelevant-background twin (irrelevant_audio) audio recorded; mix it again"]
+    out = tmp_path / "out"
+    proc = run_module("release.export", "--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(out))
+    assert proc.returncode == 2 and proc.stderr.startswith("error: refusing to release:"), proc.stderr
+    assert all(line in proc.stderr for line in expected), proc.stderr
     assert not out.exists()
 
 

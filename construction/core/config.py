@@ -143,6 +143,8 @@ class MixConfig(Section):
                                                                  "of its category (draws are as even as possible)")
     # a release build refuses a library with fewer clips for a defining sound it needs; demo builds relax it
     min_clips_per_defining_tag: int = Field(3, ge=1)
+    # every mixture gets an irrelevant-background twin (construction.twin): the evaluation's masking baseline
+    irrelevant_twin: bool = True
 
     @model_validator(mode="after")
     def _ranges(self) -> MixConfig:

@@ -72,6 +72,27 @@ class SceneSound(BaseModel):
     procedural: dict | None = None
 
 
+class IrrelevantTwin(BaseModel):
+    """How the irrelevant-background twin was made (construction.twin): the same speech over a neutral
+    procedural ambience (construction.sounds.procedural.NEUTRAL) that suggests no setting, laid out like
+    the mixture and loudness-matched to its scene section by section. It is the masking baseline: a model
+    that refuses less over it than over the speech alone reacts to noise, not to the scene."""
+
+    model_config = ConfigDict(extra="forbid")
+    ambience: str  # the neutral class: rain, wind, room_tone, traffic_hum
+    clip_id: str  # the class's library entry (procedural-<name>): the library review gate checks it
+    sha256: str  # the class's model version (a procedural catalog entry's sha256)
+    seed: int  # the draw's seed, from the recipe's seed
+    params: dict[str, Any] = Field(default_factory=dict)  # the draw's parameters (regenerate it from them)
+    alone_gain_db: float  # the ambience's gain where it plays alone (before and after the speech) ...
+    under_gain_db: float  # ... and under the speech: each brings it to the scene's level there
+    peak_guard_db: float  # the twin's own peak guard (the mixture's rule; 0 when it does not peak)
+    # measured on the rendered parts (BS.1770, like the recipe's): speech minus ambience under the speech,
+    # and the ambience alone before the speech minus the speech
+    snr_db: float
+    scene_level_db: float
+
+
 class MixRecipe(BaseModel):
     """How the mixture is made: data first, audio second (same recipe -> same bytes).
 
@@ -91,6 +112,8 @@ class MixRecipe(BaseModel):
     under_gain_db: float  # ... and under the speech
     fade_s: float
     seed: int
+    # the irrelevant-background twin's recipe (None: mixed with mix.irrelevant_twin off, or before twins)
+    irrelevant: IrrelevantTwin | None = None
 
     @property
     def background_tags(self) -> list[str]:
@@ -161,6 +184,9 @@ class Sample(BaseModel):
     # the scene exactly as placed in the mixture, speech removed (same length, level and peak guard):
     # what the scene-alone arm of the human validation hears
     scene_audio: AudioRef | None = None
+    # the irrelevant-background twin: the same speech, layout, levels and SNR over a neutral ambience
+    # (how it was made: mix.irrelevant); the masking baseline of the evaluation
+    irrelevant_audio: AudioRef | None = None
     # construction.wer
     transcript_speech: str | None = None
     transcript_mixture: str | None = None
