@@ -59,3 +59,26 @@ fi
 "$PY" -m annotation.library pull --workspace "$WS" --data-dir "$LS_DATA"
 "$PY" -m release.export --workspace "$WS" --out "$WS/release"
 echo "demo release: $WS/release"
+
+# Evaluate a model on every input of the demo release. No audio LLM runs here, so the model is the test
+# stub (tests/audio_llm_stub.py: the OpenAI chat protocol over HTTP, the real client), with the policy
+# refuse_without_background: it refuses whatever has no background under the speech. That is a model
+# whose "context use" is only masking: the report shows a large gap against the speech alone and a
+# noise-controlled gap (irrelevant twin minus mixture) near zero. It answers the scene probe too.
+EVAL="$WS/evaluations"
+STUB_PORT="$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+"$PY" -m tests.audio_llm_stub --release "$WS/release" --port "$STUB_PORT" --policy refuse_without_background \
+    > "$WS/audio_llm_stub.log" 2>&1 &
+STUB_PID=$!
+trap 'kill "$STUB_PID" 2>/dev/null || true; "$PY" -m annotation.server stop --data-dir "$LS_DATA" >/dev/null 2>&1 || true' EXIT
+for _ in $(seq 100); do
+    grep -q "audio LLM stub for" "$WS/audio_llm_stub.log" && break
+    sleep 0.2
+done
+export OPENAI_API_KEY=demo-stub-key  # the stub takes any key
+for input in mixture speech controls irrelevant scene; do
+    "$PY" -m evaluation.run --release "$WS/release" --model stub --base-url "http://127.0.0.1:$STUB_PORT/v1" \
+        --input "$input" --out "$EVAL/stub-plain-$input" --quiet
+done
+"$PY" -m evaluation.report --results "$EVAL"/stub-plain-{mixture,speech,controls,irrelevant,scene} --out "$EVAL/report"
+echo "demo evaluation: $EVAL/report"

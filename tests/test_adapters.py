@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import pytest
 from evaluation.adapters.common import paired_gap, refusal_verdict
 from release.export import main as export_main
 from tests.conftest import REPO, run_module
+from tests.test_context_use import strip_twin_and_scene
 from tests.test_release import make_workspace
 
 VENVS = Path(os.environ.get("AOR_HARNESS_VENVS", Path.home() / ".cache" / "aor-bench"))
@@ -30,6 +32,8 @@ def release(tmp_path_factory):
     ws = make_workspace(base / "ws", n=N)
     out = base / "release"
     export_main(["--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(out)])
+    shutil.copytree(out, base / "bare")
+    strip_twin_and_scene(base / "bare")  # a release exported before the twin
     rows = sorted(pq.read_table(sorted((out / "data").glob("*.parquet"))).to_pylist(), key=lambda r: r["id"])
     env = {"HF_DATASETS_CACHE": str(base / "hf-cache"), "HF_HUB_OFFLINE": "1"}
     return out, rows, env, base
@@ -53,10 +57,10 @@ def test_kimi_jsonl_reads_back_with_the_release_audio(release, tmp_path):
     rel, rows, env, _ = release
     proc = run_module("evaluation.adapters", "kimi", "--release", str(rel), "--out", str(tmp_path / "kimi"), env=env)
     assert proc.returncode == 0, proc.stderr
-    assert "skipping input irrelevant" in proc.stderr  # this release predates the twin
+    assert "skipping" not in proc.stderr
     by_id = {r["id"]: r for r in rows}
     seen = {}
-    for name, column in (("mixture", "audio"), ("speech", "speech_audio")):
+    for name, column in (("mixture", "audio"), ("speech", "speech_audio"), ("irrelevant", "irrelevant_audio")):
         path = tmp_path / "kimi" / f"aor_bench_{name}" / f"aor_bench_{name}.jsonl"
         lines = [json.loads(line) for line in path.read_text().splitlines()]
         assert len(lines) == N
@@ -71,13 +75,18 @@ def test_kimi_jsonl_reads_back_with_the_release_audio(release, tmp_path):
             assert isinstance(line["index"], int)
         seen[name] = {line["index"]: line["meta"]["id"] for line in lines}
         assert len({line["subset"] for line in lines}) == 2  # make_workspace alternates two categories
-    assert seen["mixture"] == seen["speech"]  # the two inputs pair by index
+    assert seen["mixture"] == seen["speech"] == seen["irrelevant"]  # the inputs pair by index
+    # a release exported before the twin: its input is skipped with a note, the others exported
+    proc = run_module("evaluation.adapters", "kimi", "--release", str(rel.parent / "bare"), "--out",
+                      str(tmp_path / "kimi-bare"), env=env)
+    assert proc.returncode == 0 and "skipping input irrelevant" in proc.stderr, proc.stderr
+    assert not (tmp_path / "kimi-bare" / "aor_bench_irrelevant").exists()
 
 
 @pytest.mark.parametrize("args, says", [
     (["--release", "{base}/nope"], "no such folder"),
     (["--release", "{rel}", "--inputs", "scene"], "unknown input scene"),
-    (["--release", "{rel}", "--inputs", "mixture,irrelevant"], "no irrelevant audio"),
+    (["--release", "{base}/bare", "--inputs", "mixture,irrelevant"], "no irrelevant audio"),
 ])
 def test_bad_input_is_refused_before_anything_is_written(release, tmp_path, args, says):
     rel, _, env, base = release

@@ -4,17 +4,12 @@ evaluation.report's noise-controlled gap, scene recognition and perception split
 
 from __future__ import annotations
 
-import hashlib
-import io
 import json
 import shutil
 from pathlib import Path
 
-import numpy as np
-import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-import soundfile as sf
 import yaml
 
 from construction.core.errors import WorkbenchError
@@ -32,55 +27,24 @@ from tests.test_release import make_workspace
 
 KEY = "sk-test-context-key"
 N = 12
-RATE = 16000
 
 
-def wav(samples: np.ndarray) -> bytes:
-    buf = io.BytesIO()
-    sf.write(buf, samples, RATE, format="WAV", subtype="PCM_16")
-    return buf.getvalue()
+TWIN_AND_SCENE = ("scene_audio", "scene_audio_sha256", "irrelevant_audio", "irrelevant_audio_sha256",
+                  "irrelevant_ambience")
 
 
-def add_twin_and_scene(release: Path) -> None:
-    """Until the release ships these columns: rewrite the default config with a layout like the real
-    mixer's (the scene alone for 0.5 s, then the speech over it): `speech_audio` is the speech after 0.5 s
-    of silence, `audio` the same over a noise bed, `scene_audio` the bed alone, `irrelevant_audio` the
-    speech over another, quieter bed ("rain")."""
-    import datasets
-
-    rng = np.random.default_rng(3)
+def strip_twin_and_scene(release: Path) -> None:
+    """The release as exported before it shipped the twin and the scene: those columns dropped from the
+    default config's files and from the card's feature list (datasets checks the files against it)."""
     for shard in sorted((release / "data").glob("*.parquet")):
         table = pq.read_table(shard)
-        features = datasets.Features.from_arrow_schema(table.schema)
-        columns: dict[str, list] = {}
-        for k in range(table.num_rows):
-            t = np.arange(int(0.6 * RATE)) / RATE
-            speech = np.concatenate([np.zeros(RATE // 2), 0.3 * np.sin(2 * np.pi * (200 + 30 * k) * t)])
-            bed = 0.05 * rng.standard_normal(speech.size)
-            rain = 0.02 * rng.standard_normal(speech.size)
-            for name, audio in (("audio", speech + bed), ("speech_audio", speech), ("scene_audio", bed),
-                                ("irrelevant_audio", speech + rain)):
-                data = wav(audio)
-                columns.setdefault(name, []).append({"bytes": data, "path": None})
-                columns.setdefault(f"{name}_sha256", []).append(hashlib.sha256(data).hexdigest())
-        columns["irrelevant_ambience"] = ["rain"] * table.num_rows
-        for name in ("scene_audio", "irrelevant_audio"):
-            features[name] = features["audio"]
-            features[f"{name}_sha256"] = features["audio_sha256"]
-        features["irrelevant_ambience"] = datasets.Value("string")
-        for name, values in columns.items():
-            if name in table.column_names:
-                table = table.set_column(table.column_names.index(name), name, pa.array(values, table.schema.field(name).type))
-            else:
-                table = table.append_column(name, pa.array(values))
-        pq.write_table(table.cast(features.arrow_schema), shard)
-    # the card's dataset_info lists the default config's features: datasets checks the files against it
+        pq.write_table(table.drop_columns([c for c in TWIN_AND_SCENE if c in table.column_names]), shard)
     card = (release / "README.md").read_text()
     _, front, body = card.split("---\n", 2)
     meta = yaml.safe_load(front)
     for config in meta["dataset_info"]:
         if config["config_name"] == "default":
-            config["features"] = features._to_yaml_list()
+            config["features"] = [f for f in config["features"] if f["name"] not in TWIN_AND_SCENE]
     (release / "README.md").write_text(f"---\n{yaml.safe_dump(meta, sort_keys=False)}---\n{body}")
 
 
@@ -92,8 +56,8 @@ def release(tmp_path_factory):
     ws = make_workspace(base / "ws", n=N)
     out = base / "release"
     export_main(["--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(out)])
-    shutil.copytree(out, base / "bare")  # as exported today: no twin, no scene
-    add_twin_and_scene(out)
+    shutil.copytree(out, base / "bare")
+    strip_twin_and_scene(base / "bare")  # a release exported before these columns
     rows = sorted(pq.read_table(sorted((out / "data").glob("*.parquet"))).to_pylist(), key=lambda r: r["id"])
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(datasets.config, "HF_DATASETS_CACHE", str(base / "hf-cache"))

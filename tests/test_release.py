@@ -71,7 +71,9 @@ def make_workspace(root: Path, n: int = 6, licence: str = "CC-BY-4.0", demo: boo
     for i in range(n):
         category = CATEGORIES[i % 2]
         t = np.arange(int(16000 * (0.4 + 0.05 * i))) / 16000
-        speech = 0.3 * np.sin(2 * np.pi * (220 + 40 * i) * t)
+        # the clean speech opens with a little silence, as synthesised speech does; the mixture and the twin
+        # have background under all of it
+        speech = np.concatenate([np.zeros(3200), 0.3 * np.sin(2 * np.pi * (220 + 40 * i) * t)])[:t.size]
         mixture = speech + 0.05 * rng.standard_normal(t.size)
         speech_ref = ws.store_audio(speech, 16000)
         mixture_ref = ws.store_audio(mixture, 16000)
