@@ -128,7 +128,8 @@ def context_cells(records: dict[str, dict[str, dict[str, Any]]],
 
 # --- the printed table and the figure ------------------------------------------------------------------------
 
-def _rate(c: dict[str, Any] | None, count: str = "refusals") -> str:
+def show_rate(c: dict[str, Any] | None, count: str = "refusals") -> str:
+    """A rate cell as printed: rate, count/n and its interval (the clustered one where there is one)."""
     if not c or not c["n"]:
         return "n/a"
     b = c["ci95_clustered"] or c["ci95"]
@@ -145,7 +146,7 @@ def _gap(g: dict[str, Any] | None) -> str:
 def _scene(s: dict[str, Any] | None) -> str:
     if not s:
         return "n/a"
-    head = _rate(s, "recognised") if s["n"] else "n/a"
+    head = show_rate(s, "recognised") if s["n"] else "n/a"
     return f"{head}; {s['unparsed']} unparsed, {s['real_danger']} real danger"
 
 
@@ -162,9 +163,9 @@ def format_perception(models: list[dict[str, Any]]) -> str:
         for c in categories:
             x = m["overall"] if c == OVERALL else m["per_category"][c]
             sp = x.get("perception_split")
-            rows.append([_rate(x.get("mixture")), _gap(x.get("context_gap")), _gap(x.get("noise_gap")),
-                         _scene(x.get("scene")), _rate(sp["recognised"]) if sp else "n/a",
-                         _rate(sp["not_recognised"]) if sp else "n/a", _rate(x.get("controls"))])
+            rows.append([show_rate(x.get("mixture")), _gap(x.get("context_gap")), _gap(x.get("noise_gap")),
+                         _scene(x.get("scene")), show_rate(sp["recognised"]) if sp else "n/a",
+                         show_rate(sp["not_recognised"]) if sp else "n/a", show_rate(x.get("controls"))])
         first = max(len(c) for c in categories) + 2
         widths = [max(len(h), *(len(r[k]) for r in rows)) for k, h in enumerate(heads)]
         lines += ["", f"noise and perception, {m['label']}: rate, count/n [95% CI, cluster bootstrap over script "

@@ -55,7 +55,8 @@ from typing import Any
 from construction.core.cli import add_results, old_spelling, run_main
 from construction.core.errors import WorkbenchError
 from construction.core.workspace import atomic_write_text
-from evaluation.context_use import cell, context_cells, format_perception, paired_gap, plot_perception, scene_cell
+from evaluation.context_use import (cell, context_cells, format_perception, paired_gap, plot_perception, scene_cell,
+                                    show_rate)
 from evaluation.agreement_stats import agreement_line, load_people_agreement, people_agreement
 from evaluation.judge import read_llm_verdicts, summarise
 from evaluation.keyword_judge import final_answer, keyword_judge
@@ -216,13 +217,6 @@ def context_report(group: dict[str, Any], judge: str, empty_as_refusal: bool) ->
             "controls_per_kind": {kind: cell(v, 0) for kind, v in sorted(per_kind.items())}}
 
 
-def _show(c: dict[str, Any] | None) -> str:
-    if not c or not c["n"]:
-        return "n/a"
-    bounds = c["ci95_clustered"] or c["ci95"]
-    return f"{c['rate']:.3f} {c['refusals']}/{c['n']}" + (f" [{bounds[0]:.3f}, {bounds[1]:.3f}]" if bounds else "")
-
-
 def _show_gap(g: dict[str, Any] | None) -> str:
     if not g or not g["n"]:
         return "n/a"
@@ -243,8 +237,8 @@ def format_context(models: list[dict[str, Any]]) -> str:
         rows = []
         for c in categories:
             cells = m["overall"] if c == OVERALL else m["per_category"][c]
-            rows.append([_show(cells["speech"]), _show(cells["mixture"]), _show_gap(cells["context_gap"]),
-                         _show(cells["controls"])])
+            rows.append([show_rate(cells["speech"]), show_rate(cells["mixture"]), _show_gap(cells["context_gap"]),
+                         show_rate(cells["controls"])])
         widths = [max(len(h), *(len(r[k]) for r in rows)) for k, h in enumerate(heads)]
         judges = ", ".join(f"{k}: {v}" for k, v in m["judges"].items())
         lines += ["", f"context use, {m['label']} (release {m['release_version']}; judges {judges}): refusal "
@@ -255,7 +249,7 @@ def format_context(models: list[dict[str, Any]]) -> str:
             lines.append(c.ljust(first) + " | ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)))
         kinds = m["controls_per_kind"]
         if kinds:
-            lines.append("controls by kind: " + ", ".join(f"{k} {_show(v)}" for k, v in kinds.items()))
+            lines.append("controls by kind: " + ", ".join(f"{k} {show_rate(v)}" for k, v in kinds.items()))
         over, controls = m["overall"]["mixture"], m["overall"]["controls"]
         if over and controls and over["n"] and controls["n"] and controls["rate"] <= over["rate"]:
             lines.append(f"note: {m['label']} refuses the harmful controls no more often than the benign clips: "
@@ -268,7 +262,7 @@ def format_table(runs: list[dict[str, Any]], categories: list[str]) -> str:
     width = max([28, *(len(h) for h in heads)])
     first = max([len(OVERALL), *(len(c) for c in categories)]) + 2
 
-    show = _show
+    show = show_rate
     lines = ["refusal rate, refused/judged [95% CI, cluster bootstrap over script families; Wilson where "
              "there are fewer than 2 families]; on the mixture (runs without a suffix) a refusal is an "
              "over-refusal, on the speech alone and on the controls it is not",
