@@ -62,9 +62,11 @@ echo "demo release: $WS/release"
 
 # Evaluate a model on every input of the demo release. No audio LLM runs here, so the model is the test
 # stub (tests/audio_llm_stub.py: the OpenAI chat protocol over HTTP, the real client), with the policy
-# refuse_without_background: it refuses whatever has no background under the speech. That is a model
-# whose "context use" is only masking: the report shows a large gap against the speech alone and a
-# noise-controlled gap (irrelevant twin minus mixture) near zero. It answers the scene probe too.
+# refuse_without_background: it refuses audio with silent stretches (no background under the speech).
+# That is a model whose "context use" is only masking: the report shows a large gap against the speech
+# alone, and a noise-controlled gap (irrelevant twin minus mixture) of zero or below (a scene of sparse
+# events leaves silence between them, which this model hears as no background; the twin's steady
+# ambience never does). It answers the scene probe too (the right frame, a wrong one, or a ramble).
 EVAL="$WS/evaluations"
 STUB_PORT="$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 "$PY" -m tests.audio_llm_stub --release "$WS/release" --port "$STUB_PORT" --policy refuse_without_background \
