@@ -1,0 +1,42 @@
+"""Hand a release to an evaluation harness: python -m evaluation.adapters {kimi,lmms-eval} --release R --out DIR.
+
+    kimi       Kimi-Audio-Evalkit datasets (one JSONL per input, its dataset_root layout; evaluation.adapters.kimi)
+    lmms-eval  an lmms-eval task folder for --include_path (evaluation.adapters.lmms_eval)
+inspect_ai needs no export: `inspect eval evaluation/adapters/inspect_task.py@aor_bench -T release=R`.
+Without --inputs every input the release has is exported (mixture, speech, irrelevant), and each one it lacks
+is named on stderr; an input named in --inputs that the release lacks is an error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from evaluation.adapters import kimi, lmms_eval
+from evaluation.adapters.common import ADAPTER_INPUTS, available_inputs, parse_inputs
+
+EXPORTERS = {"kimi": kimi.export, "lmms-eval": lmms_eval.export}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m evaluation.adapters", description=__doc__.split("\n\n")[0])
+    parser.add_argument("harness", choices=sorted(EXPORTERS), help="which harness to write for")
+    parser.add_argument("--release", required=True, help="release folder (release.export --out) or Hub id ORG/NAME")
+    parser.add_argument("--out", required=True, type=Path,
+                        help="folder to write (kimi: its dataset_root; lmms-eval: the task folder)")
+    parser.add_argument("--inputs", help=f"comma-separated, of {', '.join(ADAPTER_INPUTS)} (default: all the "
+                                         "release has)")
+    parser.add_argument("--split", default="test", help="release split (default: test)")
+    args = parser.parse_args(argv)
+    if args.inputs:
+        inputs = parse_inputs(args.inputs)
+    else:
+        inputs, lacking = available_inputs(args.release, args.split)
+        for name in lacking:
+            print(f"skipping input {name}: the release has no {name} audio", file=sys.stderr)
+    written = EXPORTERS[args.harness](args.release, inputs, args.out, args.split)
+    for name, path in written.items():
+        print(f"{name}: {path}")
+    return 0
+
