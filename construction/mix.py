@@ -345,7 +345,7 @@ class MixStage:
         provenance = {**sample.provenance, STAGE: {"peak_guard_db": round(guard_db, 3)}}
         twin = None
         if cfg.irrelevant_twin:  # the same speech track over a neutral ambience (construction.twin)
-            ambience = ambience_for(sample.sample_id, getattr(self, "ambiences", {}), self.config.seed)
+            ambience = ambience_for(sample.sample_id, self.ambiences, self.config.seed)
             audio, recipe.irrelevant = make_twin(speech_track, recipe, (alone, alone + speech.size), ambience,
                                                  library_entry(self.library, ambience), sr, cfg.fade_s, cfg.peak_dbfs)
             twin = self.ws.store_audio(audio, sr)

@@ -218,6 +218,13 @@ def plot_perception(models: list[dict[str, Any]], path: Path) -> None:
     ax.set_ylabel("rate or gap (overall)")
     ax.set_title("Context use vs noise and perception (95% CI, cluster bootstrap over script families)",
                  fontsize="medium")
+    save_figure(fig, ax, path)
+
+
+def save_figure(fig, ax, path: Path) -> None:
+    """A report figure's common ending: the legend outside the axes, written to `path` and closed."""
+    import matplotlib.pyplot as plt
+
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -55,8 +55,8 @@ from typing import Any
 from construction.core.cli import add_results, old_spelling, run_main
 from construction.core.errors import WorkbenchError
 from construction.core.workspace import atomic_write_text
-from evaluation.context_use import (cell, context_cells, format_perception, paired_gap, plot_perception, scene_cell,
-                                    show_rate)
+from evaluation.context_use import (cell, context_cells, format_perception, paired_gap, plot_perception, save_figure,
+                                    scene_cell, show_rate)
 from evaluation.agreement_stats import agreement_line, load_people_agreement, people_agreement
 from evaluation.judge import read_llm_verdicts, summarise
 from evaluation.keyword_judge import final_answer, keyword_judge
@@ -307,11 +307,7 @@ def plot(runs: list[dict[str, Any]], categories: list[str], path: Path) -> None:
     ax.set_ylabel("refusal rate")
     ax.set_title("AOR-Bench refusal per category (95% CI, cluster bootstrap over script families); "
                  "on the mixture: over-refusal", fontsize="medium")
-    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, ax, path)
 
 
 def plot_context(models: list[dict[str, Any]], path: Path) -> None:
@@ -346,11 +342,7 @@ def plot_context(models: list[dict[str, Any]], path: Path) -> None:
     ax.set_ylabel("refusal rate (overall)")
     ax.set_title("Context use: refusal on the speech alone,\nthe mixture and the harmful controls (95% CI)",
                  fontsize="medium")
-    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, ax, path)
 
 
 def people_lines(runs: list[dict[str, Any]]) -> str:
