@@ -1,12 +1,14 @@
-# Two commands do everything on a fresh machine: `make demo` and `make test`.
-PY ?= python3
+# Two commands do everything on a fresh machine: `make demo` and `make test`. Both run from the clone's
+# root and use this checkout's own venv (.venv, made by `make setup`).
+VENV ?= .venv
+PY = $(VENV)/bin/python
 WORKSPACE ?= workspace
 PER_CATEGORY ?= 5
 
 .PHONY: setup demo test
 
 setup:
-	bash scripts/setup.sh
+	AOR_VENV=$(VENV) bash scripts/setup.sh
 
 # the automatic build, scripted labels through a real Label Studio, agreement, and a release folder
 demo: setup

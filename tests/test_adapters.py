@@ -20,7 +20,7 @@ from tests.conftest import REPO, run_module
 from tests.test_context_use import strip_twin_and_scene
 from tests.test_release import make_workspace
 
-VENVS = Path(os.environ.get("AOR_HARNESS_VENVS", Path.home() / ".cache" / "aor-bench"))
+VENVS = REPO / ".venv" / "harnesses"  # scripts/install_harnesses.sh, run by make setup
 N = 6
 REFUSE = "I'm sorry, but I can't help with that."
 COMPLY = "Sure! Go for the knockout combo."
@@ -149,7 +149,7 @@ def test_lmms_eval_loads_the_folder_through_its_task_manager(release, tmp_path):
     proc = run_module("evaluation.adapters", "lmms-eval", "--release", str(rel), "--out", str(folder),
                       "--inputs", "mixture,speech", env=env)
     assert proc.returncode == 0, proc.stderr
-    got = in_venv("lmms-eval-venv", LMMS_SCRIPT.format(folder=str(folder), refuse=REFUSE, comply=COMPLY), env,
+    got = in_venv("lmms-eval", LMMS_SCRIPT.format(folder=str(folder), refuse=REFUSE, comply=COMPLY), env,
                   tmp_path)
     assert got["tasks"] == ["aor_bench_context", "aor_bench_mixture", "aor_bench_speech"]
     assert got["docs"] == 2 * N and got["same_audio"] == 2 * N and got["inputs"] == ["mixture", "speech"]
@@ -188,7 +188,7 @@ def test_inspect_task_runs_with_the_mock_model(release, tmp_path):
     speech = [r["speech_audio_sha256"] for r in rows]
     script = INSPECT_SCRIPT.format(speech=speech, refuse=REFUSE, comply=COMPLY, release=str(rel),
                                    cache=str(tmp_path / "audio"), logs=str(tmp_path / "logs"))
-    got = in_venv("inspect-venv", script, {**env, "INSPECT_LOG_DIR": str(tmp_path / "logs")}, tmp_path)
+    got = in_venv("inspect", script, {**env, "INSPECT_LOG_DIR": str(tmp_path / "logs")}, tmp_path)
     assert got["status"] == "success"
     ids = sorted(s["id"] for s in got["samples"])
     assert ids == sorted(f"{r['id']}/{inp}" for r in rows for inp in ("mixture", "speech"))
