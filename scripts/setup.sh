@@ -23,8 +23,9 @@ for pkg in $APT_PACKAGES; do
 done
 if [ -n "$missing" ]; then
     step "Debian packages:$missing"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing
+    apt_log="$(mktemp /tmp/aor-setup-apt.XXXXXX.log)"
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing; } \
+        > "$apt_log" 2>&1 || { tail -20 "$apt_log" >&2; echo "error: apt-get failed (log: $apt_log)" >&2; exit 2; }
 fi
 
 # Python: this checkout's venv. The stamp holds the hash of everything that decides what is installed;
