@@ -8,8 +8,8 @@ text blocks exactly as `--help` prints them (at 100 columns).
 The parsers come from `construction.core.cli.iter_parsers()` (module name, parser) where it exists;
 until then they are collected here: each module of the workbench's packages that has an
 `if __name__ == "__main__":` block, or a package's `__main__.py` (whose `from X import main` names the
-command line), has its `main(["--help"])` run with `ArgumentParser.parse_known_args` patched to hand
-back the parser before anything is parsed or done.
+command line), gives its parser through `build_parser()`, or else has its `main(["--help"])` run with
+`ArgumentParser.parse_known_args` patched to hand back the parser before anything is parsed or done.
 """
 
 from __future__ import annotations
@@ -61,11 +61,18 @@ def _entry_points(root: Path) -> Iterator[tuple[str, str]]:
                 yield module, module
 
 
+def _parser_of(module: str) -> argparse.ArgumentParser:
+    loaded = importlib.import_module(module)
+    build = getattr(loaded, "build_parser", None)
+    return build() if build is not None else _capture(loaded.main)
+
+
 def collect_parsers(root: Path) -> list[tuple[str, argparse.ArgumentParser]]:
+    """(command, parser) per entry point; a command with a space ("annotation.server start") is a sub-command."""
     try:
         from construction.core.cli import iter_parsers  # the cli convention's own list, once it has one
     except ImportError:
-        return [(name, _capture(importlib.import_module(module).main)) for name, module in _entry_points(root)]
+        return [(name, _parser_of(module)) for name, module in _entry_points(root)]
     return list(iter_parsers())
 
 
@@ -83,15 +90,29 @@ def _block(text: str) -> str:
     return "```text\n" + text.rstrip() + "\n```\n"
 
 
+def _with_subcommands(parsers: list[tuple[str, argparse.ArgumentParser]]):
+    """Each command, then its sub-commands, unless the list already names them."""
+    if any(" " in name for name, _ in parsers):
+        yield from parsers
+        return
+
+    def walk(name, parser):
+        yield name, parser
+        for sub_name, sub in _subcommands(parser):
+            yield from walk(f"{name} {sub_name}", sub)
+
+    for name, parser in parsers:
+        yield from walk(name, parser)
+
+
 def render(parsers: list[tuple[str, argparse.ArgumentParser]]) -> str:
     saved = os.environ.get("COLUMNS")
     os.environ["COLUMNS"] = COLUMNS  # argparse wraps help to the terminal's width: fix it for the page
     try:
         out = []
-        for name, parser in parsers:
-            out.append(f"## python -m {name}\n\n{_block(parser.format_help())}")
-            for sub_name, sub in _subcommands(parser):
-                out.append(f"### python -m {name} {sub_name}\n\n{_block(sub.format_help())}")
+        for name, parser in _with_subcommands(parsers):
+            level = "#" * min(2 + name.count(" "), 4)
+            out.append(f"{level} python -m {name}\n\n{_block(parser.format_help())}")
         return "\n".join(out)
     finally:
         if saved is None:
