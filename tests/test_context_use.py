@@ -72,14 +72,14 @@ def run(release_dir: Path, url: str, out: Path, *extra: str) -> int:
 
 # --- the probe's prompt and its strict parsing -----------------------------------------------------------------
 
-def test_probe_offers_the_scene_arms_options_and_the_readme_quotes_it():
+def test_probe_offers_the_scene_arms_options_and_the_docs_quote_it():
     options = probe_mod.probe_options()
     ids = [i for i, _ in options]
     assert ids[:6] == ["video_game", "show", "sport", "kitchen", "work", "family"]
     assert options[-2:] == (("real_danger", "Real danger or violence"), ("cant_tell", "I can't tell"))
     prompt = probe_mod.probe_prompt()
     assert all(f"{k}. {text}" in prompt for k, (_, text) in enumerate(options, 1))
-    assert prompt in (REPO / "README.md").read_text()  # verbatim
+    assert prompt in (REPO / "docs" / "evaluation.md").read_text()  # verbatim
 
 
 @pytest.mark.parametrize("answer, frame", [
