@@ -58,7 +58,14 @@ from release.folder import (
     replace_folder,
     write_checksums,
 )
-from release.hub import demo_refusal, describe_push, hub_endpoint, hub_token, is_loopback, push_release
+from release.hub import (
+    demo_refusal,
+    describe_push,
+    hub_endpoint,
+    hub_token,
+    is_loopback,
+    push_release,
+)
 from release.inputs import (  # noqa: F401 (ReleaseInputs, ReleaseSummary and read_inputs were here before)
     CONTROLS_CONFIG,
     CONTROLS_DIR,
@@ -84,9 +91,8 @@ from release.rows import (
     taxonomy_categories,
     write_config,
 )
-from release.splits import assign_splits, parse_splits, split_sizes
 from release.sound_review import FLAG, check_sound_review, review_summary
-
+from release.splits import assign_splits, parse_splits, split_sizes
 
 # the checkout's top-level folders that hold its tracked files: a release is never written among them
 SOURCE_FOLDERS = ("construction", "annotation", "validation", "release", "evaluation", "tests", "docs", "scripts",
@@ -311,13 +317,14 @@ def main(argv: list[str] | None = None) -> int:
         if args.dry_run:
             print(describe_push(summary, args.push_to_hub, args.private, args.make_private))
         else:
+            if is_loopback(hub_endpoint()):
+                print(f"rehearsal: {hub_endpoint()} is on this machine, not the Hub"
+                      + (" (a demo release goes no further than a local endpoint)" if summary.demo else "")
+                      + f"; load it back with HF_ENDPOINT={hub_endpoint()} and "
+                        f"datasets.load_dataset('{args.push_to_hub}')", flush=True)
             oid, private = push_release(summary, args.push_to_hub, args.private, args.make_private)
             print(f"pushed to {hub_endpoint()}/datasets/{args.push_to_hub} ({'private' if private else 'public'}) "
                   f"at commit {oid}, tag {summary.version}")
-            if is_loopback(hub_endpoint()):
-                print(f"rehearsal: {hub_endpoint()} is on this machine, not the Hub; load it back with "
-                      f"HF_ENDPOINT={hub_endpoint()} and datasets.load_dataset('{args.push_to_hub}')"
-                      + (" (a demo release goes no further than a local endpoint)" if summary.demo else ""))
     return 0
 
 

@@ -47,7 +47,7 @@ def shell(command: str, cwd: Path, env: dict[str, str], timeout: float = 600) ->
             "HF_DATASETS_CACHE": str(cwd / "hf-cache"), **env}
     full.pop("PWD", None)  # bash sets it to the folder it is in, as a terminal does
     return subprocess.run(["bash", "-c", script], cwd=cwd, env=full, text=True, capture_output=True,
-                          timeout=timeout)
+                          timeout=timeout, check=False)
 
 
 def program(venv: str, name: str) -> str:

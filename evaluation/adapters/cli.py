@@ -19,10 +19,10 @@ from evaluation.adapters.common import ADAPTER_INPUTS, available_inputs, parse_i
 
 EXPORTERS = {"kimi": kimi.export, "lmms-eval": lmms_eval.export}
 HELP = {
-    "kimi": ("Kimi-Audio-Evalkit datasets: OUT/aor_bench_<input>/aor_bench_<input>.jsonl and its audio; pass OUT "
-             "as the evalkit's dataset_root", "its dataset_root"),
-    "lmms-eval": ("an lmms-eval task folder: pass OUT to lmms-eval --include_path; tasks aor_bench_<input> and "
-                  "aor_bench_context", "the task folder"),
+    "kimi": (("Kimi-Audio-Evalkit datasets: OUT/aor_bench_<input>/aor_bench_<input>.jsonl and its audio; pass "
+              "OUT as the evalkit's dataset_root"), "its dataset_root"),
+    "lmms-eval": (("an lmms-eval task folder: pass OUT to lmms-eval --include_path; tasks aor_bench_<input> and "
+                   "aor_bench_context"), "the task folder"),
 }
 
 
