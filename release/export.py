@@ -275,8 +275,12 @@ def main(argv: list[str] | None = None) -> int:
                                       "<workspace>/release; never inside the workbench's source tree)")
     parser.add_argument("--version", default="0.1.0", help="release version X.Y.Z; also the Hub tag")
     parser.add_argument("--splits", default="test", help="'test' (default) or e.g. 'dev=0.2,test=0.8'")
-    parser.add_argument("--max-shard-mb", type=float, default=DEFAULT_SHARD_BYTES / 2**20)
-    parser.add_argument("--push-to-hub", metavar="ORG/NAME", help="push the release as a Hub dataset")
+    parser.add_argument("--max-shard-mb", type=float, default=DEFAULT_SHARD_BYTES / 2**20,
+                        help="largest parquet shard, in MiB (default: %(default)g)")
+    parser.add_argument("--push-to-hub", metavar="ORG/NAME",
+                        help="push the release as a Hub dataset to $HF_ENDPOINT (default: https://huggingface.co) "
+                             "with the write token in $HF_TOKEN; a demo release only to an endpoint on this "
+                             "machine (a rehearsal, e.g. python -m tests.hub_stub)")
     parser.add_argument("--private", action="store_true",
                         help="push privately: create the Hub dataset private; refuse if it exists and is public")
     parser.add_argument("--make-private", action="store_true",
