@@ -23,7 +23,11 @@ leaves the previous release as it was. What goes into the folder (this module):
 The inputs are release.inputs; the rows, their schema and the parquet shards release.rows; the Hub push
 release.hub; the checks that trace every row back through the workspace's chain release.integrity; the
 splits release.splits. A release whose labels came from scripted demo annotators says so on its card and
-is never pushed.
+is never pushed to a real Hub: `--dry-run` shows its push, and a push to a Hub-compatible endpoint on this
+machine (HF_ENDPOINT=http://127.0.0.1:PORT, e.g. `python -m tests.hub_stub`) rehearses one.
+
+The release goes to <workspace>/release unless --out names another folder; a folder inside the workbench's
+source tree (its root or a tracked top-level folder such as release/) is refused.
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ from typing import Any
 
 import yaml
 
-from construction.core.cli import add_workspace, run_main
+from construction.core.cli import add_quiet, add_workspace, run_main
 from construction.core.errors import WorkbenchError
 from construction.core.record import AudioRef
 from construction.core.workspace import reporting_write_errors
@@ -54,7 +58,14 @@ from release.folder import (
     replace_folder,
     write_checksums,
 )
-from release.hub import describe_push, hub_endpoint, hub_token, push_release
+from release.hub import (
+    demo_refusal,
+    describe_push,
+    hub_endpoint,
+    hub_token,
+    is_loopback,
+    push_release,
+)
 from release.inputs import (  # noqa: F401 (ReleaseInputs, ReleaseSummary and read_inputs were here before)
     CONTROLS_CONFIG,
     CONTROLS_DIR,
@@ -80,12 +91,32 @@ from release.rows import (
     taxonomy_categories,
     write_config,
 )
-from release.splits import assign_splits, parse_splits, split_sizes
 from release.sound_review import FLAG, check_sound_review, review_summary
+from release.splits import assign_splits, parse_splits, split_sizes
+
+# the checkout's top-level folders that hold its tracked files: a release is never written among them
+SOURCE_FOLDERS = ("construction", "annotation", "validation", "release", "evaluation", "tests", "docs", "scripts",
+                  "configs", "perf", ".ci", ".git")
+
+
+def source_tree_problem(out: str | Path) -> str | None:
+    """What in the workbench's source tree `out` falls in ("the release package", "the checkout's root",
+    ...), or None. The checkout is the one this package was loaded from; anything else under its root
+    (workspace/, another untracked folder) is fine."""
+    root = Path(__file__).resolve().parents[1]
+    if not ((root / ".git").exists() or (root / "pyproject.toml").is_file()):
+        return None  # an installed copy: its site-packages is no source tree of ours
+    target = Path(out).expanduser().resolve()
+    if target == root:
+        return "the checkout's root"
+    for folder in SOURCE_FOLDERS:
+        if target.is_relative_to(root / folder):
+            return "the release package" if folder == "release" else f"its {folder}/ folder"
+    return None
 
 
 def export_release(inputs: ReleaseInputs, out: str | Path, version: str = "0.1.0", splits: str = "test",
-                   max_shard_bytes: int = DEFAULT_SHARD_BYTES) -> ReleaseSummary:
+                   max_shard_bytes: int = DEFAULT_SHARD_BYTES, progress: bool = False) -> ReleaseSummary:
     """Check every sample, then write the release folder atomically (refusing with a full list)."""
     if not VERSION_RE.match(version):
         raise WorkbenchError(f"version '{version}' is not X.Y.Z")
@@ -104,7 +135,7 @@ def export_release(inputs: ReleaseInputs, out: str | Path, version: str = "0.1.0
         try:
             with reporting_write_errors(tmp):
                 tmp.chmod(0o755)  # mkdtemp makes it private; a release folder is meant to be shared
-                split_counts = _write_release(inputs, tmp, version, fractions, max_shard_bytes)
+                split_counts = _write_release(inputs, tmp, version, fractions, max_shard_bytes, progress)
                 files = {p.relative_to(tmp).as_posix(): p.stat().st_size
                          for p in sorted(tmp.rglob("*")) if p.is_file()}
                 replace_folder(tmp, out)
@@ -115,7 +146,7 @@ def export_release(inputs: ReleaseInputs, out: str | Path, version: str = "0.1.0
 
 
 def _write_release(inputs: ReleaseInputs, root: Path, version: str, fractions: dict[str, float],
-                   max_shard_bytes: int) -> dict[str, int]:
+                   max_shard_bytes: int, progress: bool = False) -> dict[str, int]:
     from release.attribution import attribution
     from release.card import dataset_card
     from release.plots import write_plots
@@ -134,7 +165,7 @@ def _write_release(inputs: ReleaseInputs, root: Path, version: str, fractions: d
     shard_files = write_config(
         root, "data", by_split, ws, max_shard_bytes, features, forbidden, mismatched, rows_meta,
         lambda s, audio, speech, scene, twin: row_for(s, audio, categories, names, speech, arms, scene, twin),
-        extra=("speech", "scene", "irrelevant"))
+        extra=("speech", "scene", "irrelevant"), progress=progress)
     control_meta: list[dict[str, Any]] = []
     control_features = None
     control_files: dict[str, list[str]] = {}
@@ -145,7 +176,8 @@ def _write_release(inputs: ReleaseInputs, root: Path, version: str, fractions: d
                           for split in by_split}
         control_files = write_config(
             root, CONTROLS_DIR, control_splits, ws, max_shard_bytes, control_features, forbidden, mismatched,
-            control_meta, lambda c, audio, speech: control_row_for(c, audio, speech, categories, names))
+            control_meta, lambda c, audio, speech: control_row_for(c, audio, speech, categories, names),
+            progress=progress)
     mismatched += number_problems([*rows_meta, *control_meta])
     if mismatched:
         raise refusal(mismatched)
@@ -239,19 +271,27 @@ def code_version() -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m release.export", description=__doc__.split("\n\n")[0])
     add_workspace(parser)
-    parser.add_argument("--out", required=True, help="release folder to write (replaced whole if a release)")
+    parser.add_argument("--out", help="release folder to write, replaced whole if it holds a release (default: "
+                                      "<workspace>/release; never inside the workbench's source tree)")
     parser.add_argument("--version", default="0.1.0", help="release version X.Y.Z; also the Hub tag")
     parser.add_argument("--splits", default="test", help="'test' (default) or e.g. 'dev=0.2,test=0.8'")
-    parser.add_argument("--max-shard-mb", type=float, default=DEFAULT_SHARD_BYTES / 2**20)
-    parser.add_argument("--push-to-hub", metavar="ORG/NAME", help="push the release as a Hub dataset")
+    parser.add_argument("--max-shard-mb", type=float, default=DEFAULT_SHARD_BYTES / 2**20,
+                        help="largest parquet shard, in MiB (default: %(default)g)")
+    parser.add_argument("--push-to-hub", metavar="ORG/NAME",
+                        help="push the release as a Hub dataset to $HF_ENDPOINT (default: https://huggingface.co) "
+                             "with the write token in $HF_TOKEN; a demo release only to an endpoint on this "
+                             "machine (a rehearsal, e.g. python -m tests.hub_stub)")
     parser.add_argument("--private", action="store_true",
                         help="push privately: create the Hub dataset private; refuse if it exists and is public")
     parser.add_argument("--make-private", action="store_true",
                         help="with --push-to-hub: make an existing public Hub dataset private, then push")
-    parser.add_argument("--dry-run", action="store_true", help="with --push-to-hub: print the upload, send nothing")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="with --push-to-hub: export, then print what would go where (endpoint, repo, files "
+                             "and sizes, visibility, the card's header) and send nothing; works for a demo release")
     parser.add_argument(FLAG, action="store_true",
                         help="release mixtures that use background clips the library review did not confirm "
                              "(python -m annotation.library); the card says so")
+    add_quiet(parser)
     args = parser.parse_args(argv)
     for flag in ("dry_run", "private", "make_private"):
         if getattr(args, flag) and not args.push_to_hub:
@@ -259,15 +299,19 @@ def main(argv: list[str] | None = None) -> int:
     if args.push_to_hub and not re.match(r"^[\w.-]+/[\w.-]+$", args.push_to_hub):
         parser.error(f"--push-to-hub wants ORG/NAME, got '{args.push_to_hub}'")
 
+    out = args.out or str(Path(args.workspace) / "release")
+    if where := source_tree_problem(out):
+        raise WorkbenchError(f"--out {out} is inside the workbench's source tree ({where}); write the release "
+                             f"under the workspace, e.g. --out {Path(args.workspace) / 'release'} (the default)")
+
     inputs = read_inputs(args.workspace)
     inputs.sound_review = check_sound_review(inputs, args.allow_unreviewed_sounds)
-    if args.push_to_hub:
-        if inputs.demo:
-            raise WorkbenchError("the validated labels come from scripted demo annotators; a demo release "
-                                 "is never pushed (export it without --push-to-hub)")
-        if not args.dry_run:
-            hub_token()  # fail before the export, not after
-    summary = export_release(inputs, args.out, args.version, args.splits, int(args.max_shard_mb * 2**20))
+    if args.push_to_hub and not args.dry_run:  # both refusals come before the export and any request
+        if inputs.demo and not is_loopback(hub_endpoint()):
+            raise demo_refusal()
+        hub_token()
+    summary = export_release(inputs, out, args.version, args.splits, int(args.max_shard_mb * 2**20),
+                             progress=not args.quiet)
     counts = ", ".join(f"{k}: {v}" for k, v in summary.split_counts.items())
     print(f"wrote {summary.out}: {sum(summary.split_counts.values())} samples ({counts}), "
           + (f"{summary.num_controls} control(s) in config '{CONTROLS_CONFIG}', " if summary.num_controls else "")
@@ -277,6 +321,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.dry_run:
             print(describe_push(summary, args.push_to_hub, args.private, args.make_private))
         else:
+            if is_loopback(hub_endpoint()):
+                print(f"rehearsal: {hub_endpoint()} is on this machine, not the Hub"
+                      + (" (a demo release goes no further than a local endpoint)" if summary.demo else "")
+                      + f"; load it back with HF_ENDPOINT={hub_endpoint()} and "
+                        f"datasets.load_dataset('{args.push_to_hub}')", flush=True)
             oid, private = push_release(summary, args.push_to_hub, args.private, args.make_private)
             print(f"pushed to {hub_endpoint()}/datasets/{args.push_to_hub} ({'private' if private else 'public'}) "
                   f"at commit {oid}, tag {summary.version}")

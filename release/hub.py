@@ -5,14 +5,19 @@ create_repo(exist_ok), a visibility check, upload_folder + a tag named after the
 deletes what an earlier version left under the release's own folders (data/, controls/, plots/), so the
 repo and its tag hold exactly the pushed release. create_repo ignores `private` for a repo that exists:
 a private push into a public repo is refused unless --make-private asks to change the repo. A release
-whose labels came from scripted demo annotators (annotation source "demo") is never pushed.
+whose labels came from scripted demo annotators (annotation source "demo") is never pushed to a real Hub;
+an endpoint on loopback (HF_ENDPOINT=http://127.0.0.1:PORT, such as `python -m tests.hub_stub`) is a
+rehearsal, and takes it.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import os
+import textwrap
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from construction.core.errors import WorkbenchError
 
@@ -35,26 +40,70 @@ def hub_token() -> str:
     return token
 
 
+def is_loopback(endpoint: str) -> bool:
+    """Whether the endpoint is on this machine (localhost, 127.0.0.0/8, ::1): a rehearsal, not the Hub."""
+    host = urlsplit(endpoint).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def demo_refusal() -> WorkbenchError:
+    return WorkbenchError(
+        f"the validated labels come from scripted demo annotators: a demo release is never pushed to "
+        f"{hub_endpoint()}. Rehearse instead: add --dry-run to see what would go where, or push to a local "
+        "Hub-compatible endpoint (start one with `python -m tests.hub_stub --port 8020`, then set "
+        "HF_ENDPOINT=http://127.0.0.1:8020)")
+
+
 def describe_push(summary: ReleaseSummary, repo_id: str, private: bool, make_private: bool = False) -> str:
+    endpoint = hub_endpoint()
     visibility = ("private; an existing public repo is made private" if make_private else
                   "private; refused if the repo exists and is public" if private else
                   "public unless the repo exists and is private")
-    lines = [f"dry run: nothing sent. Would push {summary.out} to {hub_endpoint()}",
+    lines = [f"dry run: nothing sent. Would push {summary.out} to {endpoint}"
+             + (" (on this machine: a rehearsal)" if is_loopback(endpoint) else ""),
              f"  repo: datasets/{repo_id} ({visibility}; created if missing)",
+             "  gated: left as the repo has it (a new repo is not gated; set gating on the Hub's settings page)",
              f"  tag:  {summary.version}",
              f"  deletes: files under {', '.join(f + '/' for f in RELEASE_FOLDERS)} that this release lacks",
              f"  files: {len(summary.files)}, {summary.total_bytes / 1e6:.2f} MB"]
     lines += [f"    {size:>12,d}  {rel}" for rel, size in summary.files.items()]
     lines.append(f"  HF_TOKEN is {'set' if os.environ.get('HF_TOKEN') else 'NOT set (a real push needs it)'}")
+    if summary.demo:
+        lines.append("  DEMO release (scripted labels): a real push " + (
+            "to this local endpoint is allowed (a rehearsal)" if is_loopback(endpoint) else
+            f"to {endpoint} is refused; HF_ENDPOINT=http://127.0.0.1:PORT (python -m tests.hub_stub) takes it"))
+    lines += ["  card header (README.md):", *("    " + line for line in card_header(summary.out / "README.md"))]
     return "\n".join(lines)
+
+
+def card_header(card) -> list[str]:
+    """The card's YAML front matter, its long dataset_info (the features) cut to one line, and its title."""
+    import yaml
+
+    text = card.read_text(encoding="utf-8")
+    _, front, body = text.split("---\n", 2)
+    meta = yaml.safe_load(front)
+    info = meta.pop("dataset_info", None)
+    lines = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True).splitlines()
+    if info is not None:
+        names = [entry.get("config_name", "default") for entry in (info if isinstance(info, list) else [info])]
+        lines.append(f"dataset_info: features of {', '.join(names)} (in the card)")
+    title = next((line for line in body.splitlines() if line.startswith("# ")), "")
+    banner = next((line for line in body.splitlines() if line.startswith("> **DEMO")), "")
+    return ["---", *lines, "---", *(x for x in (textwrap.shorten(banner, 120, placeholder=" ..."), title) if x)]
 
 
 def push_release(summary: ReleaseSummary, repo_id: str, private: bool = False,
                  make_private: bool = False) -> tuple[str, bool]:
     """create_repo + visibility check + upload_folder + create_tag; returns the tagged commit id and
     whether the repo is private. `make_private` turns an existing public repo private first."""
-    if summary.demo:
-        raise WorkbenchError("this release was labelled by scripted demo annotators; refusing to push it")
+    if summary.demo and not is_loopback(hub_endpoint()):
+        raise demo_refusal()
     token = hub_token()
     from huggingface_hub import HfApi, constants
     from huggingface_hub.errors import HfHubHTTPError

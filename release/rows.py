@@ -13,6 +13,7 @@ import io
 import json
 import os
 import re
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -376,15 +377,19 @@ def plan_shards(samples: list[Sample], ws: Workspace, max_shard_bytes: int,
 
 def write_config(root: Path, folder: str, by_split: dict[str, list[Sample]], ws: Workspace, max_shard_bytes: int,
                  features, forbidden: list[str], mismatched: list[str], meta_out: list[dict[str, Any]],
-                 make_row, extra: tuple[str, ...] = ("speech",)) -> dict[str, list[str]]:
+                 make_row, extra: tuple[str, ...] = ("speech",), progress: bool = False) -> dict[str, list[str]]:
     """Write one config's parquet shards, FOLDER/<split>-0000K-of-0000N.parquet; every audio file is read
     once, hashed and checked to be the WAV its record describes (problems go to `mismatched`). `make_row`
-    gets the mixture's bytes and then those of each of `extra` (EXTRA_AUDIO), in that order."""
+    gets the mixture's bytes and then those of each of `extra` (EXTRA_AUDIO), in that order. `progress`: a
+    bar on stderr, one step per audio file read and embedded."""
     import pyarrow as pa
     import pyarrow.parquet as pq
+    from tqdm import tqdm
 
     schema = features.arrow_schema
     shard_files: dict[str, list[str]] = {}
+    bar = tqdm(total=sum(len(m) for m in by_split.values()) * (1 + len(extra)), unit="file", file=sys.stderr,
+               desc=f"writing {folder}/ shards (embedding audio)", disable=not progress)
     for split, members in by_split.items():
         if not members:
             continue
@@ -397,8 +402,10 @@ def write_config(root: Path, folder: str, by_split: dict[str, list[Sample]], ws:
                     if ref is None:  # release.checks refuses it first; this keeps the message if not
                         mismatched.append(f"{s.sample_id}: no {what} audio recorded")
                         audio[what] = b""
+                        bar.update()
                         continue
                     data = ws.audio_path(ref).read_bytes()
+                    bar.update()
                     if hashlib.sha256(data).hexdigest() != ref.sha256:
                         made = "mixing" if what == "mixture" else EXTRA_AUDIO[what][2]
                         mismatched.append(f"{s.sample_id}: checksum mismatch for {ref.path} (file changed since "
@@ -422,6 +429,7 @@ def write_config(root: Path, folder: str, by_split: dict[str, list[Sample]], ws:
                            use_dictionary=[c for c in schema.names if c not in audio_columns],
                            write_statistics=False)
             shard_files.setdefault(split, []).append(rel)
+    bar.close()
     return shard_files
 
 

@@ -16,11 +16,26 @@ INSPECT_VERSION="${INSPECT_AI_VERSION:-0.3.285}"
 LMMS_VERSION="${LMMS_EVAL_VERSION:-0.7.3}"
 WORKBENCH_SITE="$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 
-install() {  # venv-name package version
-    local venv="$ROOT/$1" got site
-    got="$("$venv/bin/python" -c "import importlib.metadata as m; print(m.version('$2'))" 2>/dev/null || true)"
-    if [ "$got" = "$3" ]; then
-        echo "$2 $3 already installed in $venv"
+satisfied() {  # venv requirement...: whether the version the venv imports first meets every requirement
+    "$1/bin/python" - "${@:2}" 2>/dev/null <<'PY'
+import importlib.metadata as m, sys
+from pip._vendor.packaging.requirements import Requirement
+for spec in sys.argv[1:]:
+    req = Requirement(spec)
+    try:
+        have = m.version(req.name)
+    except m.PackageNotFoundError:
+        sys.exit(1)
+    if not req.specifier.contains(have, prereleases=True):
+        sys.exit(1)
+PY
+}
+
+install() {  # venv-name requirement... (the harness first)
+    local venv="$ROOT/$1" site
+    shift
+    if [ -x "$venv/bin/python" ] && satisfied "$venv" "$@"; then
+        echo "$* already installed in $venv"
         return
     fi
     mkdir -p "$ROOT"
@@ -28,8 +43,11 @@ install() {  # venv-name package version
     site="$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
     # zz: read last, so the harness's own packages come first on sys.path
     echo "import site; site.addsitedir('$WORKBENCH_SITE')" > "$site/zz-workbench.pth"
-    flock /tmp/pip.lock "$venv/bin/python" -m pip install --quiet "$2==$3"
-    echo "$2 $3 installed in $venv"
+    flock /tmp/pip.lock "$venv/bin/python" -m pip install --quiet "$@"
+    echo "$* installed in $venv"
 }
-install inspect inspect-ai "$INSPECT_VERSION"
-install lmms-eval lmms-eval "$LMMS_VERSION"
+install inspect "inspect-ai==$INSPECT_VERSION"
+# lmms-eval 0.7.3's evaluator imports filelock._api (filelock 3.x); the workbench venv has filelock 4
+# (datasets 5 / huggingface_hub 2 accept either), where that module is gone: `No module named
+# 'filelock._api'`. A filelock 3 inside the lmms-eval venv comes first on its sys.path.
+install lmms-eval "lmms-eval==$LMMS_VERSION" "filelock>=3.16,<4"

@@ -15,12 +15,24 @@ Speaks the endpoints huggingface_hub 2.x calls (read from its source):
     POST /api/{type}s/{ns}/{name}/tag/{rev}           {"tag", "message"}; 409 if it exists
     POST /api/validate-yaml                           README front matter check (create_commit path)
     GET  /api/agent-harnesses                         the client's best-effort registry fetch (no auth)
+    GET|HEAD /{type}s/{ns}/{name}/resolve/{rev}/{path}  a file's bytes (what hf_hub_download and
+                                                      datasets.load_dataset read), with X-Repo-Commit / ETag
+    POST /api/{type}s/{ns}/{name}/paths-info/{rev}    files' type, size and oid
 Every call needs `Authorization: Bearer <token>` with a known token, else 401 with the Hub's
-"Invalid credentials in Authorization header" message. Requests are logged for the tests.
+"Invalid credentials in Authorization header" message; as on the Hub, reading a public repo needs none.
+Requests are logged for the tests.
+
+Standalone, to rehearse a publish on this machine (python -m tests.hub_stub --help):
+    python -m tests.hub_stub --port 8020                 # prints its URL; any token is taken
+    HF_ENDPOINT=http://127.0.0.1:8020 HF_TOKEN=hf_local python -m release.export --workspace workspace \\
+        --push-to-hub ORG/NAME
+    HF_ENDPOINT=http://127.0.0.1:8020 python -c "import datasets; print(datasets.load_dataset('ORG/NAME'))"
+The repos live in memory: they are gone when the stub stops.
 """
 
 from __future__ import annotations
 
+import argparse
 import base64
 import hashlib
 import json
@@ -34,6 +46,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import yaml
 
 REPO_PATH = re.compile(r"^/api/(models|datasets|spaces)/([^/]+)/([^/]+)(?:/(.*))?$")
+RESOLVE_PATH = re.compile(r"^/(?:(datasets|spaces)/)?([^/]+)/([^/]+)/resolve/([^/]+)/(.+)$")
 
 
 @dataclass
@@ -58,8 +71,8 @@ class Repo:
 
 
 class HubStub:
-    def __init__(self, tokens: set[str]):
-        self.tokens = set(tokens)
+    def __init__(self, tokens: set[str] | None, port: int = 0, host: str = "127.0.0.1"):
+        self.tokens = None if tokens is None else set(tokens)  # None: any token is taken
         self.repos: dict[tuple[str, str], Repo] = {}
         self.requests: list[tuple[str, str]] = []  # (method, path)
         self.lock = threading.Lock()
@@ -78,8 +91,11 @@ class HubStub:
             def do_PUT(self) -> None:
                 stub.handle(self, "PUT")
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+            def do_HEAD(self) -> None:
+                stub.handle(self, "HEAD")
+
+        self.server = ThreadingHTTPServer((host, port), Handler)
+        self.url = f"http://{host}:{self.server.server_address[1]}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     def __enter__(self) -> HubStub:
@@ -100,7 +116,14 @@ class HubStub:
         if method == "GET" and path == "/api/agent-harnesses":  # public; the client fetches it once a day
             return self.send(req, 200, {"standardEnvVars": [], "harnesses": {}})
         auth = req.headers.get("Authorization", "")
-        if not auth.startswith("Bearer ") or auth[len("Bearer "):] not in self.tokens:
+        token = auth[len("Bearer "):] if auth.startswith("Bearer ") else ""
+        if method in ("GET", "HEAD") and (resolved := RESOLVE_PATH.match(path)):
+            return self.resolve(req, method, resolved.groups(), token)
+        if method in ("GET", "POST") and not token and self.public_read(path):
+            with self.lock:
+                status, payload, headers = self.route(method, path, body, query)
+            return self.send(req, status, payload, headers)
+        if not token or (self.tokens is not None and token not in self.tokens):
             return self.send(req, 401, {"error": "Invalid credentials in Authorization header"},
                              {"X-Error-Message": "Invalid credentials in Authorization header"})
         with self.lock:
@@ -108,15 +131,43 @@ class HubStub:
         self.send(req, status, payload, headers)
 
     def send(self, req: BaseHTTPRequestHandler, status: int, payload: Any,
-             headers: dict[str, str] | None = None) -> None:
-        data = json.dumps(payload).encode()
+             headers: dict[str, str] | None = None, raw: bytes | None = None, head: bool = False) -> None:
+        data = raw if raw is not None else json.dumps(payload).encode()
         req.send_response(status)
-        req.send_header("Content-Type", "application/json")
+        req.send_header("Content-Type", "application/octet-stream" if raw is not None else "application/json")
         req.send_header("Content-Length", str(len(data)))
         for key, value in (headers or {}).items():
             req.send_header(key, value)
         req.end_headers()
-        req.wfile.write(data)
+        if not head:
+            req.wfile.write(data)
+
+    def public_read(self, path: str) -> bool:
+        """A read of a public repo's info, tree, refs or paths-info: no token needed, as on the Hub."""
+        match = REPO_PATH.match(path)
+        if not match:
+            return False
+        kind, ns, name, rest = match.groups()
+        repo = self.repos.get((kind[:-1], f"{ns}/{name}"))
+        return repo is not None and not repo.private and not (rest or "").startswith(("preupload/", "commit/", "tag/"))
+
+    def resolve(self, req: BaseHTTPRequestHandler, method: str, groups: tuple, token: str) -> None:
+        """A file's bytes at a revision, with the headers huggingface_hub's downloader reads."""
+        kind, ns, name, revision, filename = groups
+        with self.lock:
+            repo = self.repos.get(((kind or "models")[:-1], f"{ns}/{name}"))
+            allowed = repo is not None and (not repo.private or (token and (self.tokens is None or token in self.tokens)))
+            files = repo.files_at(unquote(revision)) if allowed else None
+            commit = repo.tags.get(revision, repo.head if revision == "main" else revision) if allowed else ""
+        if not allowed:
+            return self.send(req, 404, {"error": "Repository not found"}, {"X-Error-Code": "RepoNotFound"},
+                             head=method == "HEAD")
+        if files is None or filename not in files:
+            return self.send(req, 404, {"error": f"{filename} not found"}, {"X-Error-Code": "EntryNotFound"},
+                             head=method == "HEAD")
+        data = files[filename]
+        etag = hashlib.sha1(data).hexdigest()
+        self.send(req, 200, None, {"X-Repo-Commit": commit, "ETag": f'"{etag}"'}, raw=data, head=method == "HEAD")
 
     def route(self, method: str, path: str, body: bytes, query: dict[str, list[str]]
               ) -> tuple[int, Any, dict[str, str]]:
@@ -151,6 +202,8 @@ class HubStub:
             return self.commit(repo, body)
         if method == "POST" and rest.startswith("tag/"):
             return self.tag(repo, rest[len("tag/"):], json.loads(body))
+        if method == "POST" and rest.startswith("paths-info/"):
+            return self.paths_info(repo, rest[len("paths-info/"):], body, query)
         return 404, {"error": f"no route {method} {path}"}, {}
 
     # -- endpoints ----------------------------------------------------------------------------
@@ -195,6 +248,22 @@ class HubStub:
                                  "path": path}
         return 200, list(entries.values()), {}
 
+    def paths_info(self, repo: Repo, revision: str, body: bytes, query: dict[str, list[str]]
+                   ) -> tuple[int, Any, dict[str, str]]:
+        files = repo.files_at(revision)
+        if files is None:
+            return 404, {"error": f"revision {revision} not found"}, {"X-Error-Code": "RevisionNotFound"}
+        form = parse_qs(body.decode()) if body and not body.lstrip().startswith(b"{") else {}
+        paths = form.get("paths") or (json.loads(body).get("paths", []) if body.lstrip().startswith(b"{") else [])
+        out = []
+        for path in paths:
+            if path in files:
+                out.append({"type": "file", "path": path, "size": len(files[path]),
+                            "oid": hashlib.sha1(files[path]).hexdigest()})
+            elif any(f.startswith(path.rstrip("/") + "/") for f in files):
+                out.append({"type": "directory", "path": path, "oid": hashlib.sha1(path.encode()).hexdigest()})
+        return 200, out, {}
+
     def validate_yaml(self, payload: dict[str, Any]) -> tuple[int, Any, dict[str, str]]:
         content = payload.get("content", "")
         match = re.match(r"^---\n(.*?)\n---\n", content, re.S)
@@ -238,3 +307,24 @@ class HubStub:
             return 409, {"error": f"tag {payload['tag']} already exists"}, {}
         repo.tags[payload["tag"]] = target
         return 200, {}, {}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.hub_stub",
+                                     description="A local Hugging Face Hub-compatible endpoint (in memory) to "
+                                                 "rehearse a publish: point HF_ENDPOINT at the URL it prints.")
+    parser.add_argument("--port", type=int, default=8020, help="port on 127.0.0.1 (default: 8020; 0: any free)")
+    parser.add_argument("--token", action="append",
+                        help="a token it accepts as HF_TOKEN (repeatable; default: any non-empty token)")
+    args = parser.parse_args(argv)
+    with HubStub(set(args.token) if args.token else None, port=args.port) as stub:
+        print(f"Hub stub at {stub.url} (in memory; Ctrl-C stops it): HF_ENDPOINT={stub.url}", flush=True)
+        try:
+            stub.thread.join()
+        except KeyboardInterrupt:
+            pass
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

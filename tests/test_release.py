@@ -14,6 +14,7 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 import soundfile as sf
 import yaml
@@ -23,7 +24,7 @@ from construction.core.errors import WorkbenchError
 from construction.core.record import Annotation, Sample
 from construction.core.workspace import Rejected, Workspace
 from release.export import main as export_main
-from tests.conftest import run_module, simple_recipe
+from tests.conftest import REPO, run_module, simple_recipe
 from tests.hub_stub import HubStub
 
 FAKE_TOKEN = "hf_fakeTOKENvalue0123456789abcdef"
@@ -789,6 +790,48 @@ def test_refuses_to_overwrite_a_folder_that_is_not_a_release(tmp_path):
     assert (out / "thesis.tex").read_text() == "do not delete"
 
 
+def test_out_defaults_to_the_workspace_and_is_refused_inside_the_source_tree(tmp_path):
+    """Without --out the release is <workspace>/release; an --out in the checkout's root or one of its tracked
+    folders is refused (exit 2, nothing written); an untracked folder under the clone's root is fine."""
+    ws = make_workspace(tmp_path / "ws", n=2)
+    proc = run_module("release.export", "--allow-unreviewed-sounds", "--workspace", str(ws.root), "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    assert f"wrote {ws.root / 'release'}:" in proc.stdout and (ws.root / "release" / "release.json").is_file()
+    assert proc.stderr == ""  # --quiet: no bars
+    before = sorted(p.relative_to(REPO).as_posix() for p in REPO.rglob("*") if ".venv" not in p.parts
+                    and "__pycache__" not in p.parts and ".git" not in p.parts)
+    for out, where in [("release/", "the release package"), (".", "the checkout's root"),
+                       ("tests/x", "its tests/ folder"), (str(REPO / "docs" / "rel"), "its docs/ folder"),
+                       ("construction/", "its construction/ folder")]:
+        proc = run_module("release.export", "--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", out)
+        assert proc.returncode == 2, (out, proc.stderr)
+        assert proc.stderr.strip() == (
+            f"error: --out {out} is inside the workbench's source tree ({where}); write the release under the "
+            f"workspace, e.g. --out {ws.root / 'release'} (the default)")
+    after = sorted(p.relative_to(REPO).as_posix() for p in REPO.rglob("*") if ".venv" not in p.parts
+                   and "__pycache__" not in p.parts and ".git" not in p.parts)
+    assert after == before  # nothing written, not even a temp folder
+    # a workspace-like folder inside the clone's root that git does not track is fine
+    name = f"ws-test-{os.getpid()}"
+    try:
+        proc = run_module("release.export", "--allow-unreviewed-sounds", "--workspace", str(ws.root),
+                          "--out", f"{name}/release", "--quiet")
+        assert proc.returncode == 0, proc.stderr
+        assert (REPO / name / "release" / "release.json").is_file()
+    finally:
+        shutil.rmtree(REPO / name, ignore_errors=True)
+
+
+def test_export_shows_progress_per_file_on_stderr(tmp_path):
+    ws = make_workspace(tmp_path / "ws", n=2)
+    proc = run_module("release.export", "--allow-unreviewed-sounds", "--workspace", str(ws.root))
+    assert proc.returncode == 0, proc.stderr
+    # 2 samples x (mixture, speech, scene, twin); controls: mixture and speech of each control
+    assert "writing data/ shards (embedding audio): 100%" in proc.stderr and "8/8" in proc.stderr
+    assert "writing controls/ shards (embedding audio): 100%" in proc.stderr
+    assert "writing" not in proc.stdout
+
+
 def test_missing_agreement_report_and_bad_version_are_clear_errors(tmp_path):
     ws = make_workspace(tmp_path / "ws", n=2)
     with pytest.raises(WorkbenchError, match="not X.Y.Z"):
@@ -867,22 +910,77 @@ def test_missing_token_fails_before_exporting_or_sending(built, hub, tmp_path, m
     assert hub.requests == [] and not (tmp_path / "out").exists()
 
 
-def test_demo_release_says_so_and_is_never_pushed(hub, tmp_path):
+def test_demo_release_says_so_and_is_never_pushed_to_a_real_hub(hub, tmp_path, monkeypatch):
+    """A demo release pushed to an endpoint off this machine is refused before any request: the endpoint's
+    traffic goes through the stub as an HTTP proxy, so a request that got out would be logged there."""
     ws = make_workspace(tmp_path / "ws", n=2, demo=True)
     out = tmp_path / "out"
-    with pytest.raises(WorkbenchError, match="scripted demo annotators"):
-        export_main(["--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(out), "--push-to-hub", "aor/demo"])
+    env = {"HF_ENDPOINT": "http://hub.example.org", "HTTP_PROXY": hub.url, "http_proxy": hub.url, "NO_PROXY": "",
+           "no_proxy": "", "HF_HUB_OFFLINE": "0"}
+    probe = subprocess.run([sys.executable, "-c", "import huggingface_hub as h; h.HfApi().repo_exists('aor/demo', "
+                            "repo_type='dataset')"], env={**os.environ, **env}, capture_output=True, text=True)
+    assert probe.returncode == 0 and hub.requests == [("GET", "/api/datasets/aor/demo")]  # the route reaches it
+    hub.requests.clear()
+    proc = run_module("release.export", "--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(out),
+                      "--push-to-hub", "aor/demo", env=env)
+    assert proc.returncode == 2, proc.stderr
+    assert "scripted demo annotators: a demo release is never pushed to http://hub.example.org" in proc.stderr
+    assert "--dry-run" in proc.stderr and "python -m tests.hub_stub" in proc.stderr
     assert hub.requests == [] and not out.exists()
-    assert export_main(["--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(out)]) == 0
+    # the dry run of the same push: exit 0, what would go where, nothing sent
+    proc = run_module("release.export", "--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(out),
+                      "--push-to-hub", "aor/demo", "--dry-run", env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert hub.requests == []
+    assert "Would push" in proc.stdout and "to http://hub.example.org" in proc.stdout
+    assert "datasets/aor/demo" in proc.stdout and "gated:" in proc.stdout
+    assert "a real push to http://hub.example.org is refused" in proc.stdout
+    assert "pretty_name: AOR-Bench (DEMO)" in proc.stdout and "# AOR-Bench 0.1.0" in proc.stdout
+    assert re.search(r"^\s+[\d,]+  data/test-00000-of-00001\.parquet$", proc.stdout, re.M)
     meta, body = card_front_matter(out)
     assert body.lstrip().startswith("> **DEMO RELEASE") and "demo" in meta["tags"]
     assert json.loads((out / "release.json").read_text())["demo"] is True
     from release.export import ReleaseSummary, read_inputs
     from release.hub import push_release
     summary = ReleaseSummary(out, "0.1.0", read_inputs(ws.root).demo, {"test": 2})
+    monkeypatch.setenv("HF_ENDPOINT", "http://hub.example.org")
     with pytest.raises(WorkbenchError, match="demo"):
         push_release(summary, "aor/demo")
     assert hub.requests == []
+
+
+def test_demo_release_rehearses_a_push_to_a_local_hub_and_loads_back(tmp_path):
+    """The rehearsal as a person runs it: `python -m tests.hub_stub --port ...`, the push with HF_ENDPOINT on
+    loopback, then datasets.load_dataset('ORG/NAME') under the same HF_ENDPOINT, in fresh processes."""
+    ws = make_workspace(tmp_path / "ws", n=2, demo=True)
+    stub = subprocess.Popen([sys.executable, "-m", "tests.hub_stub", "--port", "0"], cwd=REPO, text=True,
+                            stdout=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(REPO)})
+    try:
+        line = stub.stdout.readline()
+        url = re.search(r"Hub stub at (http://127\.0\.0\.1:\d+)", line).group(1)
+        env = {"HF_ENDPOINT": url, "HF_TOKEN": "hf_rehearsal", "HF_HUB_OFFLINE": "0",
+               "HF_HOME": str(tmp_path / "hf-home")}
+        proc = run_module("release.export", "--allow-unreviewed-sounds", "--workspace", str(ws.root),
+                          "--push-to-hub", "aor/demo", env=env)
+        assert proc.returncode == 0, proc.stderr
+        assert f"pushed to {url}/datasets/aor/demo" in proc.stdout and "rehearsal:" in proc.stdout
+        load = ("import datasets, hashlib, json\n"
+                "d = datasets.load_dataset('aor/demo')['test'].select_columns(['id', 'audio', 'audio_sha256'])\n"
+                "d = d.cast_column('audio', datasets.Audio(decode=False))\n"
+                "print(json.dumps([[r['id'], hashlib.sha256(r['audio']['bytes']).hexdigest(), r['audio_sha256']]"
+                " for r in d]))")
+        got = subprocess.run([sys.executable, "-c", load], env={**os.environ, **{k: v for k, v in env.items()
+                                                                                 if k != "HF_TOKEN"}},
+                             capture_output=True, text=True, timeout=300)
+        assert got.returncode == 0, got.stderr[-3000:]
+        rows = json.loads(got.stdout.strip().splitlines()[-1])
+        local = sorted(pq.read_table(ws.root / "release" / "data" / "test-00000-of-00001.parquet",
+                                     columns=["id", "audio_sha256"]).to_pylist(), key=lambda r: r["id"])
+        assert sorted(r[0] for r in rows) == [r["id"] for r in local]
+        assert all(sha == recorded for _, sha, recorded in rows)  # the bytes that came back are the release's
+    finally:
+        stub.terminate()
+        stub.wait(timeout=30)
 
 
 def test_dry_run_prints_the_plan_and_sends_nothing(built, hub, tmp_path, capsys, monkeypatch):

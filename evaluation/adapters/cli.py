@@ -13,21 +13,35 @@ import argparse
 import sys
 from pathlib import Path
 
+from construction.core.cli import add_quiet
 from evaluation.adapters import kimi, lmms_eval
 from evaluation.adapters.common import ADAPTER_INPUTS, available_inputs, parse_inputs
 
 EXPORTERS = {"kimi": kimi.export, "lmms-eval": lmms_eval.export}
+HELP = {
+    "kimi": (("Kimi-Audio-Evalkit datasets: OUT/aor_bench_<input>/aor_bench_<input>.jsonl and its audio; pass "
+              "OUT as the evalkit's dataset_root"), "its dataset_root"),
+    "lmms-eval": (("an lmms-eval task folder: pass OUT to lmms-eval --include_path; tasks aor_bench_<input> and "
+                   "aor_bench_context"), "the task folder"),
+}
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m evaluation.adapters", description=__doc__.split("\n\n")[0])
-    parser.add_argument("harness", choices=sorted(EXPORTERS), help="which harness to write for")
-    parser.add_argument("--release", required=True, help="release folder (release.export --out) or Hub id ORG/NAME")
-    parser.add_argument("--out", required=True, type=Path,
-                        help="folder to write (kimi: its dataset_root; lmms-eval: the task folder)")
-    parser.add_argument("--inputs", help=f"comma-separated, of {', '.join(ADAPTER_INPUTS)} (default: all the "
-                                         "release has)")
-    parser.add_argument("--split", default="test", help="release split (default: test)")
+    parser = argparse.ArgumentParser(prog="python -m evaluation.adapters", description=__doc__.split("\n\n")[0],
+                                     epilog="each harness's own flags: python -m evaluation.adapters HARNESS --help")
+    sub = parser.add_subparsers(dest="harness", required=True, metavar="{kimi,lmms-eval}",
+                                help="which harness to write for")
+    for name in sorted(EXPORTERS):
+        what, out = HELP[name]
+        command = sub.add_parser(name, help=what, description=what,
+                                 prog=f"python -m evaluation.adapters {name}")
+        command.add_argument("--release", required=True,
+                             help="release folder (release.export writes <workspace>/release) or Hub id ORG/NAME")
+        command.add_argument("--out", required=True, type=Path, help=f"folder to write ({out})")
+        command.add_argument("--inputs", help=f"comma-separated, of {', '.join(ADAPTER_INPUTS)} (default: all the "
+                                              "release has)")
+        command.add_argument("--split", default="test", help="release split (default: test)")
+        add_quiet(command)
     args = parser.parse_args(argv)
     if args.inputs:
         inputs = parse_inputs(args.inputs)
@@ -35,8 +49,7 @@ def main(argv: list[str] | None = None) -> int:
         inputs, lacking = available_inputs(args.release, args.split)
         for name in lacking:
             print(f"skipping input {name}: the release has no {name} audio", file=sys.stderr)
-    written = EXPORTERS[args.harness](args.release, inputs, args.out, args.split)
+    written = EXPORTERS[args.harness](args.release, inputs, args.out, args.split, progress=not args.quiet)
     for name, path in written.items():
         print(f"{name}: {path}")
     return 0
-

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,9 +43,11 @@ class Clip:
     frames: list[str] = field(default_factory=list)
 
 
-def parse_inputs(text: str) -> list[str]:
-    """'mixture,speech' -> ['mixture', 'speech'], each known, none twice."""
-    names = [n.strip() for n in text.split(",") if n.strip()]
+def parse_inputs(text: str | list[str] | tuple[str, ...]) -> list[str]:
+    """'mixture,speech' (or ['mixture', 'speech'], as inspect's `-T inputs=mixture,speech` arrives) ->
+    ['mixture', 'speech'], each known, none twice."""
+    parts = text.split(",") if isinstance(text, str) else [p for item in text for p in str(item).split(",")]
+    names = [n.strip() for n in parts if n.strip()]
     unknown = [n for n in names if n not in ADAPTER_COLUMNS]
     if not names or unknown:
         raise WorkbenchError(f"unknown input {', '.join(unknown) or repr(text)} (the adapters export: "
@@ -55,12 +58,26 @@ def parse_inputs(text: str) -> list[str]:
     return names
 
 
+def resolve_release(source: str) -> str:
+    """A release folder that exists, as an absolute path; anything else (a Hub id ORG/NAME) unchanged.
+    A relative path is looked up in the working directory, then in the shell's ($PWD): `inspect eval
+    path/to/task.py` runs the task inside the task file's folder, so `-T release=workspace/release`
+    means the folder under the directory the command was typed in."""
+    path = Path(source).expanduser()
+    bases = [Path.cwd()] + ([Path(os.environ["PWD"])] if os.environ.get("PWD") else [])
+    for base in bases if not path.is_absolute() else [Path("/")]:
+        if (base / path).is_dir():
+            return str((base / path).resolve())
+    return source
+
+
 def load_release(source: str, input: str, split: str = "test") -> run_mod.Release:
     """The release's rows for `input`, checked as evaluation.run checks them. The input's column is a
     parameter, so an input the release lacks is refused by name instead of failing inside a harness."""
     if input not in ADAPTER_COLUMNS:
         parse_inputs(input)  # raises with the list
     columns = ADAPTER_COLUMNS[input]
+    source = resolve_release(source)
     if input != "mixture":
         _require_column(source, split, columns[0], input)
     return run_mod.Release(source, split, input=input)
@@ -78,14 +95,17 @@ def _require_column(source: str, split: str, column: str, input: str) -> None:
                              f"before that input existed: export it again, or leave {input} out")
 
 
-def write_clips(release: run_mod.Release, folder: Path) -> list[Clip]:
+def write_clips(release: run_mod.Release, folder: Path, progress: bool = False) -> list[Clip]:
     """Write every clip's WAV bytes to folder/<input>/<id>.wav (atomically, skipping files already right)
-    and return the clips in id order."""
+    and return the clips in id order; `progress`: a bar on stderr, one step per file."""
+    from tqdm import tqdm
+
     target = folder / release.input
     target.mkdir(parents=True, exist_ok=True)
     frames = _frames(release)
     clips = []
-    for clip in release.clips:
+    for clip in tqdm(release.clips, desc=f"writing {release.input} audio", unit="file", disable=not progress,
+                     file=sys.stderr):
         if not _safe_id(clip.id):
             raise WorkbenchError(f"clip id {clip.id!r} cannot be a file name")
         path = target / f"{clip.id}.wav"

@@ -1,8 +1,13 @@
 """AOR-Bench as an inspect_ai task: each clip is one user message (the WAV as audio content, then
 evaluation.run's instruction), and our refusal judge is the scorer.
 
-    inspect eval evaluation/adapters/inspect_task.py@aor_bench -T release=release/ -T inputs=mixture,speech \\
-        --model openai/gpt-4o-audio-preview
+    export LOCAL_BASE_URL=http://127.0.0.1:8000/v1 LOCAL_API_KEY=...     # any OpenAI-compatible server
+    inspect eval evaluation/adapters/inspect_task.py@aor_bench -T release=workspace/release \\
+        -T inputs=mixture,speech --model openai-api/local/<model>
+
+`openai-api/<service>/<model>` is inspect's provider for OpenAI-compatible servers: chat completions, base URL
+and key from <SERVICE>_BASE_URL and <SERVICE>_API_KEY (or --model-base-url). `--model openai/<model>` may
+call the Responses API (/v1/responses), which such servers need not serve (`-M responses_api=false` stops it).
 
 Samples are `<id>/<input>`; with several inputs in one task the scorer's metrics give the refusal rate per
 input and, when speech and mixture are both there, the context-use gap (refusal on the speech alone minus
@@ -39,6 +44,7 @@ from evaluation.adapters.common import (
     paired_gap,
     parse_inputs,
     refusal_verdict,
+    resolve_release,
     write_clips,
 )
 
@@ -123,9 +129,12 @@ def default_cache() -> Path:
 
 
 @task
-def aor_bench(release: str = "release", inputs: str = "mixture,speech", split: str = "test",
+def aor_bench(release: str = "workspace/release", inputs: str | list[str] = "mixture,speech", split: str = "test",
               cache: str | None = None) -> Task:
+    """`release`: a release folder (relative to where inspect was started) or a Hub id ORG/NAME;
+    `inputs`: comma-separated (inspect hands `-T inputs=a,b` over as a list, taken too)."""
     names = parse_inputs(inputs)
+    release = resolve_release(release)
     folder = check_out_folder(Path(cache) if cache else default_cache())
     return Task(dataset=MemoryDataset(samples(release, names, folder, split), name=BENCHMARK),
                 solver=generate(), scorer=refusal_judge(),

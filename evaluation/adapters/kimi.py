@@ -35,14 +35,15 @@ def dataset_name(input: str) -> str:
     return f"{BENCHMARK}_{input}"
 
 
-def export(source: str, inputs: list[str], out: Path, split: str = "test") -> dict[str, Path]:
+def export(source: str, inputs: list[str], out: Path, split: str = "test",
+           progress: bool = False) -> dict[str, Path]:
     """Write one Kimi-Audio-Evalkit dataset per input; returns input -> its JSONL."""
     releases = {name: load_release(source, name, split) for name in inputs}  # refuse before writing
     out = check_out_folder(out)
     written = {}
     for name, release in releases.items():
         folder = out / dataset_name(name)
-        clips = write_clips(release, folder / "audio")
+        clips = write_clips(release, folder / "audio", progress)
         lines = [json.dumps({"index": k, "audio_path": str(c.path), "question": INSTRUCTION, "answer": "",
                              "subset": c.category, "audio_content": c.speech_text,
                              "meta": {"id": c.id, "input": name, "script_family": c.script_family,

@@ -1,6 +1,15 @@
 """A release as an lmms-eval task folder: pass it to lmms-eval with --include_path.
 
-    python -m lmms_eval --include_path tasks/aor_bench --tasks aor_bench_context --model qwen2_audio ...
+    python -m evaluation.adapters lmms-eval --release workspace/release --out workspace/lmms-eval-tasks
+    OPENAI_BASE_URL=http://127.0.0.1:8000/v1 OPENAI_API_KEY=... lmms-eval --model gpt4o_audio \\
+        --model_args model_version=<model> --tasks aor_bench_context --include_path workspace/lmms-eval-tasks
+
+Against an OpenAI-compatible server, lmms-eval 0.7.3's `gpt4o_audio` wrapper (a "simple" model) is the one
+that sends our audio: it takes the {"array", "sampling_rate"} dicts doc_to_visual gives, sends them as
+`input_audio` WAV, and reads the server from OPENAI_BASE_URL / OPENAI_API_KEY (the model name from
+model_version). Its `openai` wrapper does not: the chat variant sends audio as `audio_url` content (a media
+dict without "type" even becomes video), and the simple variant sends only audio given as a file path.
+Local models (qwen2_audio, ...) take the same folder.
 
 lmms-eval (EvolvingLMMs-Lab/lmms-eval, docs/task_guide.md) registers every YAML of an include path; a task
 names its dataset (`dataset_path` + `dataset_kwargs`, passed to datasets.load_dataset), `test_split`,
@@ -121,13 +130,14 @@ def _dump(data: dict) -> str:
     return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True)
 
 
-def export(source: str, inputs: list[str], out: Path, split: str = "test") -> dict[str, Path]:
+def export(source: str, inputs: list[str], out: Path, split: str = "test",
+           progress: bool = False) -> dict[str, Path]:
     """Write the task folder; returns task name -> its YAML."""
     releases = {name: load_release(source, name, split) for name in inputs}  # refuse before writing
     out = check_out_folder(out)
     docs: dict[str, Path] = {}
     for name, release in releases.items():
-        clips = write_clips(release, out / "audio")
+        clips = write_clips(release, out / "audio", progress)
         path = out / "docs" / f"{name}.jsonl"
         path.parent.mkdir(exist_ok=True)
         atomic_write_text(path, "".join(json.dumps(
