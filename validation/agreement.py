@@ -27,7 +27,7 @@ import pandas as pd
 
 from annotation.staging import pulled_digests
 from annotation.state import ADJUDICATION_SOURCE, read_state
-from construction.core.cli import add_workspace, old_spelling, run_main
+from construction.core.cli import Parser, add_workspace, old_spelling, run_main
 from construction.core.errors import WorkbenchError
 from construction.core.record import Annotation, Sample
 from construction.core.runner import summarize
@@ -373,8 +373,8 @@ def read_ratings_csv(path: str | Path) -> pd.DataFrame:
     return frame
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m validation.agreement", description=__doc__.split("\n")[0])
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(prog="python -m validation.agreement", description=__doc__.split("\n")[0])
     source = parser.add_mutually_exclusive_group()  # a workspace (./workspace unless told) or a ratings CSV
     add_workspace(source)
     source.add_argument("--ratings", help="long-format CSV with columns unit_id,annotator_id,label, instead of "
@@ -390,6 +390,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--protocol", choices=PROTOCOLS, default="three-arm",
                         help="three-arm (default): speech alone, scene alone, mixture and controls must all pass; "
                              "mixture: the mixture labels alone (workspaces labelled before the three arms)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     labels = [x.strip() for x in args.labels.split(",") if x.strip()] if args.labels else None
 

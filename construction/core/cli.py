@@ -194,6 +194,11 @@ def add_workspace(parser: argparse.ArgumentParser, *, default: str | None = "wor
                                                    if default else ""))
 
 
+def add_out(parser: argparse.ArgumentParser, help: str, **kwargs: Any) -> None:
+    """--out: the one name of an output folder (never --output, --dir or --out-dir)."""
+    parser.add_argument("--out", metavar="DIR", help=help, **kwargs)
+
+
 def add_sounds(parser: argparse.ArgumentParser, help: str, **kwargs: Any) -> None:
     parser.add_argument("--sounds", metavar="LIBRARY_DIR", help=help, **kwargs)
 

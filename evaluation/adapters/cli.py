@@ -13,22 +13,31 @@ import argparse
 import sys
 from pathlib import Path
 
+from construction.core.cli import Parser, add_out
 from evaluation.adapters import kimi, lmms_eval
 from evaluation.adapters.common import ADAPTER_INPUTS, available_inputs, parse_inputs
 
 EXPORTERS = {"kimi": kimi.export, "lmms-eval": lmms_eval.export}
+HARNESSES = {"kimi": ("Kimi-Audio-Evalkit datasets: one JSONL per input, its dataset_root layout", "its dataset_root"),
+             "lmms-eval": ("an lmms-eval task folder, for its --include_path", "the task folder")}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(prog="python -m evaluation.adapters", description=__doc__.split("\n\n")[0])
+    harnesses = parser.add_subparsers(dest="harness", required=True, metavar="{kimi,lmms-eval}")
+    for name, (what, out) in HARNESSES.items():
+        sub = harnesses.add_parser(name, help=what, description=f"Write {what}.", env=("HF_TOKEN", "HF_ENDPOINT"))
+        sub.add_argument("--release", required=True,
+                         help="release folder (release.export --out) or Hub id ORG/NAME")
+        add_out(sub, f"folder to write ({out})", required=True, type=Path)
+        sub.add_argument("--inputs", help=f"comma-separated, of {', '.join(ADAPTER_INPUTS)} (default: all the "
+                                          "release has)")
+        sub.add_argument("--split", default="test", help="release split")
+    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m evaluation.adapters", description=__doc__.split("\n\n")[0])
-    parser.add_argument("harness", choices=sorted(EXPORTERS), help="which harness to write for")
-    parser.add_argument("--release", required=True, help="release folder (release.export --out) or Hub id ORG/NAME")
-    parser.add_argument("--out", required=True, type=Path,
-                        help="folder to write (kimi: its dataset_root; lmms-eval: the task folder)")
-    parser.add_argument("--inputs", help=f"comma-separated, of {', '.join(ADAPTER_INPUTS)} (default: all the "
-                                         "release has)")
-    parser.add_argument("--split", default="test", help="release split (default: test)")
-    args = parser.parse_args(argv)
+    args = build_parser().parse_args(argv)
     if args.inputs:
         inputs = parse_inputs(args.inputs)
     else:
