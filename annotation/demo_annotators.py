@@ -389,7 +389,7 @@ def build_parser() -> argparse.ArgumentParser:
                     env=(*SERVER_ENV, "AOR_DEMO_ANNOTATOR_PASSWORD"))
     add_workspace(parser)
     which = parser.add_mutually_exclusive_group()
-    which.add_argument("--project", help="label this one project (exact title) instead of the three arms")
+    which.add_argument("--project", help="label this one project (exact title) (default: the three arms)")
     which.add_argument("--adjudication", action="store_true",
                        help="label the recorded adjudication project, as one scripted adjudicator")
     which.add_argument("--library", action="store_true",

@@ -355,7 +355,7 @@ def people_lines(runs: list[dict[str, Any]]) -> str:
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="python -m evaluation.report", description=__doc__.split("\n\n")[0])
     add_results(parser, "evaluation run folder(s), one column each; the runs of one model on several inputs "
-                        "(mixture, speech, controls) also give its context-use table")
+                        "(mixture, speech, controls) also give its context-use table (required)")
     add_out(parser, "folder where report.json and the plot go", default="evaluations/report")
     parser.add_argument("--judge", choices=JUDGES, default="auto",
                         help="verdicts to count: llm, keyword, or auto (llm where every answer has one)")

@@ -377,11 +377,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="python -m validation.agreement", description=__doc__.split("\n")[0])
     source = parser.add_mutually_exclusive_group()  # a workspace (./workspace unless told) or a ratings CSV
     add_workspace(source)
-    source.add_argument("--ratings", help="long-format CSV with columns unit_id,annotator_id,label, instead of "
-                        "a workspace's manifests/annotated.jsonl")
+    source.add_argument("--ratings", help="long-format CSV with columns unit_id,annotator_id,label (default: the "
+                                          "--workspace's labels, its manifests/annotated.jsonl)")
     parser.add_argument("--level", choices=LEVELS, default="nominal", help="level of measurement for alpha")
     parser.add_argument("--labels", help="comma-separated label set, in order for ordinal data "
-                        f"(workspace default: {','.join(DEFAULT_LABELS)})")
+                        f"(default with --workspace: {','.join(DEFAULT_LABELS)}; with --ratings: those in the file)")
     parser.add_argument("--bootstrap-seed", type=int, default=0, help="seed of the bootstrap resamples (default 0)")
     old_spelling(parser, "--seed", "--bootstrap-seed", type=int)  # --seed is the build seed everywhere else
     parser.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples (default 1000)")

@@ -67,9 +67,9 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
     default (None), an off switch (False) and an empty list say nothing."""
 
     def _get_help_string(self, action: argparse.Action) -> str:
-        text = action.help or ""
-        if ("default" in text or action.default in (None, False, [], argparse.SUPPRESS)
-                or not action.option_strings):
+        text, default = action.help or "", action.default
+        if ("default" in text or not action.option_strings or default is None or default is False
+                or default is argparse.SUPPRESS or default == []):
             return text
         return text + " (default: %(default)s)"
 
@@ -86,6 +86,11 @@ class Parser(argparse.ArgumentParser):
         unknown = [name for name in self.env if name not in ENVIRONMENT]
         if unknown:
             raise ValueError(f"describe {unknown} in construction.core.cli.ENVIRONMENT")
+
+    def add_subparsers(self, **kwargs: Any) -> argparse._SubParsersAction:
+        kwargs.setdefault("title", "commands")
+        kwargs.setdefault("help", "each command has its own --help")
+        return super().add_subparsers(**kwargs)
 
     def environment(self) -> list[str]:
         names = dict.fromkeys(self.env)
