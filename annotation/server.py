@@ -89,7 +89,7 @@ class ServerStatus:
 
 def add_data_dir(parser: argparse.ArgumentParser) -> None:
     """--data-dir, the same on every command that finds Label Studio by its data folder."""
-    parser.add_argument("--data-dir", type=Path, default=None,
+    parser.add_argument("--data-dir", type=Path, default=None, metavar="DIR",
                         help="Label Studio's data folder: database, media, log, the running server's record "
                              f"(default: $AOR_LABEL_STUDIO_DATA_DIR, else {DEFAULT_DATA_DIR})")
 

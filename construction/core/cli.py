@@ -194,7 +194,7 @@ def old_spelling(parser: argparse.ArgumentParser, old: str, new: str, *, flag: b
 
 
 def add_workspace(parser: argparse.ArgumentParser, *, default: str | None = "workspace") -> None:
-    parser.add_argument("--workspace", default=default,
+    parser.add_argument("--workspace", default=default, metavar="DIR",
                         help="workspace folder" + (f" (default: ./{default}, in the folder you run from)"
                                                    if default else ""))
 
