@@ -26,7 +26,7 @@ from construction.core.workspace import Workspace, is_write_error, write_error
 # file), --out (an output folder; nothing else writes a folder), --sounds (a sound library), --results
 # (evaluation results folders), --base-url/--model/--api-key-env (an OpenAI-compatible endpoint; a prefix
 # where one command talks to two), --seed (the build seed, nothing else: other seeds are named, e.g.
-# --sample-seed), --jobs (parallel workers or requests, one default rule: JOBS_RULE), --url/--data-dir
+# --sample-seed), --jobs (parallel workers or requests, one default rule: jobs_rule()), --url/--data-dir
 # (Label Studio), --restart, --retry-rejected, --quiet. Old spellings stay for one release, hidden.
 
 # Every environment variable a command reads, with what it does; a command names the ones it reads
@@ -160,10 +160,12 @@ def iter_parsers(*, subcommands_too: bool = True) -> Iterator[tuple[str, argpars
         yield from _walk(command, importlib.import_module(module).build_parser(), subcommands_too)
 
 
-def _walk(command: str, parser: argparse.ArgumentParser, deep: bool) -> Iterator[tuple[str, argparse.ArgumentParser]]:
+def _walk(command: str, parser: argparse.ArgumentParser,
+          deep: bool) -> Iterator[tuple[str, argparse.ArgumentParser]]:
     yield command, parser
     for name, sub in subcommands(parser).items() if deep else ():
         yield from _walk(f"{command} {name}", sub, deep)
+
 
 class _OldSpelling(argparse.Action):
     """A flag's old spelling: still works for one release, and says once what to type instead."""
@@ -221,7 +223,8 @@ def add_endpoint(parser: argparse.ArgumentParser, what: str, *, prefix: str = ""
     def default(name: str) -> str:
         return "" if required else f" (default: {unset[name] if isinstance(unset, dict) else unset})"
     parser.add_argument(f"--{prefix}base-url", required=required, metavar="URL",
-                        help=f"{what}: OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1{default('base_url')}")
+                        help=f"{what}: OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1"
+                             + default("base_url"))
     parser.add_argument(f"--{prefix}model", required=required, help=f"{what}: model name{default('model')}")
     parser.add_argument(f"--{prefix}api-key-env", default=None if key_config else key_env, metavar="VAR",
                         help=f"{what}: environment variable holding the API key (default: "
