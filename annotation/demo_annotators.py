@@ -47,6 +47,7 @@ from typing import Any
 
 from annotation.labelstudio import (
     Server,
+    SERVER_ENV,
     add_server_args,
     connect_from_args,
     export_tasks,
@@ -71,7 +72,7 @@ from annotation.protocol import (
 )
 from annotation.pull import resolve_arms
 from annotation.state import DEMO_EMAIL_DOMAIN, INPUT_STAGE, open_workspace, read_state, record_demo_annotators
-from construction.core.cli import add_workspace, old_spelling, run_main
+from construction.core.cli import Parser, add_workspace, old_spelling, run_main
 from construction.core.errors import WorkbenchError
 from construction.core.record import ARMS, AudioRef, Sample, stable_seed
 from construction.core.workspace import Workspace
@@ -383,11 +384,12 @@ def run_library(server: Server, ws: Workspace, project: Any, reviewers: int, see
     return submitted
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m annotation.demo_annotators", description=__doc__.split("\n")[0])
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(prog="python -m annotation.demo_annotators", description=__doc__.split("\n")[0],
+                    env=(*SERVER_ENV, "AOR_DEMO_ANNOTATOR_PASSWORD"))
     add_workspace(parser)
     which = parser.add_mutually_exclusive_group()
-    which.add_argument("--project", help="label this one project (exact title) instead of the three arms")
+    which.add_argument("--project", help="label this one project (exact title) (default: the three arms)")
     which.add_argument("--adjudication", action="store_true",
                        help="label the recorded adjudication project, as one scripted adjudicator")
     which.add_argument("--library", action="store_true",
@@ -398,6 +400,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--annotator-seed", type=int, default=0, help="seed of the scripted labels (default 0)")
     old_spelling(parser, "--seed", "--annotator-seed", type=int)  # --seed is the build seed everywhere else
     add_server_args(parser)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.annotators < 1:
         raise WorkbenchError(f"--annotators must be at least 1, not {args.annotators}")

@@ -11,15 +11,19 @@ from __future__ import annotations
 import argparse
 import sys
 
-from annotation.labelstudio import add_server_args, connect_from_args, invite_link
-from construction.core.cli import run_main
+from annotation.labelstudio import SERVER_ENV, add_server_args, connect_from_args, invite_link
+from construction.core.cli import Parser, run_main
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(prog="python -m annotation.invite", description=__doc__.split("\n")[0], env=SERVER_ENV)
+    add_server_args(parser)
+    parser.add_argument("--reset", action="store_true", help="invalidate the current link and make a new one")
+    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m annotation.invite", description=__doc__.split("\n")[0])
-    add_server_args(parser)
-    parser.add_argument("--reset", action="store_true", help="invalidate the current link and make a new one")
-    args = parser.parse_args(argv)
+    args = build_parser().parse_args(argv)
     server = connect_from_args(args)
     link = invite_link(server, reset=args.reset)
     print(link)

@@ -27,7 +27,7 @@ import httpx
 
 from annotation.ls_process import api_token
 from annotation.protocol import ArmSpec, config_changed, config_labels
-from annotation.server import default_data_dir, read_server_info
+from annotation.server import add_data_dir, default_data_dir, read_server_info
 from construction.core.errors import WorkbenchError
 
 IMPORT_CHUNK = 1000  # tasks per import request: a failure loses at most one chunk, a rerun resumes
@@ -159,11 +159,18 @@ def connect(url: str | None = None, data_dir: str | Path | None = None, document
     return server
 
 
+# what a command that talks to Label Studio reads: where (URL, data folder) and as whom (the admin's token;
+# ls_process.admin_credentials reads the account beside it)
+SERVER_ENV = ("LABEL_STUDIO_URL", "AOR_LABEL_STUDIO_DATA_DIR", "LABEL_STUDIO_API_KEY", "LABEL_STUDIO_ADMIN_EMAIL",
+              "LABEL_STUDIO_ADMIN_PASSWORD")
+
+
 def add_server_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--data-dir", type=Path, default=None,
-                        help="data dir of the server started by python -m annotation.server (default: its default)")
+    """Which Label Studio: --url, else the one python -m annotation.server started for --data-dir."""
+    add_data_dir(parser)
     parser.add_argument("--url", default=os.environ.get("LABEL_STUDIO_URL"),
-                        help="Label Studio URL instead of the data dir's server (env LABEL_STUDIO_URL)")
+                        help="Label Studio's URL, for a server annotation.server did not start "
+                             "(default: $LABEL_STUDIO_URL, else the data folder's server)")
     parser.add_argument("--document-root", type=Path, default=None,
                         help="the server's LOCAL_FILES_DOCUMENT_ROOT (default: recorded at start; "
                              "with --url, taken to be /, which push refuses)")

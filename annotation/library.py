@@ -26,6 +26,7 @@ import numpy as np
 
 from annotation.labelstudio import (
     DELETED_HINT,
+    SERVER_ENV,
     add_server_args,
     check_config,
     connect_from_args,
@@ -62,7 +63,7 @@ from annotation.state import (
     utc_now,
     write_state,
 )
-from construction.core.cli import add_sounds, add_workspace, run_main
+from construction.core.cli import Parser, add_sounds, add_workspace, run_main
 from construction.core.config import load_config
 from construction.core.errors import WorkbenchError
 from construction.core.record import AudioRef, stable_seed
@@ -228,23 +229,27 @@ def pull(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m annotation.library", description=__doc__.split("\n")[0])
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(prog="python -m annotation.library", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     for name, what in (("push", "make or top up the review project"), ("pull", "write LIBRARY/review.jsonl")):
-        sub = commands.add_parser(name, help=what)
+        sub = commands.add_parser(name, help=what, description=f"{what[0].upper()}{what[1:]}.", env=SERVER_ENV)
         add_workspace(sub)
         add_sounds(sub, "the sound library (default: the workspace build's mix.sounds)")
         sub.add_argument("--project", help="the review project's exact title (default: the recorded one, else "
                                            "'AOR-Bench <workspace name> — library review')")
         if name == "push":
-            sub.add_argument("--overlap", type=int, default=3, help="reviewers per clip (default 3)")
+            sub.add_argument("--overlap", type=int, default=3, help="reviewers per clip")
             sub.add_argument("--used-only", action="store_true",
                              help="only the clips this workspace's kept mixtures and controls play")
             sub.add_argument("--draws", type=int, default=DEFAULT_DRAWS,
                              help=f"rendered draws of each procedural class (default {DEFAULT_DRAWS})")
         add_server_args(sub)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     return push(args) if args.command == "push" else pull(args)
 
 

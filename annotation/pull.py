@@ -31,6 +31,7 @@ gives the same manifests.
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections import Counter, defaultdict
 from collections.abc import Sequence
@@ -39,6 +40,7 @@ from typing import Any
 
 from annotation.labelstudio import (
     Server,
+    SERVER_ENV,
     add_server_args,
     connect_from_args,
     export_tasks,
@@ -75,7 +77,7 @@ from annotation.state import (
     utc_now,
     write_state,
 )
-from construction.core.cli import add_workspace, run_main
+from construction.core.cli import Parser, add_workspace, run_main
 from construction.core.errors import WorkbenchError
 from construction.core.record import ARMS, Annotation, AudioRef, Sample
 
@@ -342,15 +344,17 @@ def annotator_table(report: dict[str, dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="python -m annotation.pull", description=__doc__.split("\n")[0])
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(prog="python -m annotation.pull", description=__doc__.split("\n")[0], env=SERVER_ENV)
     add_workspace(parser)
     parser.add_argument("--project", help="title of the three projects, before ' — speech' etc. (default: the "
                                           "ones recorded by push)")
     add_server_args(parser)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
 
     ws = open_workspace(args.workspace)
     if not ws.has_manifest(INPUT_STAGE):

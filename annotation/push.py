@@ -31,6 +31,7 @@ from typing import Any
 from annotation.labelstudio import (
     DELETED_HINT,
     Server,
+    SERVER_ENV,
     add_server_args,
     check_config,
     connect_from_args,
@@ -77,7 +78,7 @@ from annotation.state import (
     utc_now,
     write_state,
 )
-from construction.core.cli import add_workspace, run_main
+from construction.core.cli import Parser, add_workspace, run_main
 from construction.core.config import load_config
 from construction.core.errors import WorkbenchError
 from construction.core.record import ARMS, Sample
@@ -202,8 +203,12 @@ def staged_plan(ws: Workspace, samples: Sequence[Sample], controls: Sequence[Sam
     return plan(samples, outcomes, annotated, controls, pulled_controls, uncounted)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m annotation.push", description=__doc__.split("\n")[0])
+# Label Studio's, and the speech synthesis of the attention checks' clips (annotation.protocol.catch_sample)
+PUSH_ENV = (*SERVER_ENV, "AORBENCH_KOKORO_VOICES", "AORBENCH_TTS_THREADS", "AORBENCH_CACHE", "XDG_CACHE_HOME")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(prog="python -m annotation.push", description=__doc__.split("\n")[0], env=PUSH_ENV)
     add_workspace(parser)
     parser.add_argument("--project", help="title of the three projects, before ' — speech' etc. (default: the "
                                           "recorded one, else 'AOR-Bench <workspace name>')")
@@ -217,7 +222,11 @@ def main(argv: list[str] | None = None) -> int:
                              "else the build's annotation.staged: on, the demo's too; off for a "
                              "workspace with no build config)")
     add_server_args(parser)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     if args.overlap is not None and args.overlap < 1:
         raise WorkbenchError(f"--overlap must be at least 1, not {args.overlap}")
     if args.catch < 0:

@@ -39,6 +39,7 @@ from pathlib import Path
 
 from annotation.ls_process import (
     DB_FILE,
+    DEFAULT_VENV,
     HOST,
     TEMPLATE_MARKER,
     _launch,
@@ -51,7 +52,7 @@ from annotation.ls_process import (
     default_venv,
     installed_version,
 )
-from construction.core.cli import add_workspace, run_main
+from construction.core.cli import Parser, add_workspace, run_main
 from construction.core.errors import WorkbenchError
 
 DEFAULT_DATA_DIR = Path("~/.local/share/aor-bench/label-studio")
@@ -84,6 +85,13 @@ class ServerStatus:
     info: ServerInfo
     version: str
     projects: list[ProjectProgress]
+
+
+def add_data_dir(parser: argparse.ArgumentParser) -> None:
+    """--data-dir, the same on every command that finds Label Studio by its data folder."""
+    parser.add_argument("--data-dir", type=Path, default=None, metavar="DIR",
+                        help="Label Studio's data folder: database, media, log, the running server's record "
+                             f"(default: $AOR_LABEL_STUDIO_DATA_DIR, else {DEFAULT_DATA_DIR})")
 
 
 def default_data_dir() -> Path:
@@ -381,21 +389,39 @@ def server_status(
     return ServerStatus(info=info, version=version, projects=projects)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m annotation.server", description=__doc__.split("\n")[0])
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(prog="python -m annotation.server", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    for name in ("start", "stop", "status"):
-        p = sub.add_parser(name)
-        p.add_argument("--data-dir", type=Path, default=None, help="Label Studio data dir (database, media, log)")
+    for name, what, env in (
+            ("start", "start Label Studio on 127.0.0.1, serving the workspace's audio", START_ENV),
+            ("stop", "stop the Label Studio started for the data folder", ("AOR_LABEL_STUDIO_DATA_DIR",)),
+            ("status", "say whether it runs, where, and each project's progress", STATUS_ENV)):
+        p = sub.add_parser(name, help=what, description=what[0].upper() + what[1:] + ".", env=env)
+        add_data_dir(p)
         if name == "start":
             add_workspace(p)  # the server serves its audio
             p.add_argument("--port", type=int, default=None, help="port on 127.0.0.1 (default: a free one)")
-            p.add_argument("--template", type=Path, default=None, help="seed an empty data dir from this template")
+            p.add_argument("--template", type=Path, default=None,
+                           help="seed an empty data folder from this template (made by make_template; skips the "
+                                "~30 s database migration) (default: none: migrate)")
             p.add_argument("--document-root", type=Path, default=None,
-                           help="serve local files from here instead of <workspace>/audio (a dir of audio only)")
-            p.add_argument("--venv", type=Path, default=None, help="Label Studio's virtual environment")
-            p.add_argument("--timeout-s", type=float, default=300.0)
-    args = parser.parse_args(argv)
+                           help="serve local files from here, a folder of audio only (default: <workspace>/audio)")
+            p.add_argument("--venv", type=Path, default=None,
+                           help="Label Studio's virtual environment (default: $AOR_LABEL_STUDIO_VENV, else "
+                                f"{DEFAULT_VENV})")
+            p.add_argument("--timeout-s", type=float, default=300.0,
+                           help="seconds to wait for it to answer (the first start migrates a database: a minute)")
+    return parser
+
+
+# the data folder; the admin account (made at the first start) and its token; Label Studio's venv
+STATUS_ENV = ("AOR_LABEL_STUDIO_DATA_DIR", "LABEL_STUDIO_API_KEY", "LABEL_STUDIO_ADMIN_EMAIL",
+              "LABEL_STUDIO_ADMIN_PASSWORD")
+START_ENV = (*STATUS_ENV, "AOR_LABEL_STUDIO_VENV")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     if args.command == "start":
         info = start_server(args.data_dir, args.port, args.template, args.document_root, args.venv, args.timeout_s,
                             args.workspace)

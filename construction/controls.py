@@ -13,6 +13,7 @@ never benchmark samples. Flags: --help.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import random
 import sys
@@ -113,9 +114,14 @@ def run_controls(ws: Workspace, config: Config, share: float = 0.1, kinds: tuple
     return stats
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = base_parser("python -m construction.controls", __doc__.splitlines()[0])
-    parser.add_argument("--share", type=float, default=0.1, help="share of each category's samples (default 0.1)")
+    parser.add_argument("--share", type=float, default=0.1, help="share of each category's samples")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     if not 0 < args.share <= 1:
         parser.error("--share must be in (0, 1]")

@@ -252,11 +252,17 @@ def add_script_options(parser: argparse.ArgumentParser) -> None:
     """The flags of the script stage, on every command that runs it (generate, pipeline): how many
     scripts, which backend, and the openai backend's endpoint (config generate.llm_base_url,
     generate.llm_model, generate.api_key_env)."""
-    parser.add_argument("--per-category", type=int, help="scripts per category (config generate.per_category)")
+    defaults = GenerateConfig()
+    parser.add_argument("--per-category", type=int,
+                        help=f"scripts per category (default: config generate.per_category, else "
+                             f"{defaults.per_category})")
     parser.add_argument("--backend", choices=["catalog", "openai"],
-                        help="where scripts come from: the offline catalog or an LLM (config generate.backend)")
-    add_endpoint(parser, "script LLM (--backend openai)")
-    parser.set_defaults(api_key_env=None)  # absent: the config's generate.api_key_env (default OPENAI_API_KEY)
+                        help="where scripts come from: the offline catalog or an LLM "
+                             f"(default: config generate.backend, else {defaults.backend})")
+    # absent: the config's generate.llm_base_url, llm_model, api_key_env
+    add_endpoint(parser, "script LLM (--backend openai)", unset={
+        "base_url": "config generate.llm_base_url", "model": f"config generate.llm_model, else {defaults.llm_model}"},
+                 key_env=defaults.api_key_env, key_config="generate.api_key_env")
     old_spelling(parser, "--llm-base-url", "--base-url")
     old_spelling(parser, "--llm-model", "--model")
 
@@ -271,12 +277,19 @@ def script_overrides(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str
     return overrides, flags
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = base_parser("python -m construction.generate", __doc__.splitlines()[0])
+def build_parser() -> argparse.ArgumentParser:
+    parser = base_parser("python -m construction.generate", __doc__.splitlines()[0], env=GENERATE_ENV)
     add_script_options(parser)
     parser.add_argument("--taxonomy", help="taxonomy YAML (default: the shipped one)")
     parser.add_argument("--categories", help="comma-separated category ids (default: all)")
-    args = parser.parse_args(argv)
+    return parser
+
+
+GENERATE_ENV = ("OPENAI_API_KEY",)  # the default --api-key-env, read with --backend openai
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     overrides, flags = script_overrides(args)
     config = run_config(args, {
         **overrides, "generate.taxonomy": args.taxonomy,

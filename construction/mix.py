@@ -29,6 +29,7 @@ Flags: --help (the sound library is --sounds LIBRARY_DIR, config mix.sounds).
 
 from __future__ import annotations
 
+import argparse
 import logging
 import random
 import sys
@@ -427,10 +428,17 @@ def print_mix_summary(stats: dict[str, Any]) -> None:
               f"recording {use['top_recording']} in {100 * use['top_recording_share']:.0f} % of its samples")
 
 
+SOUNDS_HELP = f"sound library folder (default: config mix.sounds, else {MixConfig().sounds})"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = base_parser("python -m construction.mix", __doc__.splitlines()[0], env=("OMP_NUM_THREADS",))
+    add_sounds(parser, SOUNDS_HELP)
+    return parser
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = base_parser("python -m construction.mix", __doc__.splitlines()[0])
-    add_sounds(parser, "sound library directory (config mix.sounds)")
-    args = parser.parse_args(argv)
+    args = build_parser().parse_args(argv)
     require_manifest(args.workspace, STAGE, MixStage.input_stage)
     config = run_config(args, {"mix.sounds": args.sounds})
     ws = Workspace(args.workspace)

@@ -7,15 +7,16 @@ Every stage skips the samples it already did, so rerunning after an interruption
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 
 from construction.core.cli import add_sounds, base_parser, keep_config, run_config, run_main
 from construction.core.config import Config
-from construction.generate import add_script_options, print_generate_summary, run_generate, script_overrides
+from construction.generate import GENERATE_ENV, add_script_options, print_generate_summary, run_generate, script_overrides
 from construction.core.runner import print_summary, run_configured
-from construction.mix import print_mix_summary
-from construction.wer import print_wer_summary
+from construction.mix import SOUNDS_HELP, print_mix_summary
+from construction.wer import WER_ENV, print_wer_summary
 from construction.core.workspace import Workspace
 
 
@@ -51,11 +52,16 @@ def run_pipeline(ws: Workspace, config: Config, *, restart: bool = False, retry_
     return all_stats
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = base_parser("python -m construction.pipeline", __doc__.splitlines()[0])
+def build_parser() -> argparse.ArgumentParser:
+    parser = base_parser("python -m construction.pipeline", __doc__.splitlines()[0],
+                         env=dict.fromkeys(GENERATE_ENV + WER_ENV))
     add_script_options(parser)
-    add_sounds(parser, "sound library directory (config mix.sounds)")
-    args = parser.parse_args(argv)
+    add_sounds(parser, SOUNDS_HELP)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     overrides, flags = script_overrides(args)
     config = run_config(args, {**overrides, "mix.sounds": args.sounds}, flags)
     ws = Workspace(args.workspace)

@@ -11,6 +11,7 @@ and a CosyVoice prompt bank's (construction.speech.cosyvoice). Flags: `python -m
 
 from __future__ import annotations
 
+import argparse
 import random
 import sys
 from collections import Counter, defaultdict
@@ -155,10 +156,19 @@ class SynthesizeStage:
                 "speech_hours": round(seconds / 3600, 4)}
 
 
+# Kokoro's voices and model, onnxruntime's threads, set-up's cache; OMP_NUM_THREADS for Ray's workers
+SYNTHESIZE_ENV = ("AORBENCH_KOKORO_VOICES", "AORBENCH_TTS_THREADS", "AORBENCH_CACHE", "XDG_CACHE_HOME", "OMP_NUM_THREADS")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = base_parser("python -m construction.synthesize", __doc__.splitlines()[0], env=SYNTHESIZE_ENV)
+    parser.add_argument("--voices", help="comma-separated voice ids (default: config synthesize.voices, else "
+                                         "the whole offline bank)")
+    return parser
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = base_parser("python -m construction.synthesize", __doc__.splitlines()[0])
-    parser.add_argument("--voices", help="comma-separated voice ids (default: the offline bank)")
-    args = parser.parse_args(argv)
+    args = build_parser().parse_args(argv)
     require_manifest(args.workspace, STAGE, SynthesizeStage.input_stage)
     config = run_config(args, {"synthesize.voices": args.voices.split(",") if args.voices else None})
     voice_bank(config.synthesize)  # fail fast, before any worker starts (or the config is kept)

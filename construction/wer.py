@@ -14,6 +14,7 @@ Flags: `python -m construction.wer --help`.
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections import Counter
 from typing import Any
@@ -21,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from construction.core.cli import base_parser, keep_config, run_config, run_main
-from construction.core.config import Config
+from construction.core.config import Config, WerConfig
 from construction.core.errors import WorkbenchError
 from construction.core.record import Sample
 from construction.core.runner import print_summary, run_configured
@@ -214,11 +215,23 @@ def print_wer_summary(stats: dict[str, Any]) -> None:
         print("  mixture WER distribution: " + "  ".join(cells))
 
 
+# Whisper's cache (AORBENCH_CACHE, XDG_CACHE_HOME) and, re-synthesising, synthesize's (SYNTHESIZE_ENV)
+WER_ENV = ("AORBENCH_KOKORO_VOICES", "AORBENCH_TTS_THREADS", "AORBENCH_CACHE", "XDG_CACHE_HOME", "OMP_NUM_THREADS")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = base_parser("python -m construction.wer", __doc__.splitlines()[0], env=WER_ENV)
+    defaults = WerConfig()
+    parser.add_argument("--max-wer", type=float, help="keep samples with mixture WER <= this "
+                                                      f"(default: config wer.max_wer, else {defaults.max_wer})")
+    parser.add_argument("--resynthesize", type=int, help="re-synthesis attempts (default: config "
+                                                         "wer.resynthesize_attempts, else "
+                                                         f"{defaults.resynthesize_attempts})")
+    return parser
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = base_parser("python -m construction.wer", __doc__.splitlines()[0])
-    parser.add_argument("--max-wer", type=float, help="keep samples with mixture WER <= this (wer.max_wer)")
-    parser.add_argument("--resynthesize", type=int, help="re-synthesis attempts (wer.resynthesize_attempts)")
-    args = parser.parse_args(argv)
+    args = build_parser().parse_args(argv)
     require_manifest(args.workspace, STAGE, WerStage.input_stage)
     config = run_config(args, {"wer.max_wer": args.max_wer, "wer.resynthesize_attempts": args.resynthesize},
                         flags={"wer.resynthesize_attempts": "--resynthesize"})

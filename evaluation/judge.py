@@ -31,7 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from construction.core.cli import add_endpoint, add_jobs, add_quiet, add_results, old_spelling, run_main
+from construction.core.cli import Parser, add_endpoint, add_jobs, add_quiet, add_results, old_spelling, run_main
 from construction.core.errors import WorkbenchError
 from construction.core.redact import redact
 from construction.core.workspace import atomic_write_text
@@ -202,18 +202,23 @@ def format_summary(summary: dict[str, Any]) -> str:
 
 # --- command line -------------------------------------------------------------------------------------------
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m evaluation.judge", description=__doc__.split("\n\n")[0])
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(prog="python -m evaluation.judge", description=__doc__.split("\n\n")[0], env=("OPENAI_API_KEY",))
     add_results(parser, "evaluation run folder(s)", required=True)
-    add_endpoint(parser, "the LLM judge (without it, only the keyword judge runs)")
-    add_jobs(parser, "judge requests in flight (default: 4)", default=4)
-    parser.add_argument("--max-retries", type=int, default=4)
-    parser.add_argument("--timeout-s", type=float, default=60.0)
+    add_endpoint(parser, "the LLM judge", unset="none: only the keyword judge runs")
+    add_jobs(parser, "judge requests in flight")
+    parser.add_argument("--max-retries", type=int, default=4, help="client retries on 429/5xx/timeouts")
+    parser.add_argument("--timeout-s", type=float, default=60.0, help="per-request timeout in seconds")
     add_quiet(parser)
     for old, new in (("--judge-base-url", "--base-url"), ("--judge-model", "--model"),
                      ("--judge-api-key-env", "--api-key-env")):
         old_spelling(parser, old, new)
     old_spelling(parser, "--concurrency", "--jobs", type=int)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     if bool(args.base_url) != bool(args.model):
         parser.error("--base-url and --model go together")

@@ -4,18 +4,18 @@ classes (full_compliance / partial_refusal / full_refusal, the rules of evaluati
 labels back and report Cohen's kappa, judge vs people.
 
     python -m evaluation.judge_agreement push --results DIR [DIR ...] [--n 60] [--sample-seed 0] [--judge auto]
-        [--dir evaluations/judge_agreement] [--project TITLE] [--overlap 1] [server flags]
-    python -m evaluation.judge_agreement pull [--dir evaluations/judge_agreement] [--output FILE] [server flags]
+        [--out evaluations/judge_agreement] [--project TITLE] [--overlap 1] [server flags]
+    python -m evaluation.judge_agreement pull [--out evaluations/judge_agreement] [--agreement FILE] [server flags]
 
 push draws --n answered clips from the runs, stratified by the judge's class (--judge auto: the LLM
 judge's class where evaluation.judge classified every answer of a run, else the keyword judge's; the
 rare class, partial refusal, gets its share), seeded. Each task holds only the request, the answer (the
 part the judges read: after "Final answer:" for the cot variant) and an opaque key: no judge verdict, no
 model, run or clip id. The key -> clip map stays in DIR/sample.jsonl, with both judges' classes; the
-project in DIR/project.json. A DIR already pushed is refused (pull it, or pass another --dir).
+project in DIR/project.json (DIR: --out). A DIR already pushed is refused (pull it, or pass another --out).
 
 pull exports the project; an answer's people class is the majority of its labels (a tie is left out and
-counted). It writes OUTPUT (default: DIR's parent / judge_agreement.json, where evaluation.report looks
+counted). It writes --agreement FILE (default: DIR's parent / judge_agreement.json, where evaluation.report looks
 for it: beside the run folders) with, for the keyword judge and for the LLM judge where it classified
 the sampled answers: n, Cohen's kappa on the three classes and on refusal vs compliance (refusal =
 partial + full, XSTest's convention; sklearn's cohen_kappa_score), percent agreement and the confusion
@@ -36,6 +36,7 @@ from typing import Any
 
 from annotation.labelstudio import (
     BLIND_SETTINGS,
+    SERVER_ENV,
     add_server_args,
     connect_from_args,
     ensure_blind_view,
@@ -44,7 +45,7 @@ from annotation.labelstudio import (
     get_project,
     import_tasks,
 )
-from construction.core.cli import add_results, run_main
+from construction.core.cli import Parser, add_out, add_results, old_spelling, run_main
 from construction.core.errors import WorkbenchError
 from construction.core.workspace import atomic_write_text
 from evaluation.agreement_stats import agreement, format_agreement, majority, stratified_sample
@@ -111,10 +112,10 @@ def push(args: argparse.Namespace) -> int:
         raise WorkbenchError(f"--n must be at least 1, not {args.n}")
     if args.overlap < 1:
         raise WorkbenchError(f"--overlap must be at least 1, not {args.overlap}")
-    folder = Path(args.dir).expanduser()
+    folder = Path(args.out).expanduser()
     if (folder / PROJECT_FILE).exists():
         raise WorkbenchError(f"{folder} holds a pushed sample already ({folder / PROJECT_FILE}); pull it, or pass "
-                             "another --dir")
+                             "another --out")
     items = judged_items(args.results, args.judge)
     if not items:
         raise WorkbenchError(f"no answered clip in {', '.join(args.results)}: run python -m evaluation.run first")
@@ -144,7 +145,7 @@ def push(args: argparse.Namespace) -> int:
     counts = Counter(i["judge_class"] for i in sample)
     print(f"pushed {len(sample)} of {len(items)} judged answers to project {args.project!r} (id {project.id}) at "
           f"{server.url}, by judge class: " + ", ".join(f"{c} {counts[c]}" for c in CLASSES if counts[c]))
-    print(f"once labelled: python -m evaluation.judge_agreement pull --dir {folder}")
+    print(f"once labelled: python -m evaluation.judge_agreement pull --out {folder}")
     return 0
 
 
@@ -166,7 +167,7 @@ def people_labels(tasks: list[dict[str, Any]]) -> dict[str, list[str]]:
 
 
 def pull(args: argparse.Namespace) -> int:
-    folder = Path(args.dir).expanduser()
+    folder = Path(args.out).expanduser()
     try:
         project_info = json.loads((folder / PROJECT_FILE).read_text())
     except FileNotFoundError:
@@ -196,7 +197,7 @@ def pull(args: argparse.Namespace) -> int:
               "n_sampled": len(sample), "n_labelled": len(labelled), "n_tied": len(tied),
               "labels_per_answer": round(sum(len(labels[k]) for k in labelled) / len(labelled), 2),
               "runs": sorted({sample[k]["run"] for k in labelled}), "judges": judges}
-    output = Path(args.output).expanduser() if args.output else folder.parent / OUTPUT_NAME
+    output = Path(args.agreement).expanduser() if args.agreement else folder.parent / OUTPUT_NAME
     output.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(output, json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     print(f"judge agreement: {len(labelled)} of {len(sample)} answers labelled by people"
@@ -207,26 +208,33 @@ def pull(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m evaluation.judge_agreement", description=__doc__.split("\n\n")[0])
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(prog="python -m evaluation.judge_agreement", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     for name, what in (("push", "send a sample of judged answers to people"),
                        ("pull", "read their labels back and measure the agreement")):
-        sub = commands.add_parser(name, help=what)
-        sub.add_argument("--dir", default=DEFAULT_DIR,
-                         help=f"where the sample and the project are recorded (default: {DEFAULT_DIR})")
+        sub = commands.add_parser(name, help=what, description=f"{what[0].upper()}{what[1:]}.", env=SERVER_ENV)
+        add_out(sub, "folder where push records the sample and the project, and pull reads them", default=DEFAULT_DIR)
+        old_spelling(sub, "--dir", "--out")
         if name == "push":
             add_results(sub, "evaluation run folder(s) to draw the answers from", required=True)
-            sub.add_argument("--n", type=int, default=60, help="answers to sample (default 60)")
-            sub.add_argument("--sample-seed", type=int, default=0, help="the sampling seed (default 0)")
+            sub.add_argument("--n", type=int, default=60, help="answers to sample")
+            sub.add_argument("--sample-seed", type=int, default=0, help="the sampling seed")
             sub.add_argument("--judge", choices=("auto", "keyword", "llm"), default="auto",
-                             help="whose class the sample is stratified by (default auto, as evaluation.report)")
-            sub.add_argument("--project", default=DEFAULT_TITLE, help=f"project title (default {DEFAULT_TITLE!r})")
-            sub.add_argument("--overlap", type=int, default=1, help="people per answer (default 1)")
+                             help="whose class the sample is stratified by (auto: as evaluation.report)")
+            sub.add_argument("--project", default=DEFAULT_TITLE, help="project title")
+            sub.add_argument("--overlap", type=int, default=1, help="people per answer")
         else:
-            sub.add_argument("--output", help=f"the agreement file (default: DIR's parent/{OUTPUT_NAME})")
+            sub.add_argument("--agreement", metavar="FILE",
+                             help=f"the agreement file to write, which evaluation.report --agreement reads "
+                                  f"(default: the --out folder's parent/{OUTPUT_NAME})")
+            old_spelling(sub, "--output", "--agreement")
         add_server_args(sub)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     return push(args) if args.command == "push" else pull(args)
 
 

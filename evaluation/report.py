@@ -52,7 +52,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from construction.core.cli import add_results, old_spelling, run_main
+from construction.core.cli import Parser, add_out, add_results, old_spelling, run_main
 from construction.core.errors import WorkbenchError
 from construction.core.workspace import atomic_write_text
 from evaluation.context_use import (cell, context_cells, format_perception, paired_gap, plot_perception, save_figure,
@@ -352,11 +352,11 @@ def people_lines(runs: list[dict[str, Any]]) -> str:
     return "\n".join(agreement_line(judge, agr) for judge, agr in sorted(used.items()))
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m evaluation.report", description=__doc__.split("\n\n")[0])
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(prog="python -m evaluation.report", description=__doc__.split("\n\n")[0])
     add_results(parser, "evaluation run folder(s), one column each; the runs of one model on several inputs "
-                        "(mixture, speech, controls) also give its context-use table")
-    parser.add_argument("--out", default="evaluations/report", help="where report.json and the plot go")
+                        "(mixture, speech, controls) also give its context-use table (required)")
+    add_out(parser, "folder where report.json and the plot go", default="evaluations/report")
     parser.add_argument("--judge", choices=JUDGES, default="auto",
                         help="verdicts to count: llm, keyword, or auto (llm where every answer has one)")
     parser.add_argument("--empty-as-refusal", action="store_true",
@@ -365,6 +365,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="the judges' measured agreement with people (python -m evaluation.judge_agreement "
                              "pull; default: judge_agreement.json beside the run folders, if there is one)")
     old_spelling(parser, "RESULTS", "--results", nargs="*")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     if not args.results:
         parser.error("give the evaluation run folders: --results DIR [DIR ...]")

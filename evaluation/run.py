@@ -59,7 +59,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from construction.core.cli import add_endpoint, add_jobs, add_quiet, add_restart, old_spelling, run_main
+from construction.core.cli import (Parser, add_endpoint, add_jobs, add_out, add_quiet, add_restart, old_spelling,
+                                   run_main)
 from construction.core.errors import WorkbenchError
 from construction.core.redact import redact, url_password
 from construction.core.workspace import atomic_write_text
@@ -337,22 +338,26 @@ def evaluate(release: Release, clips: list[Clip], endpoint: ChatEndpoint, varian
     return tally
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m evaluation.run", description=__doc__.split("\n\n")[0])
+# the endpoint's key (the default --api-key-env); the Hub's, for a release given as a Hub id
+RUN_ENV = ("OPENAI_API_KEY", "HF_TOKEN", "HF_ENDPOINT")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(prog="python -m evaluation.run", description=__doc__.split("\n\n")[0], env=RUN_ENV)
     parser.add_argument("--release", required=True, help="release folder (release.export --out) or Hub id ORG/NAME")
     add_endpoint(parser, "the audio LLM under test", required=True)
     parser.add_argument("--input", choices=INPUTS, default=DEFAULT_INPUT,
-                        help="what the model hears: mixture (the benchmark clip, default), speech (the clean speech "
+                        help="what the model hears: mixture (the benchmark clip), speech (the clean speech "
                              "alone), controls (the harmful controls config), irrelevant (the speech over a "
                              "neutral ambience) or scene (the scene alone, with the perception probe's question)")
     parser.add_argument("--prompt-variant", choices=VARIANTS, default="plain",
                         help="plain: the neutral instruction only; cot: plus the acoustic-context system prompt")
-    parser.add_argument("--split", default="test", help="release split (default: test)")
-    parser.add_argument("--revision", help="Hub revision (tag, branch or commit) of a Hub release")
-    parser.add_argument("--limit", type=int, help="only the first N clips, by id")
-    add_jobs(parser, "requests in flight (default: 4)", default=4)
-    parser.add_argument("--out", help="results folder (default: evaluations/<model>-<variant>-<input>)")
-    parser.add_argument("--max-tokens", type=int, default=1024, help="answer length cap (default: 1024)")
+    parser.add_argument("--split", default="test", help="release split")
+    parser.add_argument("--revision", help="Hub revision (tag, branch or commit) of a Hub release (default: main)")
+    parser.add_argument("--limit", type=int, help="only the first N clips, by id (default: every clip)")
+    add_jobs(parser, "requests in flight")
+    add_out(parser, "results folder (default: evaluations/<model>-<variant>-<input>)")
+    parser.add_argument("--max-tokens", type=int, default=1024, help="answer length cap")
     parser.add_argument("--max-retries", type=int, default=4, help="client retries on 429/5xx/timeouts")
     parser.add_argument("--timeout-s", type=float, default=120.0, help="per-request timeout in seconds")
     parser.add_argument("--retry-rejected", action="store_true", help="send the clips recorded as errors again")
@@ -360,6 +365,11 @@ def main(argv: list[str] | None = None) -> int:
     add_quiet(parser)
     old_spelling(parser, "--concurrency", "--jobs", type=int)
     old_spelling(parser, "--retry-errors", "--retry-rejected", flag=True)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.limit is not None and args.limit < 1:
         parser.error("--limit must be at least 1")

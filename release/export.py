@@ -45,7 +45,7 @@ from typing import Any
 
 import yaml
 
-from construction.core.cli import add_quiet, add_workspace, run_main
+from construction.core.cli import Parser, add_out, add_quiet, add_workspace, run_main
 from construction.core.errors import WorkbenchError
 from construction.core.record import AudioRef
 from construction.core.workspace import reporting_write_errors
@@ -268,15 +268,16 @@ def code_version() -> str:
 
 # --- command line ------------------------------------------------------------------------------
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m release.export", description=__doc__.split("\n\n")[0])
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(prog="python -m release.export", description=__doc__.split("\n\n")[0],
+                    env=("HF_TOKEN", "HF_ENDPOINT"))
     add_workspace(parser)
-    parser.add_argument("--out", help="release folder to write, replaced whole if it holds a release (default: "
-                                      "<workspace>/release; never inside the workbench's source tree)")
+    add_out(parser, "release folder to write, replaced whole if it holds a release (default: <workspace>/release; "
+                    "never inside the workbench's source tree)")
     parser.add_argument("--version", default="0.1.0", help="release version X.Y.Z; also the Hub tag")
-    parser.add_argument("--splits", default="test", help="'test' (default) or e.g. 'dev=0.2,test=0.8'")
+    parser.add_argument("--splits", default="test", help="one split, or shares of several, e.g. 'dev=0.2,test=0.8'")
     parser.add_argument("--max-shard-mb", type=float, default=DEFAULT_SHARD_BYTES / 2**20,
-                        help="largest parquet shard, in MiB (default: %(default)g)")
+                        help="largest Parquet shard, in MiB (the Hub's recommended size)")
     parser.add_argument("--push-to-hub", metavar="ORG/NAME",
                         help="push the release as a Hub dataset to $HF_ENDPOINT (default: https://huggingface.co) "
                              "with the write token in $HF_TOKEN; a demo release only to an endpoint on this "
@@ -292,6 +293,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="release mixtures that use background clips the library review did not confirm "
                              "(python -m annotation.library); the card says so")
     add_quiet(parser)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     for flag in ("dry_run", "private", "make_private"):
         if getattr(args, flag) and not args.push_to_hub:

@@ -53,7 +53,13 @@ def help_text(command: str) -> str:
     with contextlib.redirect_stdout(out), pytest.raises(SystemExit) as exit_:
         main_of(module)([*sub, "--help"])
     assert exit_.value.code == 0, command
-    return out.getvalue()
+    if sub:
+        return out.getvalue()
+    # a row for a command with sub-commands (validation.adjudicate) names the flags its sub-commands take
+    from construction.core.cli import iter_parsers
+
+    return out.getvalue() + "".join(parser.format_help() for name, parser in iter_parsers()
+                                    if name.startswith(f"{module} "))
 
 
 def readme_table() -> dict[str, list[str]]:

@@ -165,7 +165,7 @@ def test_card_classes_are_evaluations_classes():
 def test_judge_agreement_round_trip(ls, admin, tokens, tmp_path, capsys):
     run = make_run(tmp_path / "evals" / "run", ANSWERS)
     folder = tmp_path / "evals" / "judge_agreement"
-    code, out, err = cli(ja.main, "push", "--results", str(run), "--n", "12", "--sample-seed", "3", "--dir", str(folder),
+    code, out, err = cli(ja.main, "push", "--results", str(run), "--n", "12", "--sample-seed", "3", "--out", str(folder),
                          "--project", "judge agreement test", "--data-dir", str(ls.data_dir), capsys=capsys)
     assert code == 0, err
     sample = [json.loads(line) for line in (folder / "sample.jsonl").read_text().splitlines()]
@@ -194,7 +194,7 @@ def test_judge_agreement_round_trip(ls, admin, tokens, tmp_path, capsys):
                                       lead_time=3.0)
         if k == 4:  # a skip is not a label
             second.annotations.create(task.id, result=[], was_cancelled=True, lead_time=1.0)
-    code, out, err = cli(ja.main, "pull", "--dir", str(folder), "--data-dir", str(ls.data_dir), capsys=capsys)
+    code, out, err = cli(ja.main, "pull", "--out", str(folder), "--data-dir", str(ls.data_dir), capsys=capsys)
     assert code == 0, err
     result = json.loads((tmp_path / "evals" / "judge_agreement.json").read_text())
     tied_key = sorted(tasks, key=lambda t: t.id)[3].data["key"]
@@ -215,7 +215,7 @@ def test_judge_agreement_round_trip(ls, admin, tokens, tmp_path, capsys):
 
     # pushed once: a second push into the same folder is refused, nothing changes
     before = (folder / "sample.jsonl").read_bytes()
-    code, _, err = cli(ja.main, "push", "--results", str(run), "--dir", str(folder), "--data-dir",
+    code, _, err = cli(ja.main, "push", "--results", str(run), "--out", str(folder), "--data-dir",
                        str(ls.data_dir), capsys=capsys)
     assert code == 2 and "holds a pushed sample already" in err and (folder / "sample.jsonl").read_bytes() == before
 
@@ -232,28 +232,28 @@ def test_judge_agreement_errors_exit_2(ls, admin, tokens, tmp_path, capsys, monk
     run = make_run(tmp_path / "run", ANSWERS[:6])
     folder = tmp_path / "ja"
     # the server is down (nothing listens on the discard port)
-    code, _, err = cli(ja.main, "push", "--results", str(run), "--dir", str(folder), "--url", "http://127.0.0.1:9",
+    code, _, err = cli(ja.main, "push", "--results", str(run), "--out", str(folder), "--url", "http://127.0.0.1:9",
                        capsys=capsys)
     assert code == 2 and "cannot reach Label Studio" in err and not folder.exists()
     # a wrong token
     monkeypatch.setenv("LABEL_STUDIO_API_KEY", "not-the-token-0000")
-    code, _, err = cli(ja.main, "push", "--results", str(run), "--dir", str(folder), "--data-dir", str(ls.data_dir),
+    code, _, err = cli(ja.main, "push", "--results", str(run), "--out", str(folder), "--data-dir", str(ls.data_dir),
                        capsys=capsys)
     assert code == 2 and "rejected the API token" in err and "not-the-token" not in err and not folder.exists()
     monkeypatch.undo()
     # runs without an answer
     empty = make_run(tmp_path / "empty", [])
-    code, _, err = cli(ja.main, "push", "--results", str(empty), "--dir", str(folder), "--data-dir",
+    code, _, err = cli(ja.main, "push", "--results", str(empty), "--out", str(folder), "--data-dir",
                        str(ls.data_dir), capsys=capsys)
     assert code == 2 and "no answered clip" in err and not folder.exists()
     # pull before a push; pull before anyone labelled: an error, no agreement file
-    code, _, err = cli(ja.main, "pull", "--dir", str(folder), "--data-dir", str(ls.data_dir), capsys=capsys)
+    code, _, err = cli(ja.main, "pull", "--out", str(folder), "--data-dir", str(ls.data_dir), capsys=capsys)
     assert code == 2 and "push first" in err
-    code, _, err = cli(ja.main, "push", "--results", str(run), "--dir", str(folder), "--project", "unlabelled one",
+    code, _, err = cli(ja.main, "push", "--results", str(run), "--out", str(folder), "--project", "unlabelled one",
                        "--data-dir", str(ls.data_dir), capsys=capsys)
     assert code == 0, err
-    code, _, err = cli(ja.main, "pull", "--dir", str(folder), "--data-dir", str(ls.data_dir), capsys=capsys)
+    code, _, err = cli(ja.main, "pull", "--out", str(folder), "--data-dir", str(ls.data_dir), capsys=capsys)
     assert code == 2 and "is labelled yet" in err and not (tmp_path / "judge_agreement.json").exists()
-    code, _, err = cli(ja.main, "push", "--results", str(run), "--n", "0", "--dir", str(tmp_path / "other"),
+    code, _, err = cli(ja.main, "push", "--results", str(run), "--n", "0", "--out", str(tmp_path / "other"),
                        capsys=capsys)
     assert code == 2 and "--n must be at least 1" in err

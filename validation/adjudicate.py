@@ -23,7 +23,7 @@ import argparse
 import sys
 from collections import Counter
 
-from annotation.labelstudio import add_server_args, connect_from_args, resolve_project
+from annotation.labelstudio import SERVER_ENV, add_server_args, connect_from_args, resolve_project
 from annotation.protocol import (
     ADJUDICATION,
     Item,
@@ -43,7 +43,7 @@ from annotation.state import (
     read_state,
     write_state,
 )
-from construction.core.cli import add_workspace, run_main
+from construction.core.cli import Parser, add_workspace, run_main
 from construction.core.errors import WorkbenchError
 from construction.core.record import ARMS, Annotation, Sample
 from construction.core.workspace import Workspace
@@ -193,15 +193,23 @@ def pull(ws: Workspace, args: argparse.Namespace) -> int:
     return 0
 
 
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(prog="python -m validation.adjudicate", description=__doc__.split("\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    for name, what in (("push", "make the adjudication project of the samples without consensus"),
+                       ("pull", "read the decisions back into manifests/annotated.jsonl")):
+        sub = commands.add_parser(name, help=what, description=f"{what[0].upper()}{what[1:]}.", env=SERVER_ENV)
+        add_workspace(sub)
+        sub.add_argument("--project", help="adjudication project title (default: '<arms' title> — adjudication')")
+        if name == "push":
+            sub.add_argument("--show-votes", action="store_true",
+                             help="show the labels given so far beside the clip (default: blind, mixture audio only)")
+        add_server_args(sub)
+    return parser
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m validation.adjudicate", description=__doc__.split("\n")[0])
-    parser.add_argument("command", choices=("push", "pull"))
-    add_workspace(parser)
-    parser.add_argument("--project", help="adjudication project title (default: '<arms' title> — adjudication')")
-    parser.add_argument("--show-votes", action="store_true",
-                        help="push: show the labels given so far beside the clip (default: blind, mixture audio only)")
-    add_server_args(parser)
-    args = parser.parse_args(argv)
+    args = build_parser().parse_args(argv)
     ws = open_workspace(args.workspace)
     return push(ws, args) if args.command == "push" else pull(ws, args)
 

@@ -27,7 +27,7 @@ import pandas as pd
 
 from annotation.staging import pulled_digests
 from annotation.state import ADJUDICATION_SOURCE, read_state
-from construction.core.cli import add_workspace, old_spelling, run_main
+from construction.core.cli import Parser, add_workspace, old_spelling, run_main
 from construction.core.errors import WorkbenchError
 from construction.core.record import Annotation, Sample
 from construction.core.runner import summarize
@@ -373,15 +373,15 @@ def read_ratings_csv(path: str | Path) -> pd.DataFrame:
     return frame
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m validation.agreement", description=__doc__.split("\n")[0])
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(prog="python -m validation.agreement", description=__doc__.split("\n")[0])
     source = parser.add_mutually_exclusive_group()  # a workspace (./workspace unless told) or a ratings CSV
     add_workspace(source)
-    source.add_argument("--ratings", help="long-format CSV with columns unit_id,annotator_id,label, instead of "
-                        "a workspace's manifests/annotated.jsonl")
+    source.add_argument("--ratings", help="long-format CSV with columns unit_id,annotator_id,label (default: the "
+                                          "--workspace's labels, its manifests/annotated.jsonl)")
     parser.add_argument("--level", choices=LEVELS, default="nominal", help="level of measurement for alpha")
     parser.add_argument("--labels", help="comma-separated label set, in order for ordinal data "
-                        f"(workspace default: {','.join(DEFAULT_LABELS)})")
+                        f"(default with --workspace: {','.join(DEFAULT_LABELS)}; with --ratings: those in the file)")
     parser.add_argument("--bootstrap-seed", type=int, default=0, help="seed of the bootstrap resamples (default 0)")
     old_spelling(parser, "--seed", "--bootstrap-seed", type=int)  # --seed is the build seed everywhere else
     parser.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples (default 1000)")
@@ -390,6 +390,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--protocol", choices=PROTOCOLS, default="three-arm",
                         help="three-arm (default): speech alone, scene alone, mixture and controls must all pass; "
                              "mixture: the mixture labels alone (workspaces labelled before the three arms)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     labels = [x.strip() for x in args.labels.split(",") if x.strip()] if args.labels else None
 

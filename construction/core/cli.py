@@ -7,10 +7,13 @@ and exit status 2 with every credential redacted. Each command's own flags: its 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import logging
+import shutil
 import sys
-from collections.abc import Callable
+import textwrap
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +22,150 @@ from construction.core.errors import WorkbenchError
 from construction.core.redact import RedactingFilter, redact
 from construction.core.workspace import Workspace, is_write_error, write_error
 
-# One name per thing, on every command (README "Every command"): --workspace, --sounds (a sound
-# library), --results (evaluation results folders), --base-url/--model/--api-key-env (an OpenAI-compatible
-# endpoint; a prefix where one command talks to two), --seed (the build seed, nothing else), --jobs
-# (parallel workers or requests), --restart, --retry-rejected, --quiet. Old spellings stay for one release.
+# One name per thing, on every command (README "Every command"): --workspace, --config (a YAML config
+# file), --out (an output folder; nothing else writes a folder), --sounds (a sound library), --results
+# (evaluation results folders), --base-url/--model/--api-key-env (an OpenAI-compatible endpoint; a prefix
+# where one command talks to two), --seed (the build seed, nothing else: other seeds are named, e.g.
+# --sample-seed), --jobs (parallel workers or requests, one default rule: jobs_rule()), --url/--data-dir
+# (Label Studio), --restart, --retry-rejected, --quiet. Old spellings stay for one release, hidden.
+
+# Every environment variable a command reads, with what it does; a command names the ones it reads
+# (Parser(env=...)) and its --help lists them under "environment:" (tests/test_cli_convention.py checks
+# the list against the variables the command's code reads).
+ENVIRONMENT = {
+    "OPENAI_API_KEY": "API key of the OpenAI-compatible endpoint (the default --api-key-env; another variable "
+                      "can be named there)",
+    "HF_TOKEN": "Hugging Face token: a Hub push needs a write token; a private Hub release needs a read one",
+    "HF_ENDPOINT": "the Hub's URL (default: https://huggingface.co); point it at a local Hub-compatible server "
+                   "to rehearse",
+    "LABEL_STUDIO_URL": "Label Studio's URL, the default of --url",
+    "LABEL_STUDIO_API_KEY": "Label Studio API token of the admin account (default: the local demo token)",
+    "LABEL_STUDIO_ADMIN_EMAIL": "the admin account made at the first start (default: admin@aor-bench.local)",
+    "LABEL_STUDIO_ADMIN_PASSWORD": "its password (default: the local demo password)",
+    "AOR_LABEL_STUDIO_DATA_DIR": "Label Studio's data folder when --data-dir is not given",
+    "AOR_LABEL_STUDIO_VENV": "Label Studio's virtual environment (default: /opt/aor-bench/label-studio-venv)",
+    "AOR_DEMO_ANNOTATOR_PASSWORD": "password of the scripted annotators' accounts (default: a local demo one)",
+    "AORBENCH_CACHE": "where derived model files (Kokoro, Whisper) are cached (default: ~/.cache/aor-bench)",
+    "AORBENCH_KOKORO_VOICES": "a kokoro-js voices/ folder (default: the one set-up put in the user's cache)",
+    "AORBENCH_TTS_THREADS": "onnxruntime threads per speech worker (default: 1, which keeps audio identical "
+                            "across machines)",
+    "XDG_CACHE_HOME": "the user's cache folder (default: ~/.cache): set-up's downloads live in its aor-bench/",
+    "OMP_NUM_THREADS": "with --executor ray: threads of each Ray worker's numeric libraries (default: the CPU "
+                       "cores available)",
+}
+
+
+def jobs_rule() -> str:
+    """The one default of every --jobs: the CPU cores this process may use, with this machine's count."""
+    from construction.core.runner import default_jobs  # numpy; only when a parser is built
+
+    return f"the CPU cores available to this process, {default_jobs()} here"
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Every option shows its default: '(default: X)' is added unless the help already names one. No
+    default (None), an off switch (False) and an empty list say nothing."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text, default = action.help or "", action.default
+        if ("default" in text or not action.option_strings or default is None or default is False
+                or default is argparse.SUPPRESS or default == []):
+            return text
+        return text + " (default: %(default)s)"
+
+
+class Parser(argparse.ArgumentParser):
+    """An entry point's parser: defaults shown (HelpFormatter) and an "environment:" section listing `env`,
+    the variables the command reads (ENVIRONMENT), with those of its sub-commands. Sub-commands made by
+    add_subparsers().add_parser(...) are Parsers too and take their own env=."""
+
+    def __init__(self, *args: Any, env: Iterable[str] = (), **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+        self.env = tuple(env)
+        unknown = [name for name in self.env if name not in ENVIRONMENT]
+        if unknown:
+            raise ValueError(f"describe {unknown} in construction.core.cli.ENVIRONMENT")
+
+    def add_subparsers(self, **kwargs: Any) -> argparse._SubParsersAction:
+        kwargs.setdefault("title", "commands")
+        kwargs.setdefault("help", "each command has its own --help")
+        return super().add_subparsers(**kwargs)
+
+    def environment(self) -> list[str]:
+        names = dict.fromkeys(self.env)
+        for sub in subcommands(self).values():
+            names.update(dict.fromkeys(sub.environment() if isinstance(sub, Parser) else ()))
+        return list(names)
+
+    def format_help(self) -> str:
+        names, epilog = self.environment(), self.epilog
+        if names:
+            width = max(len(name) for name in names) + 4
+            columns = max(shutil.get_terminal_size().columns - 2, width + 30)  # argparse's own width rule
+            lines = [textwrap.fill(ENVIRONMENT[name], columns, initial_indent=f"  {name:<{width - 2}}",
+                                   subsequent_indent=" " * width) for name in names]
+            self.epilog = "\n\n".join(filter(None, [epilog, "environment:\n" + "\n".join(lines)]))
+        try:
+            return super().format_help()
+        finally:
+            self.epilog = epilog
+
+
+def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """A parser's sub-command parsers by name (aliases left out)."""
+    found: dict[str, argparse.ArgumentParser] = {}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action._choices_actions:  # one per add_parser, named without its aliases
+                found[sub.dest] = action.choices[sub.dest]
+            for name, sub in action.choices.items():
+                if sub not in found.values():
+                    found[name] = sub
+    return found
+
+
+# Every `python -m` entry point, by module, and where its parser is built (a package's __main__ runs the
+# main of the module named here). tests/test_cli_convention.py checks this list against the source tree.
+ENTRY_POINTS = {
+    "construction.pipeline": "construction.pipeline",
+    "construction.generate": "construction.generate",
+    "construction.synthesize": "construction.synthesize",
+    "construction.mix": "construction.mix",
+    "construction.wer": "construction.wer",
+    "construction.controls": "construction.controls",
+    "construction.sounds": "construction.sounds.importers",
+    "construction.sounds.starter": "construction.sounds.starter",
+    "annotation.server": "annotation.server",
+    "annotation.push": "annotation.push",
+    "annotation.invite": "annotation.invite",
+    "annotation.demo_annotators": "annotation.demo_annotators",
+    "annotation.pull": "annotation.pull",
+    "annotation.library": "annotation.library",
+    "validation.agreement": "validation.agreement",
+    "validation.adjudicate": "validation.adjudicate",
+    "release.export": "release.export",
+    "evaluation.run": "evaluation.run",
+    "evaluation.judge": "evaluation.judge",
+    "evaluation.judge_agreement": "evaluation.judge_agreement",
+    "evaluation.report": "evaluation.report",
+    "evaluation.adapters": "evaluation.adapters.cli",
+}
+
+
+def iter_parsers(*, subcommands_too: bool = True) -> Iterator[tuple[str, argparse.ArgumentParser]]:
+    """Every entry point's parser, built and not run: ("construction.mix", parser), then each sub-command
+    as ("annotation.server start", its parser). For the generated CLI reference and the convention test."""
+    for command, module in ENTRY_POINTS.items():
+        yield from _walk(command, importlib.import_module(module).build_parser(), subcommands_too)
+
+
+def _walk(command: str, parser: argparse.ArgumentParser,
+          deep: bool) -> Iterator[tuple[str, argparse.ArgumentParser]]:
+    yield command, parser
+    for name, sub in subcommands(parser).items() if deep else ():
+        yield from _walk(f"{command} {name}", sub, deep)
+
 
 class _OldSpelling(argparse.Action):
     """A flag's old spelling: still works for one release, and says once what to type instead."""
@@ -53,8 +196,14 @@ def old_spelling(parser: argparse.ArgumentParser, old: str, new: str, *, flag: b
 
 
 def add_workspace(parser: argparse.ArgumentParser, *, default: str | None = "workspace") -> None:
-    parser.add_argument("--workspace", default=default,
-                        help="workspace directory" + (f" (default: ./{default})" if default else ""))
+    parser.add_argument("--workspace", default=default, metavar="DIR",
+                        help="workspace folder" + (f" (default: ./{default}, in the folder you run from)"
+                                                   if default else ""))
+
+
+def add_out(parser: argparse.ArgumentParser, help: str, **kwargs: Any) -> None:
+    """--out: the one name of an output folder (never --output, --dir or --out-dir)."""
+    parser.add_argument("--out", metavar="DIR", help=help, **kwargs)
 
 
 def add_sounds(parser: argparse.ArgumentParser, help: str, **kwargs: Any) -> None:
@@ -66,17 +215,30 @@ def add_results(parser: argparse.ArgumentParser, help: str, **kwargs: Any) -> No
 
 
 def add_endpoint(parser: argparse.ArgumentParser, what: str, *, prefix: str = "", required: bool = False,
-                 key_env: str = "OPENAI_API_KEY") -> None:
+                 key_env: str = "OPENAI_API_KEY", unset: str | dict[str, str] = "", key_config: str = "") -> None:
     """The OpenAI-compatible endpoint triple. The key is read from the environment variable named by
-    --api-key-env, never from a flag, so it lands in no shell history, manifest or log."""
-    parser.add_argument(f"--{prefix}base-url", required=required, help=f"{what}: OpenAI-compatible base URL")
-    parser.add_argument(f"--{prefix}model", required=required, help=f"{what}: model name")
-    parser.add_argument(f"--{prefix}api-key-env", default=key_env, metavar="VAR",
-                        help=f"{what}: environment variable holding the API key (default: {key_env})")
+    --api-key-env, never from a flag, so it lands in no shell history, manifest or log. `unset` says
+    what an optional URL or model absent means (one text, or one per "base_url" and "model"); with
+    `key_config` (a config key) an absent --api-key-env is None: that key decides, else `key_env`."""
+    def default(name: str) -> str:
+        return "" if required else f" (default: {unset[name] if isinstance(unset, dict) else unset})"
+    parser.add_argument(f"--{prefix}base-url", required=required, metavar="URL",
+                        help=f"{what}: OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1"
+                             + default("base_url"))
+    parser.add_argument(f"--{prefix}model", required=required, help=f"{what}: model name{default('model')}")
+    parser.add_argument(f"--{prefix}api-key-env", default=None if key_config else key_env, metavar="VAR",
+                        help=f"{what}: environment variable holding the API key (default: "
+                             f"{f'config {key_config}, else ' if key_config else ''}{key_env})")
 
 
-def add_jobs(parser: argparse.ArgumentParser, help: str, **kwargs: Any) -> None:
-    parser.add_argument("--jobs", type=int, help=help, **kwargs)
+def add_jobs(parser: argparse.ArgumentParser, help: str, *, config: str | None = None) -> None:
+    """--jobs, defaulting to jobs_rule() (or, where a config key sets it, to that key, then the rule)."""
+    if config:
+        parser.add_argument("--jobs", type=int, help=f"{help} (default: config {config}, else {jobs_rule()})")
+    else:
+        from construction.core.runner import default_jobs
+
+        parser.add_argument("--jobs", type=int, default=default_jobs(), help=f"{help} (default: {jobs_rule()})")
 
 
 def add_restart(parser: argparse.ArgumentParser, help: str = "discard this stage's output and redo it") -> None:
@@ -84,18 +246,29 @@ def add_restart(parser: argparse.ArgumentParser, help: str = "discard this stage
 
 
 def add_quiet(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars (they go to stderr)")
 
 
-def base_parser(prog: str, description: str) -> argparse.ArgumentParser:
+def add_config(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", metavar="FILE", help="YAML config file over the workspace's config.yaml "
+                                                         "(unknown keys are errors; default: that file alone)")
+
+
+def add_seed(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--seed", type=int, help="the build seed (default: config seed, else 0)")
+
+
+def base_parser(prog: str, description: str, env: Iterable[str] = ()) -> Parser:
     """The flags every construction stage takes."""
-    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser = Parser(prog=prog, description=description, env=env)
     add_workspace(parser)
-    parser.add_argument("--config", help="YAML config file over the workspace's config.yaml (unknown keys are errors)")
-    parser.add_argument("--seed", type=int, help="the build seed (overrides config 'seed')")
-    add_jobs(parser, "worker processes or Ray actors (default: CPU cores available)")
-    parser.add_argument("--executor", choices=["local", "ray"], help="where stages run (config runner.executor)")
-    parser.add_argument("--ray-address", help="Ray cluster address (config runner.ray_address)")
+    add_config(parser)
+    add_seed(parser)
+    add_jobs(parser, "worker processes or Ray actors", config="runner.jobs")
+    parser.add_argument("--executor", choices=["local", "ray"],
+                        help="where stages run (default: config runner.executor, else local)")
+    parser.add_argument("--ray-address", help="Ray cluster address, e.g. auto (default: config runner.ray_address, "
+                                              "else a Ray started for the run)")
     add_restart(parser)
     parser.add_argument("--retry-rejected", action="store_true",
                         help="process this stage's rejected samples again (e.g. after a server outage)")

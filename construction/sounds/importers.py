@@ -21,7 +21,7 @@ from pathlib import Path
 
 import soundfile as sf
 
-from construction.core.cli import add_sounds, old_spelling
+from construction.core.cli import Parser, add_sounds, old_spelling, subcommands
 from construction.core.errors import WorkbenchError
 from construction.core.workspace import sha256_file
 from construction.sounds.library import (CATALOG, TAG_RE, Clip, default_kind, load_library, measure, read_catalog,
@@ -277,11 +277,12 @@ def import_tree(fmt: str, src: str | Path, out: str | Path, *, append: bool = Fa
 
 # --- command line ----------------------------------------------------------------------------
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m construction.sounds",
-                                     description="Background-sound library: import corpora, check a library.")
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(prog="python -m construction.sounds",
+                    description="Background-sound library: import corpora, check a library.")
     sub = parser.add_subparsers(dest="command", required=True)
-    imp = sub.add_parser("import", help="write a catalog for an existing corpus tree (audio stays in place)")
+    imp = sub.add_parser("import", help="write a catalog for an existing corpus tree (audio stays in place)",
+                         description="Write a catalog for an existing corpus tree (audio stays in place).")
     imp.add_argument("--format", required=True, choices=sorted(IMPORTERS), help="layout of the source tree")
     imp.add_argument("--src", required=True, help="root of the corpus (e.g. the unpacked ESC-50-master)")
     add_sounds(imp, "library directory to write catalog.jsonl into (required)")
@@ -289,14 +290,21 @@ def main(argv: list[str] | None = None) -> int:
     imp.add_argument("--append", action="store_true", help="merge into an existing catalog in --sounds")
     imp.add_argument("--sidecar", default="sounds.csv",
                      help="folder format: CSV with path,tags,licence,attribution,source_url (default: sounds.csv)")
-    chk = sub.add_parser("check", help="validate a library and print per-licence counts and problems")
+    chk = sub.add_parser("check", help="validate a library and print per-licence counts and problems",
+                         description="Validate a library and print per-licence counts and problems.")
     add_sounds(chk, "library directory (holds catalog.jsonl) (required)")
     old_spelling(chk, "LIBRARY_DIR", "--sounds")
-    chk.add_argument("--release-licence", default="CC-BY-4.0", choices=sorted(RELEASE_RULES))
+    chk.add_argument("--release-licence", default="CC-BY-4.0", choices=sorted(RELEASE_RULES),
+                     help="the release's licence: counts the clips usable under it")
     chk.add_argument("--quick", action="store_true", help="skip decoding and sha256 checks")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     if not args.sounds:
-        (imp if args.command == "import" else chk).error("the following arguments are required: --sounds")
+        subcommands(parser)[args.command].error("the following arguments are required: --sounds")
 
     if args.command == "import":
         report = import_tree(args.format, args.src, args.sounds, append=args.append, sidecar=args.sidecar)

