@@ -33,6 +33,7 @@ BANNED = ("--llm-base-url", "--llm-model", "--judge-base-url", "--judge-model", 
 # Variables read where no --help need name them, with the reason.
 NOT_DOCUMENTED = {
     "$k": "annotation.ls_process passes PATH, HOME and the locale through to Label Studio's own process",
+    "PWD": "the inspect_ai task (run by inspect, not by this command) finds a relative release from the shell's folder",
 }
 
 
