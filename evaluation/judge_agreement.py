@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import secrets
+import shlex
 import sys
 from collections import Counter
 from pathlib import Path
@@ -144,7 +145,7 @@ def push(args: argparse.Namespace) -> int:
     counts = Counter(i["judge_class"] for i in sample)
     print(f"pushed {len(sample)} of {len(items)} judged answers to project {args.project!r} (id {project.id}) at "
           f"{server.url}, by judge class: " + ", ".join(f"{c} {counts[c]}" for c in CLASSES if counts[c]))
-    print(f"once labelled: python -m evaluation.judge_agreement pull --dir {folder}")
+    print(f"once labelled: {server.command('evaluation.judge_agreement', 'pull', '--dir', shlex.quote(str(folder)))}")
     return 0
 
 
@@ -225,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
             sub.add_argument("--overlap", type=int, default=1, help="people per answer (default 1)")
         else:
             sub.add_argument("--output", help=f"the agreement file (default: DIR's parent/{OUTPUT_NAME})")
-        add_server_args(sub)
+        add_server_args(sub, workspace=True)  # whose Label Studio: <workspace>/label-studio
     args = parser.parse_args(argv)
     return push(args) if args.command == "push" else pull(args)
 

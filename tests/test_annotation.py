@@ -571,7 +571,7 @@ def test_demo_annotators_seed_old_spelling_still_works_and_warns(capsys, monkeyp
     monkeypatch.setattr(demo_annotators, "resolve_arms",
                         lambda server, state, title: {role: SimpleNamespace(title=role) for role in ARMS})
     monkeypatch.setattr(demo_annotators, "run_arms",
-                        lambda server, ws, projects, n, seed: seeds.append(seed) or {role: Counter() for role in ARMS})
+                        lambda server, ws, projects, n, seed, *quiet: seeds.append(seed) or {role: Counter() for role in ARMS})
     code, _, err = cli(demo_annotators.main, "--annotator-seed", "11", capsys=capsys)
     assert code == 0 and "deprecated" not in err
     code, _, err = cli(demo_annotators.main, "--seed", "11", capsys=capsys)

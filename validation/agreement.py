@@ -25,6 +25,7 @@ from typing import Any
 
 import pandas as pd
 
+from annotation.server import server_flags
 from annotation.staging import pulled_digests
 from annotation.state import ADJUDICATION_SOURCE, read_state
 from construction.core.cli import add_workspace, old_spelling, run_main
@@ -263,7 +264,7 @@ def arm_agreement(samples: list[Sample], arm: str, labels: Sequence[str] | None,
 
 def no_labels(manifest: Path) -> WorkbenchError:
     return WorkbenchError(f"no '{INPUT_STAGE}' manifest at {manifest}; pull the annotations first "
-                          "(python -m annotation.pull)")
+                          f"(python -m annotation.pull{server_flags(manifest.parent.parent)})")
 
 
 def run_workspace(ws: Workspace, rule: ConsensusRule = ConsensusRule(), level: str = "nominal",
