@@ -369,7 +369,8 @@ def test_audio_that_resolves_outside_the_workspace_audio_dir_is_refused(ls, admi
     assert find_project(admin, "Linked out — mixture") is None and snapshot(ws.root) == before
 
 
-def test_server_down(tmp_path, capsys):
+def test_server_down(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("AOR_LABEL_STUDIO_DATA_DIR", raising=False)
     ws = make_workspace(tmp_path / "ws", 2)
     before = snapshot(ws.root)
     url = f"http://127.0.0.1:{free_port()}"
@@ -379,6 +380,16 @@ def test_server_down(tmp_path, capsys):
     code, _, err = cli(pull.main, "--workspace", str(ws.root), "--data-dir", str(tmp_path / "no-server"),
                        capsys=capsys)
     assert code == 2 and "no Label Studio was started for data dir" in err
+    # the hint is the command that starts that server, serving this workspace's audio
+    assert (f"start it with: python -m annotation.server start --workspace {ws.root} --data-dir "
+            f"{tmp_path / 'no-server'} (or pass --url)") in err
+    code, _, err = cli(push.main, "--workspace", str(ws.root), capsys=capsys)  # the default: <workspace>/label-studio
+    assert code == 2 and f"no Label Studio was started for data dir {ws.root / 'label-studio'}" in err
+    assert f"start it with: python -m annotation.server start --workspace {ws.root} (or pass --url)" in err
+    for main in (push.main, pull.main):
+        code, _, err = cli(main, "--workspace", str(ws.root), "--url", url, capsys=capsys)
+        assert f"leave it out and start this workspace's own server: python -m annotation.server start " \
+               f"--workspace {ws.root}" in err
     assert snapshot(ws.root) == before
 
 
