@@ -153,7 +153,8 @@ def _last_log_line(data_dir: Path, width: int = 60) -> str:
     try:
         with open(data_dir / LOG_FILE, "rb") as log:
             log.seek(max(0, log.seek(0, os.SEEK_END) - 4096))
-            lines = [line.strip() for line in log.read().decode(errors="replace").splitlines() if line.strip()]
+            lines = [line.strip() for line in log.read().decode(errors="replace").splitlines()
+                     if line.strip() and "warn" not in line.lower()]  # its start-up warnings say nothing here
     except OSError:
         return ""
     text = re.sub(r"^(\[[^\]]*\]\s*)+", "", lines[-1]) if lines else ""
@@ -254,8 +255,8 @@ def make_template(
             # `label-studio version` applies all migrations and exits: no port, no users.
             proc = _launch(venv, build, 0, build, None, ["version"])
             deadline = time.monotonic() + timeout_s
-            with ticker(f"Label Studio {version}: migrating an empty database into a template, once per machine "
-                        f"({template_dir})", build, quiet) as tick:
+            with ticker(f"Label Studio {version}, once per machine: migrating an empty database into a template "
+                        "(about a minute)", build, quiet) as tick:
                 while (rc := proc.poll()) is None:
                     if time.monotonic() > deadline:
                         _terminate(proc.pid, timeout_s=10)
