@@ -126,6 +126,9 @@ class Plan:
             else:
                 detail = "all decided: nothing to label"
             lines.append(f"  {role:>7} arm: {what}, {detail}{wait}")
+        open_arms = [role for role in ("speech", "scene", "mixture") if self.undecided[role]]
+        lines.append("annotators invited now find tasks only in the " + (" and ".join(open_arms) or "no") + " arm"
+                     + ("s" if len(open_arms) != 1 else "") + "; the other arms fill in later rounds, as samples pass")
         return lines
 
 

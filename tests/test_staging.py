@@ -298,6 +298,7 @@ def test_staged_rounds_in_label_studio(ls, admin, accounts, tokens, tmp_path, ca
     assert ("    scene arm: empty for now: a sample's scene is pushed once its speech arm passed; 4 sample(s) wait "
             "on an earlier arm") in out
     assert "  mixture arm: empty for now: a sample's mixture (with its control, and the catch items) is pushed" in out
+    assert "annotators invited now find tasks only in the speech arm; the other arms fill in later rounds" in out
     flags = f"--workspace {ws.root} --data-dir {ls.data_dir}"
     assert (f"next round, once these are labelled: python -m annotation.pull {flags}, then python -m "
             f"validation.agreement --workspace {ws.root}, then python -m annotation.push {flags}") in out
@@ -337,6 +338,7 @@ def test_staged_rounds_in_label_studio(ls, admin, accounts, tokens, tmp_path, ca
             "label)") in out
     assert "    scene arm: 2 sample(s), 2 still to decide (2 task(s) new this round); 1 more sample(s) wait" in out
     assert "  mixture arm: empty for now:" in out and "; 3 sample(s) wait on an earlier arm" in out
+    assert "annotators invited now find tasks only in the speech and scene arms;" in out
     scene_pid, scene = arm_tasks(admin, ws, "scene")
     assert sorted(scene) == sorted([ids[0], ids[3]])
     assert admin.client.projects.get(scene_pid).maximum_annotations == 2
