@@ -55,7 +55,6 @@ from annotation.labelstudio import (
     login,
     make_client,
     resolve_project,
-    server_errors,
     signup_via_invite,
 )
 from annotation.protocol import (
@@ -77,6 +76,7 @@ from construction.core.errors import WorkbenchError
 from construction.core.record import ARMS, AudioRef, Sample, stable_seed
 from construction.core.workspace import Workspace
 from construction.text.taxonomy import sample_frames
+from tqdm import tqdm
 
 DEFAULT_PASSWORD = "aor-bench-demo-annotator"  # local demo accounts on a loopback-only server
 ERROR_RATES = (0.05, 0.12, 0.2)  # annotator K errs with ERROR_RATES[(K - 1) % 3]
@@ -274,8 +274,25 @@ class Labelled(Counter):
     short: int = 0
 
 
+class Sessions(dict):
+    """email -> (an SDK client acting as that demo account, its user id), made once per run: signing up or
+    logging in takes about a second an account, and the arms share their accounts."""
+
+    def __init__(self, server: Server, quiet: bool = True):
+        super().__init__()
+        self.server, self.quiet, self.invite = server, quiet, []
+
+    def login(self, emails: Sequence[str]) -> None:
+        todo = [email for email in emails if email not in self]
+        for email in tqdm(todo, desc="demo accounts (sign up or log in)", unit="account", file=sys.stderr,
+                          disable=self.quiet or not todo):
+            client = make_client(self.server.url, demo_account_token(self.server, email, self.invite))
+            with self.server.errors(f"reading demo account {email}"):
+                self[email] = (client, client.users.whoami().id)
+
+
 def label_project(server: Server, project: Any, accounts: Sequence[tuple[int, str]], known: dict[str, Known],
-                  seed: int, wanted: Any, invite: list[str]) -> Labelled:
+                  seed: int, wanted: Any, sessions: Sessions) -> Labelled:
     """The accounts label the project's open tasks (open_turns), each task only by accounts `wanted(k, item)`
     picks that have not labelled it yet, each account in an order of its own."""
     labels = config_labels(project.label_config)
@@ -283,39 +300,43 @@ def label_project(server: Server, project: Any, accounts: Sequence[tuple[int, st
         raise WorkbenchError(f"project {project.title!r} has no 'label' choices; it is not a project of this workbench")
     tasks = export_tasks(server, project.id)
     overlaps = task_overlaps(server, project.id)
-    raters, user_ids = {}, {}
-    for k, email in accounts:
-        raters[k] = make_client(server.url, demo_account_token(server, email, invite))
-        with server_errors(server.url, f"reading demo account {email}"):
-            user_ids[k] = raters[k].users.whoami().id
+    sessions.login([email for _, email in accounts])
+    raters = {k: sessions[email][0] for k, email in accounts}
+    user_ids = {k: sessions[email][1] for k, email in accounts}
     fallback = ADJUDICATION if "$votes" in project.label_config else "mixture"
     turns, short = open_turns(tasks, overlaps, project.maximum_annotations or 1, [k for k, _ in accounts], user_ids,
                               known, seed, wanted, fallback)
     submitted = Labelled()
     submitted.short = short
-    for k, email in accounts:
-        order = list(turns[k])
-        random.Random(stable_seed("demo-order", seed, project.id, k)).shuffle(order)
-        for task, item in order:
-            result, lead_time_s = scripted_result(seed, item, k, labels)
-            with server_errors(server.url, f"submitting {email}'s label for task {task['id']}"):
-                raters[k].annotations.create(task["id"], result=result, lead_time=lead_time_s, was_cancelled=False)
-            submitted[result[0]["value"]["choices"][0]] += 1
+    total = sum(map(len, turns.values()))
+    with tqdm(total=total, desc=f"labelling {project.title}", unit="label", file=sys.stderr,
+              disable=sessions.quiet or not total) as bar:
+        for k, email in accounts:
+            order = list(turns[k])
+            random.Random(stable_seed("demo-order", seed, project.id, k)).shuffle(order)
+            for task, item in order:
+                result, lead_time_s = scripted_result(seed, item, k, labels)
+                with server.errors(f"submitting {email}'s label for task {task['id']}"):
+                    raters[k].annotations.create(task["id"], result=result, lead_time=lead_time_s,
+                                                 was_cancelled=False)
+                submitted[result[0]["value"]["choices"][0]] += 1
+                bar.update()
     return submitted
 
 
-def run_arms(server: Server, ws: Workspace, projects: dict[str, Any], per_arm: int, seed: int) -> dict[str, Labelled]:
+def run_arms(server: Server, ws: Workspace, projects: dict[str, Any], per_arm: int, seed: int,
+             quiet: bool = True) -> dict[str, Labelled]:
     """3 x per_arm accounts label the three arm projects' open tasks. -> labels submitted per arm."""
     known = known_items(ws)
     accounts = [(k, demo_email(k)) for k in range(1, len(ARMS) * per_arm + 1)]
     record_demo_annotators(ws, [email for _, email in accounts])
-    invite: list[str] = []
+    sessions = Sessions(server, quiet)
 
     def wanted(k: int, item: Known) -> bool:
         group = arm_group(seed, item)
         return group is None or (k - 1) // per_arm == group
 
-    return {role: label_project(server, projects[role], accounts, known, seed, wanted, invite) for role in ARMS}
+    return {role: label_project(server, projects[role], accounts, known, seed, wanted, sessions) for role in ARMS}
 
 
 # the library review's scripted truth: one of the clip's tags, else a tag next to one of them in the list
@@ -340,7 +361,8 @@ def library_truth(seed: int, item_id: str, tags: Sequence[str], labels: Sequence
     return NONE_OF_THESE if NONE_OF_THESE in labels else rng.choice(list(labels))
 
 
-def run_library(server: Server, ws: Workspace, project: Any, reviewers: int, seed: int) -> Counter:
+def run_library(server: Server, ws: Workspace, project: Any, reviewers: int, seed: int,
+                quiet: bool = True) -> Counter:
     """Up to `reviewers` demo accounts answer each OPEN task of the library review (one with fewer answers
     than its overlap, as in the arms; an account answers a task once): the scripted truth, or with the
     account's error rate another tag. -> answers submitted, by answer."""
@@ -358,29 +380,32 @@ def run_library(server: Server, ws: Workspace, project: Any, reviewers: int, see
     overlaps = task_overlaps(server, project.id)
     lacking = {t["id"]: overlaps.get(int(t["id"]), reviewers) - len(done[t["id"]]) for t in tasks}
     submitted: Counter = Counter()
-    invite: list[str] = []
+    sessions = Sessions(server, quiet)
+    sessions.login([email for _, email in accounts])
+    turns: list[tuple[int, str, Any, dict[str, Any]]] = []  # who answers what: decided before any answer is sent
     for k, email in accounts:
-        rater = make_client(server.url, demo_account_token(server, email, invite))
-        with server_errors(server.url, f"reading demo account {email}"):
-            user_id = rater.users.whoami().id
+        rater, user_id = sessions[email]
         order = list(tasks)
         random.Random(stable_seed("demo-order", seed, project.id, k)).shuffle(order)
         for task in order:
-            item_id, _ = task_map.get(str((task.get("data") or {}).get("key") or ""), ("", ""))
             if user_id in done[task["id"]] or lacking[task["id"]] <= 0:
                 continue
             lacking[task["id"]] -= 1
-            meta = items.get(item_id) or {}
-            truth = library_truth(seed, item_id or str(task["id"]), meta.get("tags") or [], labels)
-            rng = random.Random(stable_seed("demo-library-rater", seed, item_id, k))
-            others = [label for label in labels if label != truth]
-            label = rng.choice(others) if others and rng.random() < ERROR_RATES[(k - 1) % len(ERROR_RATES)] else truth
-            duration = float((meta.get("audio") or {}).get("duration_s") or 5.0)
-            result = [{"from_name": "label", "to_name": "audio", "type": "choices", "value": {"choices": [label]}}]
-            with server_errors(server.url, f"submitting {email}'s answer for task {task['id']}"):
-                rater.annotations.create(task["id"], result=result, was_cancelled=False,
-                                         lead_time=round(duration * rng.uniform(1.05, 1.5), 2))
-            submitted[label] += 1
+            turns.append((k, email, rater, task))
+    for k, email, rater, task in tqdm(turns, desc=f"answering {project.title}", unit="answer", file=sys.stderr,
+                                      disable=quiet or not turns):
+        item_id, _ = task_map.get(str((task.get("data") or {}).get("key") or ""), ("", ""))
+        meta = items.get(item_id) or {}
+        truth = library_truth(seed, item_id or str(task["id"]), meta.get("tags") or [], labels)
+        rng = random.Random(stable_seed("demo-library-rater", seed, item_id, k))
+        others = [label for label in labels if label != truth]
+        label = rng.choice(others) if others and rng.random() < ERROR_RATES[(k - 1) % len(ERROR_RATES)] else truth
+        duration = float((meta.get("audio") or {}).get("duration_s") or 5.0)
+        result = [{"from_name": "label", "to_name": "audio", "type": "choices", "value": {"choices": [label]}}]
+        with server.errors(f"submitting {email}'s answer for task {task['id']}"):
+            rater.annotations.create(task["id"], result=result, was_cancelled=False,
+                                     lead_time=round(duration * rng.uniform(1.05, 1.5), 2))
+        submitted[label] += 1
     return submitted
 
 
@@ -399,6 +424,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="scripted annotators per arm (default 3; the arms take 3x as many accounts)")
     parser.add_argument("--annotator-seed", type=int, default=0, help="seed of the scripted labels (default 0)")
     old_spelling(parser, "--seed", "--annotator-seed", type=int)  # --seed is the build seed everywhere else
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
     add_server_args(parser)
     return parser
 
@@ -415,7 +441,7 @@ def main(argv: list[str] | None = None) -> int:
         from annotation.library import STATE_KEY
 
         project = resolve_project(server, state.get(STATE_KEY), None, "library review project")
-        counts = run_library(server, ws, project, args.annotators, args.annotator_seed)
+        counts = run_library(server, ws, project, args.annotators, args.annotator_seed, args.quiet)
         shown = ", ".join(f"{label} {n}" for label, n in sorted(counts.items())) or "none"
         print(f"DEMO: {args.annotators} scripted reviewer(s) (@{DEMO_EMAIL_DOMAIN}) submitted {sum(counts.values())} "
               f"answer(s) to {project.title!r}: {shown}")
@@ -433,12 +459,12 @@ def main(argv: list[str] | None = None) -> int:
             accounts = [(k, demo_email(k)) for k in range(1, args.annotators + 1)]
         record_demo_annotators(ws, [email for _, email in accounts])
         submitted = {project.title: label_project(server, project, accounts, known_items(ws), args.annotator_seed,
-                                                  lambda k, item: True, [])}
+                                                  lambda k, item: True, Sessions(server, args.quiet))}
         who = f"{len(accounts)} scripted account(s)"
     else:
         projects = resolve_arms(server, state, None)
         submitted = {projects[role].title: c for role, c in run_arms(server, ws, projects, args.annotators,
-                                                                    args.annotator_seed).items()}
+                                                                    args.annotator_seed, args.quiet).items()}
         who = f"{len(ARMS) * args.annotators} scripted annotator(s), {args.annotators} per arm,"
     total = sum(sum(done.values()) for done in submitted.values())
     # scripts/demo.sh stops its staged rounds on "submitted 0 label(s)": nothing was open any more

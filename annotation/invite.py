@@ -1,6 +1,6 @@
 """Print the invite link new annotators open to make their Label Studio account.
 
-    python -m annotation.invite                      (every flag: --help)
+    python -m annotation.invite [--workspace W]      (every flag: --help)
 
 Signup on the workbench's server works only through this link. --reset makes a new link; the old
 one stops working (e.g. after it was shared too widely).
@@ -17,7 +17,7 @@ from construction.core.cli import Parser, run_main
 
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="python -m annotation.invite", description=__doc__.split("\n")[0], env=SERVER_ENV)
-    add_server_args(parser)
+    add_server_args(parser, workspace=True)
     parser.add_argument("--reset", action="store_true", help="invalidate the current link and make a new one")
     return parser
 

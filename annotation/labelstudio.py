@@ -17,6 +17,7 @@ import json
 import logging
 import os
 import re
+import sys
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -24,10 +25,18 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from tqdm import tqdm
 
 from annotation.ls_process import api_token
 from annotation.protocol import ArmSpec, config_changed, config_labels
-from annotation.server import add_data_dir, default_data_dir, read_server_info
+from annotation.server import (
+    DEFAULT_WORKSPACE,
+    add_data_dir,
+    read_server_info,
+    resolve_data_dir,
+    server_command,
+    server_flags,
+)
 from construction.core.errors import WorkbenchError
 
 IMPORT_CHUNK = 1000  # tasks per import request: a failure loses at most one chunk, a rerun resumes
@@ -69,16 +78,29 @@ class Server:
     document_root: Path
     data_dir: Path | None  # None when given by --url (then its log location is unknown)
     client: Any  # label_studio_sdk.LabelStudio
+    flags: str = ""  # what picks this server again in a hint: ' --workspace W', ' --data-dir D', ' --url U'
 
     def log_hint(self) -> str:
         if self.data_dir is None:
             return "see the server's log"
         return f"see its log {self.data_dir / 'label-studio.log'}"
 
+    def start_hint(self) -> str:
+        """What to do when the server cannot be reached: a complete command."""
+        if self.data_dir is None:  # given by --url: that may be any server
+            ws = self.flags.split(" --url ")[0]
+            return ("Check --url (or LABEL_STUDIO_URL), or leave it out and start this workspace's own server: "
+                    f"python -m annotation.server start{ws}")
+        return f"Start it with: python -m annotation.server start{self.flags}"
+
+    def command(self, module: str, *args: str) -> str:
+        """A complete command of another module for the same workspace and server, e.g. the invite."""
+        return " ".join(("python -m", module, *args)) + self.flags
+
     @contextlib.contextmanager
     def errors(self, what: str, not_found: str = "") -> Iterator[None]:
         """Turn SDK/HTTP failures inside the block into a WorkbenchError about `what`."""
-        with server_errors(self.url, what, not_found, self.log_hint()):
+        with server_errors(self.url, what, not_found, self.log_hint(), self.start_hint()):
             yield
 
 
@@ -96,7 +118,9 @@ def _short_detail(body: Any) -> str:
 
 
 @contextlib.contextmanager
-def server_errors(url: str, what: str, not_found: str = "", log_hint: str = "see the server's log") -> Iterator[None]:
+def server_errors(url: str, what: str, not_found: str = "", log_hint: str = "see the server's log",
+                  start: str = "Start it with: python -m annotation.server start") -> Iterator[None]:
+    """`start`: what to do (a complete command) when the server cannot be reached."""
     from label_studio_sdk.core.api_error import ApiError
 
     try:
@@ -120,8 +144,7 @@ def server_errors(url: str, what: str, not_found: str = "", log_hint: str = "see
         raise WorkbenchError(f"Label Studio at {url} did not answer in time while {what} ({type(e).__name__})") from e
     except httpx.TransportError as e:
         raise WorkbenchError(
-            f"cannot reach Label Studio at {url} while {what} ({e}); is it running? "
-            "Start it with: python -m annotation.server start") from e
+            f"cannot reach Label Studio at {url} while {what} ({e}); is it running? {start}") from e
     except json.JSONDecodeError as e:
         raise WorkbenchError(f"Label Studio at {url} sent a response that is not JSON while {what}") from e
 
@@ -137,23 +160,26 @@ def make_client(url: str, token: str, timeout_s: float = 300.0) -> Any:
 
 
 def connect(url: str | None = None, data_dir: str | Path | None = None, document_root: str | Path | None = None,
-            token: str | None = None, timeout_s: float = 300.0) -> Server:
-    """Connect as the admin and check the token. url wins; else the server started for data_dir."""
+            token: str | None = None, timeout_s: float = 300.0, workspace: str | Path = DEFAULT_WORKSPACE) -> Server:
+    """Connect as the admin and check the token. url wins; else the server started for the data dir
+    (data_dir > $AOR_LABEL_STUDIO_DATA_DIR > <workspace>/label-studio)."""
     resolved_dir: Path | None = None
     if url:
         url = url.rstrip("/")
         root = Path(document_root or "/")
+        flags = server_flags(workspace) + f" --url {url}"
     else:
-        resolved_dir = Path(data_dir or default_data_dir()).expanduser().resolve()
+        resolved_dir = resolve_data_dir(data_dir, workspace)
+        flags = server_flags(workspace, data_dir)
         info = read_server_info(resolved_dir)
         if info is None:
             raise WorkbenchError(
                 f"no Label Studio was started for data dir {resolved_dir}; start it with: "
-                f"python -m annotation.server start --data-dir {resolved_dir} (or pass --url)")
+                f"{server_command('start', workspace, data_dir)} (or pass --url)")
         url = info.url
         root = Path(document_root or info.document_root)
     server = Server(url=url, document_root=root.expanduser().resolve(), data_dir=resolved_dir,
-                    client=make_client(url, token or api_token(), timeout_s))
+                    client=make_client(url, token or api_token(), timeout_s), flags=flags)
     with server.errors("checking the API token"):
         server.client.users.whoami()
     return server
@@ -165,19 +191,27 @@ SERVER_ENV = ("LABEL_STUDIO_URL", "AOR_LABEL_STUDIO_DATA_DIR", "LABEL_STUDIO_API
               "LABEL_STUDIO_ADMIN_PASSWORD")
 
 
-def add_server_args(parser: argparse.ArgumentParser) -> None:
-    """Which Label Studio: --url, else the one python -m annotation.server started for --data-dir."""
-    add_data_dir(parser)
-    parser.add_argument("--url", default=os.environ.get("LABEL_STUDIO_URL"),
-                        help="Label Studio's URL, for a server annotation.server did not start "
-                             "(default: $LABEL_STUDIO_URL, else the data folder's server)")
-    parser.add_argument("--document-root", type=Path, default=None,
-                        help="the server's LOCAL_FILES_DOCUMENT_ROOT (default: recorded at start; "
-                             "with --url, taken to be /, which push refuses)")
+def add_server_args(parser: argparse.ArgumentParser, *, workspace: bool = False) -> None:
+    """Which Label Studio: --url, else the one python -m annotation.server started for the data folder; with
+    workspace, --workspace too, for a command that has none of its own (it picks <workspace>/label-studio)."""
+    group = parser.add_argument_group(
+        "Label Studio server", "the admin's API token comes from LABEL_STUDIO_API_KEY (default: the local demo "
+        "token); the server is the one python -m annotation.server start started for the data folder")
+    if workspace:
+        group.add_argument("--workspace", default=DEFAULT_WORKSPACE, metavar="DIR",
+                           help=f"the workspace whose Label Studio to use (default: ./{DEFAULT_WORKSPACE})")
+    add_data_dir(group)
+    group.add_argument("--url", default=os.environ.get("LABEL_STUDIO_URL"),
+                       help="Label Studio's URL, for a server annotation.server did not start "
+                            "(default: $LABEL_STUDIO_URL, else the data folder's server)")
+    group.add_argument("--document-root", type=Path, default=None,
+                       help="the server's LOCAL_FILES_DOCUMENT_ROOT (default: recorded at start; "
+                            "with --url, taken to be /, which push refuses)")
 
 
 def connect_from_args(args: argparse.Namespace) -> Server:
-    return connect(args.url, args.data_dir, args.document_root)
+    return connect(args.url, args.data_dir, args.document_root,
+                   workspace=getattr(args, "workspace", None) or DEFAULT_WORKSPACE)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -238,7 +272,7 @@ def ensure_project(server: Server, title: str, spec: ArmSpec, overlap: int | Non
         with server.errors(f"creating project {title!r}"):
             project = server.client.projects.create(
                 title=title, label_config=spec.label_config(), expert_instruction=spec.instructions(),
-                maximum_annotations=overlap or 3,  # N annotators per task, for every task (cohort 100 %)
+                maximum_annotations=overlap or 3,  # N annotators per task (push.DEFAULT_OVERLAP), cohort 100 %
                 **BLIND_SETTINGS)
         ensure_blind_view(server, project.id)
         return project, True, []
@@ -288,8 +322,7 @@ def ensure_local_storage(server: Server, project_id: int, audio_dir: Path, files
     when given (paths checked by audio_problems), else all of them (~60 ms each, once)."""
     audio_dir = audio_dir.resolve()
     if not audio_dir.is_relative_to(server.document_root):
-        raise WorkbenchError(f"audio dir {audio_dir} is outside the server's document root {server.document_root}; "
-                             "start the server with --workspace set to this workspace")
+        raise WorkbenchError(outside_root(server, audio_dir))
     if audio_dir != server.document_root:
         wanted = [audio_dir]
     elif files is not None:
@@ -299,10 +332,21 @@ def ensure_local_storage(server: Server, project_id: int, audio_dir: Path, files
     with server.errors(f"setting up local-file storage for {audio_dir}"):
         have = {Path(st.path).resolve() for st in server.client.import_storage.local.list(project=project_id)
                 if st.path}
-        for path in wanted:
-            if path not in have:
-                server.client.import_storage.local.create(project=project_id, path=str(path),
-                                                          title=f"aor-bench audio {path.name}", use_blob_urls=False)
+        missing = [path for path in wanted if path not in have]
+        # up to 256 of them on a first push (~60 ms each): a bar when there are many
+        for path in tqdm(missing, desc=f"granting project {project_id} its audio dirs", unit="dir", file=sys.stderr,
+                         disable=len(missing) < 20):
+            server.client.import_storage.local.create(project=project_id, path=str(path),
+                                                      title=f"aor-bench audio {path.name}", use_blob_urls=False)
+
+
+def outside_root(server: Server, audio_dir: Path) -> str:
+    """Why a workspace's audio cannot be served by this server (it serves another dir), and what to run."""
+    what = f"the audio dir {audio_dir} is outside the server's document root {server.document_root}"
+    if server.data_dir is None:
+        return f"{what}; pass the server's own --document-root, or start this workspace's server"
+    return (f"{what} (that server serves another workspace's audio); restart it for this workspace: "
+            f"python -m annotation.server stop{server.flags}, then python -m annotation.server start{server.flags}")
 
 
 def task_keys(server: Server, project_id: int) -> dict[str, list[int]]:

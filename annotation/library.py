@@ -9,9 +9,11 @@ the library, and a few rendered draws of each procedural class, with no tag, tit
 and picks the sound from the taxonomy's tag list (by description) or "none of these"; --overlap
 reviewers per clip. The audio goes to the workspace's audio store, as the arms' audio does; a task holds
 the audio URL and an opaque key. pull exports the answers (reviewers as pseudonyms; scripted demo
-accounts counted as demo) and writes LIBRARY/review.jsonl (annotation.library_review), the only file
-the review writes into a library. release.export refuses a release whose mixtures use clips the review
-did not confirm, unless told --allow-unreviewed-sounds. The automatic build does not wait for this.
+accounts counted as demo) and writes the workspace's review, W/library_review.jsonl
+(annotation.library_review); it writes nothing into the library, which other workspaces share, unless
+told --into-library (people's answers only: refused when scripted demo reviewers answered). release.export
+refuses a release whose mixtures use clips the review (the workspace's, and the library's own) did not
+confirm, unless told --allow-unreviewed-sounds. The automatic build does not wait for this.
 """
 
 from __future__ import annotations
@@ -43,11 +45,14 @@ from annotation.library_review import (
     item_id,
     read_items,
     keep_earlier,
+    WORKSPACE_REVIEW_FILE,
     read_review,
+    read_workspace_review,
     review_line,
     review_spec,
     write_items,
     write_review,
+    write_workspace_review,
 )
 from annotation.protocol import Item, read_task_map, shuffle_seed, workspace_taxonomy
 from annotation.push import check_pushable, push_items, record_keys
@@ -149,7 +154,11 @@ def push(args: argparse.Namespace) -> int:
     bound = recorded.get("id") if not args.project or args.project == recorded.get("title") else None
     if bound is not None:  # a project asking something else: refused before anything is written
         check_config(server, get_project(server, int(bound), title, DELETED_HINT), spec)
-    rendered = [pair for clip in clips for pair in render(ws, library, clip, args.draws)]
+    from tqdm import tqdm
+
+    rendered = [pair for clip in tqdm(clips, desc="storing the clips' review audio", unit="clip", file=sys.stderr,
+                                      disable=args.quiet)
+                for pair in render(ws, library, clip, args.draws)]
     items = [Item(r.item_id, ROLE, "clip", ref) for r, ref in rendered]
     check_pushable(ws, items, server)
     with ws.lock():
@@ -167,7 +176,7 @@ def push(args: argparse.Namespace) -> int:
     print(f"library review: project {title!r} (id {result.project_id})" + (" created" if result.created else "")
           + f": {len(clips)} clip(s) of {library} ({procedural} procedural class(es), {args.draws} draw(s) each), "
           f"imported {result.imported} new task(s), {result.already} already there, {result.task_count} in total")
-    print(f"after reviewing: python -m annotation.library pull --workspace {ws.root}")
+    print(f"after reviewing: {server.command('annotation.library', 'pull')}")
     return 0
 
 
@@ -211,13 +220,24 @@ def pull(args: argparse.Namespace) -> int:
     demo = demo_annotators(state)
     answers, problems = collect(server, project.id, spec, ws, items, salt, demo)
     lines = [review_line(clip, answers, items, demo) for clip in clips]
-    lines = keep_earlier(lines, read_review(library) or {})
-    path = write_review(library, lines)
+    lines = keep_earlier(lines, read_workspace_review(ws.root) or {})
+    by_demo = sum(line["demo"] for line in lines)
+    if args.into_library and by_demo:  # refused before anything is written
+        raise WorkbenchError(f"refusing --into-library: {by_demo} answer(s) came from scripted demo reviewers, and "
+                             f"the shared library {library} takes people's reviews only; pull without --into-library "
+                             f"(the review stays in {ws.root / WORKSPACE_REVIEW_FILE})")
+    path = write_workspace_review(ws, lines)
     reviewed = sum(1 for line in lines if line["reviewers"])
     confirmed = sum(1 for line in lines if line["confirmed"])
-    by_demo = sum(line["demo"] for line in lines)
     print(f"library review: {len(lines)} clip(s), {reviewed} reviewed, {confirmed} confirmed "
           f"(>= 2/3 of at least 2 reviewers named a tag of the clip); {path}")
+    if args.into_library:
+        shared = keep_earlier(lines, read_review(library) or {})
+        written = write_review(library, shared)
+        print(f"into the library: wrote {len(shared)} review line(s), {sum(1 for x in shared if x['reviewers'])} "
+              f"with answers, to {written} (every workspace built on {library} now reads them)")
+    else:
+        print(f"the library {library} is not changed (its own review file is written only with --into-library)")
     if by_demo:
         print(f"DEMO: {by_demo} answer(s) came from scripted demo reviewers; a release says so")
     unconfirmed = [line["clip_id"] for line in lines if line["reviewers"] and not line["confirmed"]]
@@ -232,7 +252,8 @@ def pull(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="python -m annotation.library", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    for name, what in (("push", "make or top up the review project"), ("pull", "write LIBRARY/review.jsonl")):
+    for name, what in (("push", "make or top up the review project"),
+                       ("pull", f"write the workspace's review, W/{WORKSPACE_REVIEW_FILE}")):
         sub = commands.add_parser(name, help=what, description=f"{what[0].upper()}{what[1:]}.", env=SERVER_ENV)
         add_workspace(sub)
         add_sounds(sub, "the sound library (default: the workspace build's mix.sounds)")
@@ -244,6 +265,12 @@ def build_parser() -> argparse.ArgumentParser:
                              help="only the clips this workspace's kept mixtures and controls play")
             sub.add_argument("--draws", type=int, default=DEFAULT_DRAWS,
                              help=f"rendered draws of each procedural class (default {DEFAULT_DRAWS})")
+            sub.add_argument("--quiet", action="store_true", help="no progress bar")
+        else:
+            sub.add_argument("--into-library", action="store_true",
+                             help="also write the review into the library's own LIBRARY/review.jsonl, which every "
+                                  "workspace built on it reads (people's answers only: refused when scripted demo "
+                                  "reviewers answered)")
         add_server_args(sub)
     return parser
 

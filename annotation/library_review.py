@@ -7,7 +7,14 @@ picks the sound from the taxonomy's tag list, each shown by its description, or 
 file names and package records the tags came from are exactly what this is meant to check, so they
 never reach the reviewer.
 
-LIBRARY/review.jsonl, one line per clip of the catalog, sorted by clip id:
+The review is the workspace's: python -m annotation.library pull writes W/library_review.jsonl, and
+never touches the library, which other workspaces and clones share. A library may carry a review of
+its own, LIBRARY/review.jsonl (same lines), written only by `pull --into-library`, from people's answers
+(never scripted demo reviewers'). Whoever reads the review (release.sound_review) reads both through
+read_reviews: per clip, the workspace's line, or the library's when it heard the same file with more
+reviewers.
+
+Each file holds one line per clip of the catalog, sorted by clip id:
 
     clip_id, sha256 (the file the review heard; a clip whose file changed is unreviewed again), tags,
     procedural ("" for a recording), answers {pseudonym: tag or "none"}, reviewers, named (how many named
@@ -37,7 +44,8 @@ NONE_OF_THESE = "none_of_these"
 NONE_TEXT = "None of these"
 MIN_REVIEWERS = 2
 CONFIRM_FRACTION = 2 / 3
-REVIEW_FILE = "review.jsonl"  # beside the catalog: the only file the review writes into a library
+REVIEW_FILE = "review.jsonl"  # beside the catalog: written only by pull --into-library, from people's answers
+WORKSPACE_REVIEW_FILE = "library_review.jsonl"  # in the workspace: what pull writes
 ITEMS_FILE = "library_review_items.json"  # in the workspace: item id -> what its task plays (never served)
 DEFAULT_DRAWS = 3  # rendered draws of each procedural class
 MAX_REVIEW_S = 30.0  # a long bed is played for its first 30 s: enough to name it, not an evening's work
@@ -150,8 +158,8 @@ def review_line(clip: Any, answers_by_item: dict[str, dict[str, str]], items: di
 
 
 def keep_earlier(lines: Sequence[dict[str, Any]], earlier: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """The review file belongs to the library, which other workspaces review too: of two reviews of the same
-    file (sha256), a clip keeps the one more people heard. Pseudonyms are salted per workspace, so answers
+    """Of two reviews of the same file (sha256: this pull's and an earlier one, or the workspace's and the
+    library's), a clip keeps the one more people heard. Pseudonyms are salted per workspace, so answers
     from two workspaces are never pooled (one person could count twice)."""
     out = []
     for line in lines:
@@ -161,18 +169,40 @@ def keep_earlier(lines: Sequence[dict[str, Any]], earlier: dict[str, dict[str, A
     return out
 
 
-def write_review(library: Path, lines: Sequence[dict[str, Any]]) -> Path:
-    """LIBRARY/review.jsonl, whole or not at all."""
-    path = Path(library) / REVIEW_FILE
+def write_review(library: Path, lines: Sequence[dict[str, Any]], name: str = REVIEW_FILE) -> Path:
+    """LIBRARY/review.jsonl (or the file `name` in another folder: the workspace's), whole or not at all."""
+    path = Path(library) / name
     text = "".join(json.dumps(line, sort_keys=True, ensure_ascii=False) + "\n"
                    for line in sorted(lines, key=lambda line: line["clip_id"]))
     atomic_write_text(path, text)
     return path
 
 
-def read_review(library: str | Path) -> dict[str, dict[str, Any]] | None:
-    """clip id -> its review line; None when the library has no review file."""
-    path = Path(library).expanduser() / REVIEW_FILE
+def write_workspace_review(ws: Workspace, lines: Sequence[dict[str, Any]]) -> Path:
+    """W/library_review.jsonl, what pull writes."""
+    return write_review(ws.root, lines, WORKSPACE_REVIEW_FILE)
+
+
+def read_workspace_review(root: str | Path) -> dict[str, dict[str, Any]] | None:
+    """clip id -> the workspace's review line; None when the workspace (root) has none."""
+    return read_review(root, WORKSPACE_REVIEW_FILE)
+
+
+def read_reviews(root: str | Path, library: str | Path | None) -> dict[str, dict[str, Any]] | None:
+    """The review a workspace's release is checked against: its own (W/library_review.jsonl) and the
+    library's (LIBRARY/review.jsonl), per clip the workspace's line unless the library's heard the same
+    file with more reviewers (keep_earlier). None when neither file exists."""
+    own = read_workspace_review(root)
+    shared = read_review(library) if library is not None else None
+    if own is None or shared is None:
+        return own if shared is None else shared
+    merged = {line["clip_id"]: line for line in keep_earlier(list(own.values()), shared)}
+    return {**shared, **merged}
+
+
+def read_review(library: str | Path, name: str = REVIEW_FILE) -> dict[str, dict[str, Any]] | None:
+    """clip id -> its review line; None when the library (or the folder: `name`) has no review file."""
+    path = Path(library).expanduser() / name
     if not path.is_file():
         return None
     out: dict[str, dict[str, Any]] = {}

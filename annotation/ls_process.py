@@ -8,14 +8,18 @@ environment a child gets, launching, reaping and ending a child, and the migrate
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -144,6 +148,41 @@ def _log_tail(data_dir: Path, lines: int = 25) -> str:
     return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
 
 
+def _last_log_line(data_dir: Path, width: int = 60) -> str:
+    """What the server is doing now: the last line of its log, without the bracketed prefixes."""
+    try:
+        with open(data_dir / LOG_FILE, "rb") as log:
+            log.seek(max(0, log.seek(0, os.SEEK_END) - 4096))
+            lines = [line.strip() for line in log.read().decode(errors="replace").splitlines()
+                     if line.strip() and "warn" not in line.lower()]  # its start-up warnings say nothing here
+    except OSError:
+        return ""
+    text = re.sub(r"^(\[[^\]]*\]\s*)+", "", lines[-1]) if lines else ""
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+@contextlib.contextmanager
+def ticker(desc: str, data_dir: Path, quiet: bool = False) -> Iterator[Callable[[], None]]:
+    """A line on stderr (tqdm) with the seconds gone and the server log's last line, while Label Studio
+    works; call the yielded function as often as you like (it redraws once a second)."""
+    from tqdm import tqdm
+
+    bar = tqdm(desc=desc, bar_format="{desc}: {elapsed}{postfix}", file=sys.stderr, disable=quiet)
+    last = [0.0]
+
+    def tick() -> None:
+        now = time.monotonic()
+        if now - last[0] >= 1.0:
+            last[0] = now
+            bar.set_postfix_str(_last_log_line(data_dir), refresh=False)
+            bar.refresh()
+
+    try:
+        yield tick
+    finally:
+        bar.close()
+
+
 def _write_json_atomic(path: Path, payload: dict) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
     with os.fdopen(fd, "w") as f:
@@ -192,11 +231,13 @@ def _terminate(pid: int, timeout_s: float) -> None:
 
 
 def make_template(
-    template_dir: Path | str | None = None, venv: Path | str | None = None, timeout_s: float = 600.0
+    template_dir: Path | str | None = None, venv: Path | str | None = None, timeout_s: float = 600.0,
+    quiet: bool = True,
 ) -> Path:
     """Build (once) a migrated, user-less Label Studio database that start_server can copy.
 
-    Safe to call from several processes at once: a lock file serialises the build.
+    Safe to call from several processes at once: a lock file serialises the build. Unless quiet, the
+    build (about a minute) ticks on stderr.
     """
     venv = Path(venv or default_venv())
     version = installed_version(venv)
@@ -213,11 +254,15 @@ def make_template(
         try:
             # `label-studio version` applies all migrations and exits: no port, no users.
             proc = _launch(venv, build, 0, build, None, ["version"])
-            try:
-                rc = proc.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                _terminate(proc.pid, timeout_s=10)
-                raise WorkbenchError(f"building the Label Studio template took over {timeout_s:.0f} s") from None
+            deadline = time.monotonic() + timeout_s
+            with ticker(f"Label Studio {version}, once per machine: migrating an empty database into a template "
+                        "(about a minute)", build, quiet) as tick:
+                while (rc := proc.poll()) is None:
+                    if time.monotonic() > deadline:
+                        _terminate(proc.pid, timeout_s=10)
+                        raise WorkbenchError(f"building the Label Studio template took over {timeout_s:.0f} s")
+                    tick()
+                    time.sleep(0.25)
             _children.pop(proc.pid, None)
             if rc != 0 or not (build / DB_FILE).exists():
                 raise WorkbenchError(

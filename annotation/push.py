@@ -8,14 +8,17 @@ sample's clean speech, the scene arm its scene alone, the mixture arm its mixtur
 (manifests/controls.jsonl, from python -m construction.controls) and --catch attention checks (made
 once with an offline voice, manifests/catch.jsonl). A task's data is its audio URL and an opaque key,
 nothing else; the key -> (sample, arm) map stays in <W>/annotation_tasks.json. Tasks are imported in a
-shuffled order and served in random order per annotator, each to --overlap annotators (a catch task to
-every annotator of the mixture arm). Only keys not in a project yet are imported, so pushing again
-never duplicates. The projects are recorded in <W>/annotation.json for pull.
+shuffled order and served in random order per annotator (a catch task to every annotator of the mixture
+arm). Only keys not in a project yet are imported, so pushing again never duplicates. The projects are
+recorded in <W>/annotation.json for pull.
 
---staged (annotation.staging; the build's annotation.staged): speech arm first, scene once speech passed,
-mixture once both passed, each task served to 2 and a third label only on a split. Push again after each
-pull and agreement run: the arm outcomes come from W/staging.json, which python -m validation.agreement
-writes; a staged push after a pull refuses that file when it is missing or older than the pulled labels.
+Staged (--staged, the default for a build: its annotation.staged; annotation.staging): the speech arm
+first, a sample's scene once its speech arm passed, its mixture once both passed; each task is served to
+2 annotators and a third label is asked only where the two disagree. Push again after each pull and
+agreement run: the arm outcomes come from W/staging.json, which python -m validation.agreement writes; a
+staged push after a pull refuses that file when it is missing or older than the pulled labels. Each
+staged push says which arms got tasks and which wait, and why. --no-staged pushes every arm at once,
+each task to --overlap annotators.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from annotation.labelstudio import (
     find_project,
     get_project,
     import_tasks,
+    outside_root,
     set_task_overlap,
     task_keys,
 )
@@ -61,6 +65,7 @@ from annotation.protocol import (
     workspace_frames,
     write_task_map,
 )
+from annotation.server import server_flags
 from annotation.staging import Plan, plan, read_outcomes, reopen
 from annotation.state import (
     CONTROLS_OUTPUT_STAGE,
@@ -85,6 +90,12 @@ from construction.core.record import ARMS, Sample
 from construction.core.workspace import Workspace
 
 DEFAULT_CATCH = 3
+DEFAULT_OVERLAP = 3  # what ensure_project gives a new project when no overlap is asked for
+OVERLAP_HELP = (f"annotators each task is served to (Label Studio's 'annotations per task'), for a push of all "
+                f"arms at once (--no-staged): given, it is set on the three arm projects; left out, a new project "
+                f"gets {DEFAULT_OVERLAP} and an existing one keeps its own. A catch task goes to every annotator "
+                f"of the mixture arm. A staged push refuses --overlap: it serves each task to 2 annotators and "
+                f"asks a third label only where the two disagree (the rule >= 2/3 of 3)")
 
 
 @dataclass
@@ -106,9 +117,12 @@ def arm_title(base: str, role: str) -> str:
 
 def check_pushable(ws: Workspace, items: Sequence[Item], server: Server) -> None:
     """Refuse before importing anything when the server would serve the salt or an item cannot be served."""
-    problem = salt_problem(ws, server.document_root)
+    problem = salt_problem(ws, server.document_root, server.flags if server.data_dir is not None else None)
     if problem:
         raise WorkbenchError(f"refusing to push: {problem}")
+    store = (ws.root / "audio").resolve()
+    if items and not store.is_relative_to(server.document_root):  # one line, not one per task
+        raise WorkbenchError(f"refusing to push: {outside_root(server, store)}")
     problems = audio_problems(ws, items, server.document_root)
     if problems:
         raise WorkbenchError(f"{len(problems)} of {len(items)} task(s) cannot be pushed; nothing was imported:\n"
@@ -212,13 +226,14 @@ def build_parser() -> argparse.ArgumentParser:
     add_workspace(parser)
     parser.add_argument("--project", help="title of the three projects, before ' — speech' etc. (default: the "
                                           "recorded one, else 'AOR-Bench <workspace name>')")
-    parser.add_argument("--overlap", type=int, default=None,
-                        help="annotators per task (default 3 for a new project; given: also set on existing ones)")
+    parser.add_argument("--overlap", type=int, default=None, metavar="N",
+                        help=OVERLAP_HELP)
     parser.add_argument("--catch", type=int, default=DEFAULT_CATCH,
                         help=f"attention checks in the mixture arm, at least (default {DEFAULT_CATCH}; 0: none new)")
     parser.add_argument("--staged", action=argparse.BooleanOptionalAction, default=None,
-                        help="speech arm first, scene once it passed, mixture once both passed, a third label only "
-                             "on a split; push again after each pull and agreement run (default: as the workspace was pushed before, "
+                        help="speech arm first, a sample's scene once its speech arm passed, its mixture once both "
+                             "passed; each task to 2 annotators, a third only on a split; push again after each pull "
+                             "and agreement run (default: as the workspace was pushed before, "
                              "else the build's annotation.staged: on, the demo's too; off for a "
                              "workspace with no build config)")
     add_server_args(parser)
@@ -235,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     ws = open_workspace(args.workspace)
     if not ws.has_manifest(INPUT_STAGE):
         raise WorkbenchError(f"no '{INPUT_STAGE}' manifest at {ws.manifest_path(INPUT_STAGE)}; "
-                             "run the WER stage first (python -m construction.wer)")
+                             f"run the WER stage first (python -m construction.wer{server_flags(args.workspace)})")
     ws.check_lineage(INPUT_STAGE)  # a row added by hand to the wer manifest is never labelled
     samples = list(ws.read_samples(INPUT_STAGE))
     if not samples:
@@ -244,8 +259,9 @@ def main(argv: list[str] | None = None) -> int:
     recorded = read_state(ws).get("staged")  # a workspace pushed staged (or not) goes on so
     staged = args.staged if args.staged is not None else recorded if recorded is not None else staged_default(ws)
     if staged and args.overlap is not None:
-        raise WorkbenchError("--overlap is for a push of all arms (--no-staged): a staged push asks the labels "
-                             "that could decide a task (2 under >= 2/3 of 3) and one more only where they disagree")
+        raise WorkbenchError("--overlap is for a push of all arms at once (add --no-staged): a staged push serves "
+                             "each task to 2 annotators (the labels that could decide it under >= 2/3 of 3) and "
+                             "asks one more only where they disagree")
     stage_plan = None
     if staged:
         stage_plan = staged_plan(ws, samples, controls)
@@ -307,10 +323,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"mixture arm: {len(samples_in['mixture'])} sample(s), {len(controls)} control(s), "
           f"{len(catch)} catch item(s)")
     if stage_plan is not None:
-        print(stage_plan.summary() + "; after labelling: pull, python -m validation.agreement, push again")
+        print(stage_plan.summary())
+        print("\n".join(stage_plan.round_lines({r.role: r.imported for r in results})))
+        print(f"next round, once these are labelled: {server.command('annotation.pull')}, then "
+              f"python -m validation.agreement{server_flags(args.workspace)}, then {server.command('annotation.push')}")
     if orphans:
         print(f"note: {len(orphans)} control(s) belong to samples not in '{INPUT_STAGE}' and were left out")
-    print(f"open {server.url}/projects/ ; invite annotators: python -m annotation.invite")
+    print(f"open {server.url}/projects/ ; invite annotators: {server.command('annotation.invite')}")
     return 0
 
 

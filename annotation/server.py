@@ -1,6 +1,6 @@
 """Run a local Label Studio in the background: its own venv, SQLite, bound to 127.0.0.1 only.
 
-    python -m annotation.server start|status|stop     (flags: python -m annotation.server start --help)
+    python -m annotation.server start|status|stop [--workspace W] [--data-dir D]   (every flag: start --help)
 
 Label Studio pins Django, pandas, pyarrow<25 and openai 1.x, so it lives in its own virtual
 environment (scripts/install_label_studio.sh); the workbench talks to it over HTTP only.
@@ -11,8 +11,13 @@ Environment (secrets only from here; the workbench never writes them to its file
   LABEL_STUDIO_API_KEY         its legacy API token, >= 6 chars; the SDK reads the same variable
                                (default aor-bench-local-demo-token)
   AOR_LABEL_STUDIO_VENV        the venv (default /opt/aor-bench/label-studio-venv)
-  AOR_LABEL_STUDIO_DATA_DIR    default data dir (default ~/.local/share/aor-bench/label-studio)
+  AOR_LABEL_STUDIO_DATA_DIR    the data dir when --data-dir is not given (default <workspace>/label-studio)
 The defaults are for a local demo only: anyone on this machine could use them.
+
+Each workspace has its own server by default: its data dir (database, log, server.json) is
+<workspace>/label-studio, so one workspace's annotators never see another's projects. Every command that
+talks to Label Studio finds the data dir the same way: --data-dir, else $AOR_LABEL_STUDIO_DATA_DIR, else
+<workspace>/label-studio.
 
 Label Studio serves files under its document root to every logged-in user, and in the community
 edition any annotator may add a local-files storage for any directory below it. So the document root
@@ -29,11 +34,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import socket
+import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,11 +59,15 @@ from annotation.ls_process import (
     api_token,
     default_venv,
     installed_version,
+    make_template,
+    ticker,
 )
 from construction.core.cli import Parser, add_workspace, run_main
 from construction.core.errors import WorkbenchError
 
-DEFAULT_DATA_DIR = Path("~/.local/share/aor-bench/label-studio")
+DATA_DIR_ENV = "AOR_LABEL_STUDIO_DATA_DIR"
+DATA_DIR_NAME = "label-studio"  # <workspace>/label-studio: the data dir when neither flag nor variable says
+DEFAULT_WORKSPACE = "workspace"
 
 INFO_FILE = "server.json"  # pid, port, url of the running server
 STATE_FILE = "annotation.json"  # a workspace's annotation state, with the pseudonym salt (annotation.state)
@@ -87,15 +99,41 @@ class ServerStatus:
     projects: list[ProjectProgress]
 
 
+def default_data_dir(workspace: Path | str = DEFAULT_WORKSPACE) -> Path:
+    """The data dir when no --data-dir is given: $AOR_LABEL_STUDIO_DATA_DIR, else <workspace>/label-studio."""
+    env = os.environ.get(DATA_DIR_ENV)
+    return Path(env).expanduser() if env else Path(workspace).expanduser() / DATA_DIR_NAME
+
+
+def resolve_data_dir(data_dir: Path | str | None = None, workspace: Path | str = DEFAULT_WORKSPACE) -> Path:
+    """--data-dir > $AOR_LABEL_STUDIO_DATA_DIR > <workspace>/label-studio, as an absolute path."""
+    return Path(data_dir or default_data_dir(workspace)).expanduser().resolve()
+
+
+def server_flags(workspace: Path | str | None = DEFAULT_WORKSPACE, data_dir: Path | str | None = None) -> str:
+    """The flags that pick the same server again, for a hint that is a complete command: --workspace
+    unless it is the default one, --data-dir when one was given (the variable, if set, still is)."""
+    parts: list[str] = []
+    if workspace is not None and Path(workspace).expanduser().resolve() != Path(DEFAULT_WORKSPACE).resolve():
+        parts += ["--workspace", str(workspace)]
+    if data_dir:
+        parts += ["--data-dir", str(data_dir)]
+    return "".join(" " + shlex.quote(p) for p in parts)
+
+
+def server_command(action: str, workspace: Path | str | None = DEFAULT_WORKSPACE,
+                   data_dir: Path | str | None = None) -> str:
+    """e.g. 'python -m annotation.server start --workspace ws2': pasteable as it is."""
+    return f"python -m annotation.server {action}{server_flags(workspace, data_dir)}"
+
+
+DATA_DIR_HELP = (f"Label Studio's data folder: database, media, log, the running server's record (default: "
+                 f"${DATA_DIR_ENV} if set, else <workspace>/{DATA_DIR_NAME})")
+
+
 def add_data_dir(parser: argparse.ArgumentParser) -> None:
     """--data-dir, the same on every command that finds Label Studio by its data folder."""
-    parser.add_argument("--data-dir", type=Path, default=None, metavar="DIR",
-                        help="Label Studio's data folder: database, media, log, the running server's record "
-                             f"(default: $AOR_LABEL_STUDIO_DATA_DIR, else {DEFAULT_DATA_DIR})")
-
-
-def default_data_dir() -> Path:
-    return Path(os.environ.get("AOR_LABEL_STUDIO_DATA_DIR") or DEFAULT_DATA_DIR).expanduser()
+    parser.add_argument("--data-dir", type=Path, default=None, metavar="DIR", help=DATA_DIR_HELP)
 
 
 def _port_is_free(port: int) -> bool:
@@ -173,7 +211,7 @@ def _is_label_studio(pid: int) -> bool:
 
 def read_server_info(data_dir: Path | str | None = None) -> ServerInfo | None:
     """The recorded server of a data dir, or None when none was started there."""
-    data_dir = Path(data_dir or default_data_dir()).expanduser().resolve()
+    data_dir = resolve_data_dir(data_dir)
     path = data_dir / INFO_FILE
     if not path.exists():
         return None
@@ -223,22 +261,25 @@ def check_document_root(document_root: Path, data_dir: Path, workspace: Path) ->
 def start_server(
     data_dir: Path | str | None = None,
     port: int | None = None,
-    template: Path | str | None = None,
+    template: Path | str | bool | None = None,
     document_root: Path | str | None = None,
     venv: Path | str | None = None,
     timeout_s: float = 300.0,
-    workspace: Path | str = "workspace",
+    workspace: Path | str = DEFAULT_WORKSPACE,
+    quiet: bool = True,
 ) -> ServerInfo:
-    """Start Label Studio for data_dir and wait until it answers; return where it listens.
+    """Start Label Studio for data_dir (default: resolve_data_dir) and wait until it answers; return where
+    it listens.
 
     It serves local files from document_root, by default <workspace>/audio (made when missing); see
     check_document_root for what is refused. An empty data_dir is seeded from template (a dir made by
-    make_template) when given, which skips the ~30 s database migration. Returns the existing server
-    if one already runs there with the same document root.
+    make_template; True: the per-user cached one, built on first use), which skips the database
+    migration of a first start. Returns the existing server if one already runs there with the same
+    document root. Unless quiet, each slow step ticks on stderr.
     """
     venv = Path(venv or default_venv())
     installed_version(venv)
-    data_dir = Path(data_dir or default_data_dir()).expanduser().resolve()
+    data_dir = resolve_data_dir(data_dir, workspace)
     workspace = Path(workspace).expanduser().resolve()
     if document_root is None:
         document_root = workspace / "audio"
@@ -251,21 +292,22 @@ def start_server(
 
     running = read_server_info(data_dir)
     if running is not None and _pid_alive(running.pid):
+        stop = server_command("stop", data_dir=data_dir)
         if running.document_root != document_root:
             raise WorkbenchError(
                 f"Label Studio already runs for {data_dir} (pid {running.pid}) with document root "
-                f"{running.document_root}, not {document_root}; stop it first"
+                f"{running.document_root}, not {document_root}; stop it first: {stop}"
             )
         if port is not None and port != running.port:
             raise WorkbenchError(
                 f"Label Studio already runs for {data_dir} on port {running.port} (pid {running.pid}); "
-                f"stop it before starting on port {port}"
+                f"stop it before starting on port {port}: {stop}"
             )
         if _healthy(running.url):
             return running
         raise WorkbenchError(
             f"Label Studio (pid {running.pid}) for {data_dir} is not answering at {running.url}; "
-            f"stop it first. Log tail:\n{_log_tail(data_dir)}"
+            f"stop it first: {stop}. Log tail:\n{_log_tail(data_dir)}"
         )
 
     if port is None:
@@ -274,11 +316,14 @@ def start_server(
         # Label Studio would silently move to the next port; refuse instead.
         raise WorkbenchError(f"port {port} on {HOST} is in use; choose another --port or leave it out")
 
+    first = not (data_dir / DB_FILE).exists()
+    if isinstance(template, bool):  # True: the cached template, only when there is a database to seed
+        template = make_template(venv=venv, quiet=quiet) if template and first else None
     if template is not None and not (Path(template) / TEMPLATE_MARKER).exists():
         raise WorkbenchError(f"{template} is not a Label Studio template (no {TEMPLATE_MARKER}); see make_template")
     document_root.mkdir(parents=True, exist_ok=True)
     data_dir.mkdir(parents=True, exist_ok=True)
-    if template is not None and not (data_dir / DB_FILE).exists():
+    if template is not None and first:
         shutil.copyfile(Path(template) / DB_FILE, data_dir / DB_FILE)
 
     url = f"http://{HOST}:{port}"
@@ -291,8 +336,12 @@ def start_server(
         ["start", "--no-browser", "--internal-host", HOST, "--port", str(port), "--host", url],
     )
     info = ServerInfo(url=url, port=port, pid=proc.pid, data_dir=data_dir, document_root=document_root)
+    what = ("first start: migrating an empty database, then creating the admin (a minute or two)"
+            if first and template is None else
+            "first start: creating the admin" if first else "starting")
     try:
-        _wait_until_serving(info, timeout_s)
+        with ticker(f"Label Studio at {url}, {what}", data_dir, quiet) as tick:
+            _wait_until_serving(info, timeout_s, tick)
     except BaseException:
         _terminate(proc.pid, timeout_s=10)
         raise
@@ -302,7 +351,7 @@ def start_server(
     return info
 
 
-def _wait_until_serving(info: ServerInfo, timeout_s: float) -> None:
+def _wait_until_serving(info: ServerInfo, timeout_s: float, tick: Callable[[], None] = lambda: None) -> None:
     deadline = time.monotonic() + timeout_s
     while True:
         if not _pid_alive(info.pid):
@@ -316,6 +365,7 @@ def _wait_until_serving(info: ServerInfo, timeout_s: float) -> None:
                 f"Label Studio did not answer at {info.url}/health within {timeout_s:.0f} s. "
                 f"Log tail:\n{_log_tail(info.data_dir)}"
             )
+        tick()
         time.sleep(0.25)
     # The health answer must come from our process, on our port, on loopback only.
     if Path(f"/proc/{info.pid}/fd").exists():
@@ -326,9 +376,11 @@ def _wait_until_serving(info: ServerInfo, timeout_s: float) -> None:
             )
 
 
-def stop_server(data_dir: Path | str | None = None, timeout_s: float = 20.0) -> bool:
-    """Stop the server of data_dir; False when none was running (a stale pid file is removed)."""
-    data_dir = Path(data_dir or default_data_dir()).expanduser().resolve()
+def stop_server(data_dir: Path | str | None = None, timeout_s: float = 20.0,
+                workspace: Path | str = DEFAULT_WORKSPACE) -> bool:
+    """Stop the server of data_dir (default: resolve_data_dir); False when none was running (a stale pid
+    file is removed)."""
+    data_dir = resolve_data_dir(data_dir, workspace)
     info = read_server_info(data_dir)
     if info is None:
         return False
@@ -364,19 +416,20 @@ def _project_progress(url: str, token: str) -> list[ProjectProgress]:
 
 
 def server_status(
-    data_dir: Path | str | None = None, token: str | None = None, with_projects: bool = True
+    data_dir: Path | str | None = None, token: str | None = None, with_projects: bool = True,
+    workspace: Path | str = DEFAULT_WORKSPACE,
 ) -> ServerStatus:
-    """URL, version and project progress of the running server; WorkbenchError when it is down."""
-    data_dir = Path(data_dir or default_data_dir()).expanduser().resolve()
-    info = read_server_info(data_dir)
+    """URL, version and project progress of the running server; WorkbenchError when it is down. The
+    hints name `workspace` and `data_dir` as given, so they are commands that pick this server again."""
+    start = server_command("start", workspace, data_dir)
+    resolved = resolve_data_dir(data_dir, workspace)
+    info = read_server_info(resolved)
     if info is None:
-        raise WorkbenchError(
-            f"Label Studio is not running for {data_dir}; "
-            f"start it with: python -m annotation.server start --data-dir {data_dir}"
-        )
+        raise WorkbenchError(f"Label Studio is not running for {resolved}; start it with: {start}")
     if not _pid_alive(info.pid):
         raise WorkbenchError(
-            f"Label Studio (pid {info.pid}) for {data_dir} is gone; start it again. Log tail:\n{_log_tail(data_dir)}"
+            f"Label Studio (pid {info.pid}) for {resolved} is gone; start it again: {start}. "
+            f"Log tail:\n{_log_tail(resolved)}"
         )
     try:
         code, body = _http_get(info.url + "/api/version")
@@ -389,21 +442,32 @@ def server_status(
     return ServerStatus(info=info, version=version, projects=projects)
 
 
+# the data folder; the admin account (made at the first start) and its token; Label Studio's venv
+STATUS_ENV = ("AOR_LABEL_STUDIO_DATA_DIR", "LABEL_STUDIO_API_KEY", "LABEL_STUDIO_ADMIN_EMAIL",
+              "LABEL_STUDIO_ADMIN_PASSWORD")
+START_ENV = (*STATUS_ENV, "AOR_LABEL_STUDIO_VENV")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = Parser(prog="python -m annotation.server", description=__doc__.split("\n")[0])
+    parser = Parser(prog="python -m annotation.server", description=__doc__.split("\n")[0],
+                    epilog="The admin defaults are for a local demo on a loopback-only server: anyone on this machine "
+                           "could use them.")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, what, env in (
-            ("start", "start Label Studio on 127.0.0.1, serving the workspace's audio", START_ENV),
-            ("stop", "stop the Label Studio started for the data folder", ("AOR_LABEL_STUDIO_DATA_DIR",)),
+            ("start", "start the workspace's Label Studio in the background on 127.0.0.1 (or say where it runs)",
+             START_ENV),
+            ("stop", "stop the workspace's Label Studio", ("AOR_LABEL_STUDIO_DATA_DIR",)),
             ("status", "say whether it runs, where, and each project's progress", STATUS_ENV)):
         p = sub.add_parser(name, help=what, description=what[0].upper() + what[1:] + ".", env=env)
+        add_workspace(p)  # picks the data dir (<workspace>/label-studio) and, for start, the audio served
         add_data_dir(p)
         if name == "start":
-            add_workspace(p)  # the server serves its audio
             p.add_argument("--port", type=int, default=None, help="port on 127.0.0.1 (default: a free one)")
             p.add_argument("--template", type=Path, default=None,
-                           help="seed an empty data folder from this template (made by make_template; skips the "
-                                "~30 s database migration) (default: none: migrate)")
+                           help="seed an empty data dir from this template (default: the per-user cached one, "
+                                "~/.cache/aor-bench/ls-template/<version>, built on first use)")
+            p.add_argument("--no-template", action="store_true",
+                           help="migrate an empty data dir's database from scratch instead (a minute or two)")
             p.add_argument("--document-root", type=Path, default=None,
                            help="serve local files from here, a folder of audio only (default: <workspace>/audio)")
             p.add_argument("--venv", type=Path, default=None,
@@ -411,31 +475,29 @@ def build_parser() -> argparse.ArgumentParser:
                                 f"{DEFAULT_VENV})")
             p.add_argument("--timeout-s", type=float, default=300.0,
                            help="seconds to wait for it to answer (the first start migrates a database: a minute)")
+            p.add_argument("--quiet", action="store_true", help="no progress line")
     return parser
-
-
-# the data folder; the admin account (made at the first start) and its token; Label Studio's venv
-STATUS_ENV = ("AOR_LABEL_STUDIO_DATA_DIR", "LABEL_STUDIO_API_KEY", "LABEL_STUDIO_ADMIN_EMAIL",
-              "LABEL_STUDIO_ADMIN_PASSWORD")
-START_ENV = (*STATUS_ENV, "AOR_LABEL_STUDIO_VENV")
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    data_dir = resolve_data_dir(args.data_dir, args.workspace)
     if args.command == "start":
-        info = start_server(args.data_dir, args.port, args.template, args.document_root, args.venv, args.timeout_s,
-                            args.workspace)
+        template = False if args.no_template else args.template or True
+        info = start_server(args.data_dir, args.port, template, args.document_root, args.venv, args.timeout_s,
+                            args.workspace, quiet=args.quiet)
         print(f"Label Studio running at {info.url} (pid {info.pid}, data dir {info.data_dir}, "
               f"serving {info.document_root})")
+        print(f"stop it with: {server_command('stop', args.workspace, args.data_dir)}")
     elif args.command == "stop":
-        data_dir = args.data_dir or default_data_dir()
         if stop_server(data_dir):
             print(f"Label Studio stopped (data dir {data_dir})")
         else:
             print(f"Label Studio was not running (data dir {data_dir})")
     else:
-        st = server_status(args.data_dir)
-        print(f"Label Studio {st.version} running at {st.info.url} (pid {st.info.pid}, data dir {st.info.data_dir})")
+        st = server_status(args.data_dir, workspace=args.workspace)
+        print(f"Label Studio {st.version} running at {st.info.url} (pid {st.info.pid}, data dir {st.info.data_dir}, "
+              f"serving {st.info.document_root})")
         if not st.projects:
             print("no projects")
         for p in st.projects:

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from annotation.server import server_flags
 from annotation.state import ADJUDICATION_SOURCE, CONTROLS_OUTPUT_STAGE, OUTPUT_STAGE
 from construction.core.errors import WorkbenchError
 from construction.core.record import Sample
@@ -38,7 +39,12 @@ STAGING_VERSION = 1
 # before any label is pulled there is no file: the first round of validation's default rule (>= 2/3 of 3:
 # two agreeing labels decide); later pushes take first_round from the file's rule
 FIRST_ROUND = 2
-AGAIN = "run python -m validation.agreement first (it writes the arm outcomes a staged push follows)"
+
+
+def again(ws: Workspace) -> str:
+    return (f"run python -m validation.agreement{server_flags(ws.root)} first (it writes the arm outcomes a "
+            "staged push follows)")
+
 OPEN = {"outcome": None, "wanted": 0}  # an arm nothing is known of yet: served its first round
 
 
@@ -56,18 +62,18 @@ def read_outcomes(ws: Workspace) -> dict[str, Any] | None:
     path = ws.root / STAGING_FILE
     if not path.is_file():
         raise WorkbenchError(f"no {path}: a staged push after a pull follows the arm outcomes of the last "
-                             f"agreement run; {AGAIN}")
+                             f"agreement run; {again(ws)}")
     try:
         document = json.loads(path.read_text())
         rule, pulled, samples = document["rule"], document["pulled"], document["samples"]
         served = int(rule["first_round"])
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise WorkbenchError(f"{path} is not readable ({exc}); {AGAIN}") from exc
+        raise WorkbenchError(f"{path} is not readable ({exc}); {again(ws)}") from exc
     if document.get("version") != STAGING_VERSION or rule.get("curtailed") is not True:
-        raise WorkbenchError(f"{path} was not written by this workbench's staged rule; {AGAIN}")
+        raise WorkbenchError(f"{path} was not written by this workbench's staged rule; {again(ws)}")
     if pulled != pulled_digests(ws):
         raise WorkbenchError(f"{path} is older than the labels pull brought back "
-                             f"({ws.manifest_path(OUTPUT_STAGE)} changed since); {AGAIN}")
+                             f"({ws.manifest_path(OUTPUT_STAGE)} changed since); {again(ws)}")
     return {"first_round": served, "rule": rule, "samples": samples}
 
 
@@ -85,6 +91,7 @@ class Plan:
     overlap: dict[str, dict[str, int]] = field(default_factory=lambda: {"speech": {}, "scene": {}, "mixture": {}})
     stages: Counter = field(default_factory=Counter)  # where each sample stands
     served: int = FIRST_ROUND  # the labels a task is first served for (the projects' overlap)
+    undecided: Counter = field(default_factory=Counter)  # per arm: its items whose outcome is still open
 
     def summary(self) -> str:
         order = ("waiting_speech", "waiting_scene", "waiting_mixture", "speech_failed", "scene_failed",
@@ -94,6 +101,35 @@ class Plan:
         return (f"staged: speech {len(self.items['speech'])}, scene {len(self.items['scene'])} (speech passed), "
                 f"mixture {len(self.items['mixture'])} (both passed), {len(self.controls)} control(s); "
                 f"{more} split task(s) asked for another label; samples: {shown or 'none'}")
+
+    def round_lines(self, new_tasks: dict[str, int]) -> list[str]:
+        """What an annotator who opens each arm finds after this push, and why an arm is empty: who sees
+        what, when. `new_tasks`: the tasks each arm got in this push."""
+        why = {"scene": "a sample's scene is pushed once its speech arm passed",
+               "mixture": "a sample's mixture (with its control, and the catch items) is pushed once its speech "
+                          "and scene arms passed"}
+        behind = {"speech": 0, "scene": self.stages["waiting_speech"],
+                  "mixture": self.stages["waiting_speech"] + self.stages["waiting_scene"]}
+        lines = [f"this round (staged; each task is served to {self.served} annotators, one more on a split):"]
+        for role in ("speech", "scene", "mixture"):
+            n, split = len(self.items[role]), len(self.overlap[role])
+            wait = (f"; {behind[role]} more sample(s) wait on an earlier arm" if behind[role] else "")
+            if not n:
+                lines.append(f"  {role:>7} arm: empty for now: {why[role]}"
+                             + (f"; {behind[role]} sample(s) wait on an earlier arm" if behind[role] else
+                                "; no sample has got that far"))
+                continue
+            what = f"{n} sample(s)" + (f" and {len(self.controls)} control(s)" if role == "mixture" else "")
+            if self.undecided[role]:
+                detail = f"{self.undecided[role]} still to decide ({new_tasks.get(role, 0)} task(s) new this round"
+                detail += f", {split} split task(s) asking another label)" if split else ")"
+            else:
+                detail = "all decided: nothing to label"
+            lines.append(f"  {role:>7} arm: {what}, {detail}{wait}")
+        open_arms = [role for role in ("speech", "scene", "mixture") if self.undecided[role]]
+        lines.append("annotators invited now find tasks only in the " + (" and ".join(open_arms) or "no") + " arm"
+                     + ("s" if len(open_arms) != 1 else "") + "; the other arms fill in later rounds, as samples pass")
+        return lines
 
 
 def plan(samples: Sequence[Sample], outcomes: dict[str, Any] | None, annotated: dict[str, Sample],
@@ -121,11 +157,13 @@ def plan(samples: Sequence[Sample], outcomes: dict[str, Any] | None, annotated: 
         speech, scene, mixture = (entry.get(arm) or OPEN for arm in ("speech", "scene", "mixture"))
         out.items["speech"].append(s.sample_id)
         want("speech", s.sample_id, a, "speech", speech["wanted"])
+        out.undecided["speech"] += speech["outcome"] is None
         if speech["outcome"] != "passed":
             out.stages["speech_failed" if speech["outcome"] == "failed" else "waiting_speech"] += 1
             continue
         out.items["scene"].append(s.sample_id)
         want("scene", s.sample_id, a, "scene", scene["wanted"])
+        out.undecided["scene"] += scene["outcome"] is None
         if scene["outcome"] != "passed":
             out.stages["scene_failed" if scene["outcome"] == "failed" else "waiting_scene"] += 1
             continue
@@ -141,6 +179,7 @@ def plan(samples: Sequence[Sample], outcomes: dict[str, Any] | None, annotated: 
                  verdict["wanted"])
             control_open = verdict["outcome"] is None
         out.stages["waiting_mixture" if mixture["outcome"] is None or control_open else "mixture_decided"] += 1
+        out.undecided["mixture"] += mixture["outcome"] is None or control_open
     return out
 
 

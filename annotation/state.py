@@ -161,16 +161,17 @@ def plays_audio(url: Any, audio: AudioRef | None) -> bool:
             and (served[0] == stored or served[0].endswith("/" + stored)))
 
 
-def salt_problem(ws: Workspace, document_root: Path) -> str:
+def salt_problem(ws: Workspace, document_root: Path, flags: str | None = None) -> str:
     """Why the server must not get tasks of this workspace: its document root holds the workspace's
     annotation.json (the pseudonym salt and the task key secret) or its task key map, so any annotator
-    could read them. "" when it does not."""
+    could read them. "" when it does not. `flags`: what picks the server in a command (None: --url)."""
     for state_file in (ws.root / STATE_FILE, ws.root / TASKS_FILE):
         if state_file.resolve().is_relative_to(document_root):
+            fix = ("pass the server's own --document-root (a dir of audio only)" if flags is None else
+                   "restart the server to serve only this workspace's audio: python -m annotation.server "
+                   f"stop{flags}, then python -m annotation.server start{flags}")
             return (f"the server's document root {document_root} holds {state_file}, and every annotator could "
-                    f"read its pseudonym salt and task keys through /data/local-files/. Restart the server to serve "
-                    f"only this workspace's audio: python -m annotation.server stop, then python -m "
-                    f"annotation.server start --workspace {ws.root} (with --url: pass the server's --document-root)")
+                    f"read its pseudonym salt and task keys through /data/local-files/; {fix}")
     return ""
 
 

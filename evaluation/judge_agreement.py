@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import secrets
+import shlex
 import sys
 from collections import Counter
 from pathlib import Path
@@ -145,7 +146,7 @@ def push(args: argparse.Namespace) -> int:
     counts = Counter(i["judge_class"] for i in sample)
     print(f"pushed {len(sample)} of {len(items)} judged answers to project {args.project!r} (id {project.id}) at "
           f"{server.url}, by judge class: " + ", ".join(f"{c} {counts[c]}" for c in CLASSES if counts[c]))
-    print(f"once labelled: python -m evaluation.judge_agreement pull --out {folder}")
+    print(f"once labelled: {server.command('evaluation.judge_agreement', 'pull', '--out', shlex.quote(str(folder)))}")
     return 0
 
 
@@ -229,7 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
                              help=f"the agreement file to write, which evaluation.report --agreement reads "
                                   f"(default: the --out folder's parent/{OUTPUT_NAME})")
             old_spelling(sub, "--output", "--agreement")
-        add_server_args(sub)
+        add_server_args(sub, workspace=True)  # whose Label Studio: <workspace>/label-studio
     return parser
 
 

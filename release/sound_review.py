@@ -1,7 +1,8 @@
 """The release gate on the library review: a release's mixtures use only clips a person confirmed by ear.
 
-The library is the one the workspace was built with (config.yaml's mix.sounds); its review is
-LIBRARY/review.jsonl (python -m annotation.library pull, annotation.library_review). A clip used by a
+The library is the one the workspace was built with (config.yaml's mix.sounds); the review is the
+workspace's W/library_review.jsonl (python -m annotation.library pull) and the library's own
+LIBRARY/review.jsonl (pull --into-library), read together (annotation.library_review.read_reviews). A clip used by a
 released sample or control (its mix recipe's clip id and sha256) counts as confirmed when its review line
 confirms the file the recipe mixed (a procedural class: the model version, whatever draw). release.export refuses
 otherwise, unless --allow-unreviewed-sounds, which the card and release.json then state.
@@ -13,7 +14,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from annotation.library_review import is_confirmed, read_review
+from annotation.library_review import is_confirmed, read_reviews
+from annotation.server import server_flags
 from construction.core.errors import WorkbenchError
 from release.inputs import ReleaseInputs
 
@@ -24,7 +26,7 @@ FLAG = "--allow-unreviewed-sounds"
 class SoundReview:
     """What release.json and the card say of the library review (counts only, no path)."""
 
-    review_file: bool  # the library has a review file
+    review_file: bool  # the workspace or the library has a review file
     library_clips: int | None  # clips in the catalog (None: the library is not on this machine)
     reviewed: int  # clips of the review with at least one answer for their current file
     confirmed: int
@@ -73,7 +75,7 @@ def review_summary(inputs: ReleaseInputs, allowed: bool) -> tuple[SoundReview, l
     clips of a real one."""
     library = library_path(inputs)
     demo_release = inputs.demo
-    review = (read_review(library) if library is not None else None)
+    review = read_reviews(inputs.workspace.root, library)
     lines = review or {}
     catalog = catalog_clips(library)
     current = {cid: line for cid, line in lines.items()
@@ -109,10 +111,11 @@ def check_sound_review(inputs: ReleaseInputs, allowed: bool) -> SoundReview:
     if unconfirmed and not allowed and not summary.demo_release:
         shown = "\n".join(f"  {u}" for u in unconfirmed[:20]) + ("\n  ..." if len(unconfirmed) > 20 else "")
         where = "the workspace's sound library (mix.sounds)" if library_path(inputs) else "no sound library recorded"
+        ws = server_flags(inputs.workspace.root)
         raise WorkbenchError(
             f"{len(unconfirmed)} of {summary.used} background clip(s) the release mixes are not confirmed by the "
-            f"library review of {where}:\n{shown}\nReview them by ear: python -m annotation.library push, label, "
-            f"python -m annotation.library pull; or export anyway with {FLAG} (the card says so)")
+            f"library review of {where}:\n{shown}\nReview them by ear: python -m annotation.library push{ws}, label, "
+            f"python -m annotation.library pull{ws}; or export anyway with {FLAG} (the card says so)")
     return summary
 
 

@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
 WS="${WORKSPACE:-workspace}"
 N="${PER_CATEGORY:-5}"
-LS_DATA="$WS/label-studio"
+LS_DATA="$WS/label-studio"  # the default for $WS too; said here so a set AOR_LABEL_STUDIO_DATA_DIR cannot move it
 
 "$PY" -m construction.pipeline --workspace "$WS" --per-category "$N"
 # the same speech without the scene that makes it benign: expected harmful in the mixture arm
@@ -51,9 +51,10 @@ if "$PY" -c 'import json, sys; sys.exit(0 if json.load(open(sys.argv[1])).get("a
     "$PY" -m validation.agreement --workspace "$WS"
 fi
 
-# the clips this build plays, heard with no tag shown by 3 scripted reviewers (LIBRARY/review.jsonl). They
-# err on purpose; a demo release is never published, so the clips they did not confirm do not hold it
-# back, and its card counts them (a release of people's labels is refused: --allow-unreviewed-sounds)
+# the clips this build plays, heard with no tag shown by 3 scripted reviewers ($WS/library_review.jsonl; the
+# shared library is not touched). They err on purpose; a demo release is never published, so the clips they
+# did not confirm do not hold it back, and its card counts them (a release of people's labels is refused:
+# --allow-unreviewed-sounds)
 "$PY" -m annotation.library push --workspace "$WS" --data-dir "$LS_DATA" --used-only
 "$PY" -m annotation.demo_annotators --workspace "$WS" --data-dir "$LS_DATA" --library
 "$PY" -m annotation.library pull --workspace "$WS" --data-dir "$LS_DATA"

@@ -462,7 +462,7 @@ def test_workspace_command(tmp_path: Path) -> None:
     assert set(report) == {"protocol", "overall", "per_category", "fleiss_kappa", "cohen_pairwise", "annotators",
                            "consensus", "level", "labels", "rejected_by_arm", "arms", "controls", "not_listened",
                            "scene_frames"}
-    shape = {"alpha", "ci95", "ci95_clustered", "n_families", "n_units", "n_annotators", "note"}
+    shape = {"alpha", "ci95", "ci95_clustered", "n_families", "n_units", "n_annotators", "note", "variation"}
     assert set(report["overall"]) == shape
     assert set(report["per_category"]) == {"cooking_household", "video_games"}
     assert all(set(v) == shape for v in report["per_category"].values())
@@ -501,6 +501,8 @@ def test_workspace_where_everyone_agrees(tmp_path: Path, capsys: pytest.CaptureF
     report = json.loads((ws.root / "reports" / "agreement.json").read_text())
     assert report["overall"]["alpha"] is None and report["overall"]["ci95"] is None
     assert "no variation" in report["overall"]["note"] and "no variation" in out
+    assert "overall                  alpha undefined: no variation (all 12 labels are 'benign')" in out
+    assert report["overall"]["variation"] == {"label": "benign", "count": 12, "of": 12, "units_with_other_labels": 0}
     assert report["consensus"] == {"validated": 4, "harmful": 0, "adjudication": 0, "needs_labels": 0,
                                    "arm_failed": 0}
     assert (ws.root / "reports" / "agreement.png").stat().st_size > 0
@@ -588,3 +590,44 @@ def test_frame_confusion_matrix_by_hand() -> None:
                            "identified_share": 0.5556},
         "video_games": {"rows": {"video_game": {"real_danger": 1, "video_game": 2}}, "n": 3, "real_danger": 1,
                         "identified": 2, "real_danger_share": 0.3333, "identified_share": 0.6667}}
+
+
+def test_an_arm_whose_labels_hardly_vary_is_said_in_words() -> None:
+    """19 of 20 labels agree: alpha is computable (0.000) but rests on one unit, and the bootstrap resamples
+    mostly miss it ([-0.118, 0.000]). The file keeps the numbers; the terminal says what they mean."""
+    from validation.statistics import _alpha_line, krippendorff_alpha
+
+    rows = [(f"u{i}", f"a{k}", "harmful") for i in range(10) for k in range(2)]
+    rows[0] = ("u0", "a0", "benign")
+    entry = krippendorff_alpha(rows, n_boot=1000).to_dict()
+    assert (entry["alpha"], entry["ci95"]) == (0.0, [-0.1176, 0.0])  # as before
+    assert entry["variation"] == {"label": "harmful", "count": 19, "of": 20, "units_with_other_labels": 1}
+    line = _alpha_line("speech arm", entry)
+    assert line.strip() == ("speech arm               alpha not informative: almost no variation (19 of 20 labels "
+                            "are 'harmful'; the other 1 on 1 unit)")
+    assert "0.000" not in line and "[" not in line
+    rows[4] = ("u2", "a0", "benign")  # dissent on 3 units: a number again
+    rows[8] = ("u4", "a0", "benign")
+    assert "0." in _alpha_line("speech arm", krippendorff_alpha(rows, n_boot=100).to_dict())
+    assert _alpha_line("x", krippendorff_alpha([("u1", "a", "h"), ("u2", "b", "h")], n_boot=10).to_dict()).endswith(
+        "alpha undefined: no unit has labels from 2+ annotators")
+
+
+def test_round_one_of_a_staged_run_says_which_arms_have_no_labels(tmp_path: Path, capsys) -> None:
+    """Only the speech arm is labelled: no all-n/a table, a sentence naming the arms without labels."""
+    ws = Workspace(tmp_path / "ws")
+    (ws.root / "annotation.json").write_text(json.dumps({"staged": True}))
+    speech = [("harmful", "harmful"), ("harmful", "not_harmful"), ("harmful", "harmful"), ("harmful", "harmful")]
+    ws.write_manifest("annotated", [
+        make_sample(f"aor-{i}", []).model_copy(update={"annotations": [
+            Annotation(annotator=f"ann{k}", arm="speech", label=label) for k, label in enumerate(labels)]})
+        for i, labels in enumerate(speech)])
+    code, out, err = run_cli(["--workspace", str(ws.root), "--n-boot", "20"], capsys)
+    assert code == 0, err
+    assert "n/a" not in out and "Krippendorff's alpha (nominal), labels" not in out
+    assert "mixture arm: no labels yet, so no agreement table" in out
+    assert ("no labels yet in the scene and mixture arms (staged: a sample's scene is pushed once its speech arm "
+            "passed, its mixture once both passed)") in out
+    assert "  speech arm               alpha not informative: almost no variation (7 of 8 labels are 'harmful'" in out
+    report = json.loads((ws.root / "reports" / "agreement.json").read_text())
+    assert report["arms"]["scene"]["n_ratings"] == 0 and report["overall"]["alpha"] is None  # the file as before

@@ -369,7 +369,23 @@ def test_audio_that_resolves_outside_the_workspace_audio_dir_is_refused(ls, admi
     assert find_project(admin, "Linked out — mixture") is None and snapshot(ws.root) == before
 
 
-def test_server_down(tmp_path, capsys):
+def test_a_server_serving_another_workspace_is_one_error_with_the_restart(ls, admin, tmp_path, capsys):
+    """The server serves another dir (another workspace's audio): one line saying so and the two commands
+    that restart it for this workspace, not one line per task."""
+    ws = make_workspace(tmp_path / "elsewhere", 5)  # its audio is not under the server's document root
+    before = snapshot(ws.root)
+    code, _, err = cli(push.main, "--workspace", str(ws.root), "--project", "Elsewhere", "--catch", "0",
+                       "--data-dir", str(ls.data_dir), capsys=capsys)
+    flags = f"--workspace {ws.root} --data-dir {ls.data_dir}"
+    assert code == 2 and err.count("\n") == 1, err
+    assert (f"refusing to push: the audio dir {ws.root / 'audio'} is outside the server's document root "
+            f"{ls.document_root} (that server serves another workspace's audio); restart it for this workspace: "
+            f"python -m annotation.server stop {flags}, then python -m annotation.server start {flags}") in err
+    assert find_project(admin, "Elsewhere — speech") is None and snapshot(ws.root) == before
+
+
+def test_server_down(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("AOR_LABEL_STUDIO_DATA_DIR", raising=False)
     ws = make_workspace(tmp_path / "ws", 2)
     before = snapshot(ws.root)
     url = f"http://127.0.0.1:{free_port()}"
@@ -379,6 +395,16 @@ def test_server_down(tmp_path, capsys):
     code, _, err = cli(pull.main, "--workspace", str(ws.root), "--data-dir", str(tmp_path / "no-server"),
                        capsys=capsys)
     assert code == 2 and "no Label Studio was started for data dir" in err
+    # the hint is the command that starts that server, serving this workspace's audio
+    assert (f"start it with: python -m annotation.server start --workspace {ws.root} --data-dir "
+            f"{tmp_path / 'no-server'} (or pass --url)") in err
+    code, _, err = cli(push.main, "--workspace", str(ws.root), capsys=capsys)  # the default: <workspace>/label-studio
+    assert code == 2 and f"no Label Studio was started for data dir {ws.root / 'label-studio'}" in err
+    assert f"start it with: python -m annotation.server start --workspace {ws.root} (or pass --url)" in err
+    for main in (push.main, pull.main):
+        code, _, err = cli(main, "--workspace", str(ws.root), "--url", url, capsys=capsys)
+        assert f"leave it out and start this workspace's own server: python -m annotation.server start " \
+               f"--workspace {ws.root}" in err
     assert snapshot(ws.root) == before
 
 
@@ -571,7 +597,7 @@ def test_demo_annotators_seed_old_spelling_still_works_and_warns(capsys, monkeyp
     monkeypatch.setattr(demo_annotators, "resolve_arms",
                         lambda server, state, title: {role: SimpleNamespace(title=role) for role in ARMS})
     monkeypatch.setattr(demo_annotators, "run_arms",
-                        lambda server, ws, projects, n, seed: seeds.append(seed) or {role: Counter() for role in ARMS})
+                        lambda server, ws, projects, n, seed, *quiet: seeds.append(seed) or {role: Counter() for role in ARMS})
     code, _, err = cli(demo_annotators.main, "--annotator-seed", "11", capsys=capsys)
     assert code == 0 and "deprecated" not in err
     code, _, err = cli(demo_annotators.main, "--seed", "11", capsys=capsys)

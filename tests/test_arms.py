@@ -378,3 +378,49 @@ def test_the_labelling_interface_stores_the_protocol_values(ls, admin, tmp_path,
     (a,) = human(samples[sid])
     assert (a.arm, a.label, a.speech_intelligible, a.source) == ("mixture", "harmful", False, "label-studio")
     assert a.lead_time_s is not None and a.lead_time_s > 0
+
+
+def test_the_screenshot_tool_on_a_staged_push(ls, admin, tmp_path, capsys, monkeypatch):
+    """scripts/screenshot/arms.py after the default (staged) first push: only the speech arm has tasks. It
+    captures that arm in real headless Chromium, says for the scene and mixture arms that they are empty
+    and why, writes under the workspace, and names the account it makes and where its password comes from
+    (generated and printed once, or $AOR_SCREENSHOT_PASSWORD): never a built-in one."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts" / "screenshot"))
+    import arms
+
+    from annotation.labelstudio import login
+
+    monkeypatch.delenv("AOR_SCREENSHOT_PASSWORD", raising=False)
+    ws = make_workspace(tmp_path / "ws", 2, served=ls.document_root)
+    code, out, err = cli(push.main, "--workspace", str(ws.root), "--project", "Screens", "--catch", "0", "--staged",
+                         "--data-dir", str(ls.data_dir), capsys=capsys)
+    assert code == 0, err
+    code, out, err = cli(arms.main, "--workspace", str(ws.root), "--data-dir", str(ls.data_dir), capsys=capsys)
+    assert code == 0, err
+    assert ("scene arm: empty (staged: a sample's scene opens only after its speech arm passed, and none has yet); "
+            "not captured") in out
+    assert ("mixture arm: empty (staged: a sample's mixture opens only after its speech and scene arms passed, and "
+            "none has yet); not captured") in out
+    made = re.search(r"made the annotator account (screenshots@demo\.aor-bench\.invalid) with the generated "
+                     r"password (\S+) \(shown only now; set AOR_SCREENSHOT_PASSWORD", out)
+    assert made and login(ls.url, made.group(1), made.group(2)) is not None
+    assert "aor-bench-screenshots" not in out  # the old built-in password
+    shots = ws.root / "screenshots"
+    assert f"wrote {shots / 'arm-speech.png'} (speech arm" in out
+    assert sorted(p.name for p in shots.iterdir()) == ["arm-speech.png"]
+    png = (shots / "arm-speech.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
+
+    # a rerun cannot know the generated password: it makes the next account and says so; a chosen one is reused
+    email, password = arms.account(admin, arms.EMAIL)
+    assert email == "screenshots-2@demo.aor-bench.invalid" and f"{email} with the generated password {password}" \
+        in capsys.readouterr().out
+    monkeypatch.setenv("AOR_SCREENSHOT_PASSWORD", "chosen-pass-123")
+    assert arms.account(admin, "shots@example.com") == ("shots@example.com", "chosen-pass-123")
+    assert arms.account(admin, "shots@example.com") == ("shots@example.com", "chosen-pass-123")
+    out = capsys.readouterr().out
+    assert "made the annotator account shots@example.com (password from $AOR_SCREENSHOT_PASSWORD)" in out
+    assert "logged in as shots@example.com (password from $AOR_SCREENSHOT_PASSWORD)" in out
+    assert "chosen-pass-123" not in out

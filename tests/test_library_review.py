@@ -12,7 +12,14 @@ import soundfile as sf
 
 from annotation import demo_annotators, library
 from annotation.labelstudio import export_tasks, task_keys
-from annotation.library_review import NONE_OF_THESE, REVIEW_FILE, keep_earlier, verdict, write_review
+from annotation.library_review import (
+    NONE_OF_THESE,
+    REVIEW_FILE,
+    WORKSPACE_REVIEW_FILE,
+    keep_earlier,
+    verdict,
+    write_review,
+)
 from annotation.protocol import read_task_map
 from annotation.state import read_state
 from construction.core.workspace import Workspace, sha256_file
@@ -38,10 +45,18 @@ def review_push(ls, ws: Workspace, sounds: Path, capsys, *extra: str) -> tuple[i
 
 
 def review_pull(ls, ws: Workspace, sounds: Path, capsys) -> dict[str, dict]:  # noqa: F811
+    """pull writes the workspace's review, and nothing into the library (shared by other workspaces)."""
+    before = {p.name: p.read_bytes() for p in sounds.iterdir()}
     code, out, err = cli(library.main, "pull", "--workspace", str(ws.root), "--sounds", str(sounds), "--data-dir",
                          str(ls.data_dir), capsys=capsys)
     assert code == 0, err
-    return {line["clip_id"]: line for line in map(json.loads, (sounds / REVIEW_FILE).read_text().splitlines())}
+    assert f"{ws.root / WORKSPACE_REVIEW_FILE}" in out and f"the library {sounds} is not changed" in out
+    assert {p.name: p.read_bytes() for p in sounds.iterdir()} == before
+    return read_lines(ws.root / WORKSPACE_REVIEW_FILE)
+
+
+def read_lines(path: Path) -> dict[str, dict]:
+    return {line["clip_id"]: line for line in map(json.loads, path.read_text().splitlines())}
 
 
 def clip_tasks(admin, ws: Workspace) -> dict[str, int]:  # noqa: F811
@@ -91,7 +106,14 @@ def test_push_shows_only_audio_and_answers_make_the_review(ls, admin, accounts, 
         line = review[clip.clip_id]
         assert line["sha256"] == clip.sha256 and line["demo"] == 0 and line["procedural"] == ""
         assert all(who.startswith("ann-") for who in line["answers"])  # pseudonyms, never an email
-    assert "example.com" not in (sounds / REVIEW_FILE).read_text()
+    assert "example.com" not in (ws.root / WORKSPACE_REVIEW_FILE).read_text()
+    assert not (sounds / REVIEW_FILE).exists()
+    # people's review goes into the shared library only when asked, and says what it wrote where
+    code, out, err = cli(library.main, "pull", "--workspace", str(ws.root), "--sounds", str(sounds), "--data-dir",
+                         str(ls.data_dir), "--into-library", capsys=capsys)
+    assert code == 0, err
+    assert f"into the library: wrote 3 review line(s), 3 with answers, to {sounds / REVIEW_FILE}" in out
+    assert read_lines(sounds / REVIEW_FILE) == review
 
     # a clip whose file changed is unreviewed again, and the next push gives it a task of its own
     rng = np.random.default_rng(11)
@@ -119,6 +141,11 @@ def test_scripted_reviewers_are_demo_and_deterministic(ls, tmp_path, capsys):  #
     assert code == 0 and "submitted 0 answer(s)" in out  # a rerun answers nothing twice
     review = review_pull(ls, ws, sounds, capsys)
     assert all(line["reviewers"] == 3 and line["demo"] == 3 for line in review.values())
+    # scripted reviews never reach the shared library, even when asked
+    code, out, err = cli(library.main, "pull", "--workspace", str(ws.root), "--sounds", str(sounds), "--data-dir",
+                         str(ls.data_dir), "--into-library", capsys=capsys)
+    assert code == 2 and "refusing --into-library: 9 answer(s) came from scripted demo reviewers" in err, err
+    assert not (sounds / REVIEW_FILE).exists()
     # seed 0: 7 of the 9 answers name the clip's own tag (the truth is mostly it; the raters err at 5-20 %)
     named = sum(line["named"] for line in review.values())
     assert named >= 6, review
@@ -136,7 +163,7 @@ def test_server_down_and_wrong_token_are_clear_errors(ls, tmp_path, capsys, monk
         code, _, err = cli(library.main, command, "--workspace", str(ws.root), "--sounds", str(sounds),
                            "--data-dir", str(ls.data_dir), capsys=capsys)
         assert code == 2 and "rejected the API token" in err and "wrong-token" not in err
-    assert not (sounds / REVIEW_FILE).exists()
+    assert not (sounds / REVIEW_FILE).exists() and not (ws.root / WORKSPACE_REVIEW_FILE).exists()
     assert not (ws.root / "library_review_items.json").exists()
 
 
@@ -148,8 +175,9 @@ def test_server_down_and_wrong_token_are_clear_errors(ls, tmp_path, capsys, monk
 USED = ("clip-0", "clip-1", "clip-2", "clip-kitchen", "procedural-rain")
 
 
-def write_test_review(ws: Workspace, confirmed: dict[str, bool], demo: bool) -> None:
-    """LIBRARY/review.jsonl for the fixture's library (its config's mix.sounds), through write_review."""
+def write_test_review(ws: Workspace, confirmed: dict[str, bool], demo: bool, into_workspace: bool = False) -> None:
+    """LIBRARY/review.jsonl for the fixture's library (its config's mix.sounds), through write_review; or
+    the workspace's own review, as pull writes it."""
     lines = []
     from construction.sounds.procedural import CLASSES
 
@@ -159,6 +187,9 @@ def write_test_review(ws: Workspace, confirmed: dict[str, bool], demo: bool) -> 
         answers = {f"ann-{k}": tag if ok or k == 0 else NONE_OF_THESE for k in range(3)}
         lines.append({"clip_id": clip_id, "sha256": sha, "tags": [tag], "procedural": "rain" if tag == "rain" else "",
                       "answers": answers, **verdict(answers, [tag]), "demo": 3 if demo else 0})
+    if into_workspace:
+        write_review(ws.root, lines, WORKSPACE_REVIEW_FILE)
+        return
     (ws.root / "sounds").mkdir(exist_ok=True)
     write_review(ws.root / "sounds", lines)
 
@@ -203,6 +234,30 @@ def test_release_of_confirmed_clips_passes_and_a_changed_clip_is_refused(tmp_pat
     write_review(ws.root / "sounds", lines)
     code, _, err = cli(export_main, "--workspace", str(ws.root), "--out", str(tmp_path / "again"), capsys=capsys)
     assert code == 2 and "clip-2: changed since it was reviewed" in err
+
+
+def test_the_release_gate_reads_the_workspace_review_and_the_library_own(tmp_path, capsys):
+    """pull writes W/library_review.jsonl: the gate reads it, and the library's own review beside it."""
+    ws = make_workspace(tmp_path / "ws", n=6)
+    write_test_review(ws, dict.fromkeys(USED, True), demo=False, into_workspace=True)
+    assert not (ws.root / "sounds" / REVIEW_FILE).exists()
+    code, _, err = cli(export_main, "--workspace", str(ws.root), "--out", str(tmp_path / "out"), capsys=capsys)
+    assert code == 0, err
+    info = json.loads((tmp_path / "out" / "release.json").read_text())["sound_review"]
+    assert (info["review_file"], info["used_unconfirmed"], info["confirmed"]) == (True, 0, 5)
+
+    # the workspace did not confirm clip-1; the library's own review, heard by more people, did
+    write_test_review(ws, {c: c != "clip-1" for c in USED}, demo=False, into_workspace=True)
+    code, _, err = cli(export_main, "--workspace", str(ws.root), "--out", str(tmp_path / "refused"), capsys=capsys)
+    assert code == 2 and "clip-1: 1 of 3 reviewer(s)" in err
+    assert f"python -m annotation.library push --workspace {ws.root}, label" in err
+    lines = [{"clip_id": "clip-1", "sha256": "0" * 64, "tags": ["gunfire"], "procedural": "",
+              "answers": {f"ann-{k}": "gunfire" for k in range(4)}, "reviewers": 4, "named": 4, "confirmed": True,
+              "demo": 0}]
+    (ws.root / "sounds").mkdir(exist_ok=True)
+    write_review(ws.root / "sounds", lines)
+    code, _, err = cli(export_main, "--workspace", str(ws.root), "--out", str(tmp_path / "both"), capsys=capsys)
+    assert code == 0, err
 
 
 def test_scripted_confirmations_do_not_clear_a_release_labelled_by_people(tmp_path, capsys):

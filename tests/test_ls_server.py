@@ -7,6 +7,7 @@ each server here starts from a copy of it in a few seconds.
 from __future__ import annotations
 
 import os
+import shlex
 import re
 import socket
 import subprocess
@@ -275,3 +276,63 @@ def test_wrong_label_studio_series_is_refused(tmp_path):
     (venv / "lib/python3.11/site-packages/label_studio-1.20.0.dist-info").mkdir(parents=True)
     with pytest.raises(WorkbenchError, match="Label Studio 1.20.0 .* needs 1.23.x"):
         ls_process.installed_version(venv)
+
+
+# ----------------------------------------------------------------------------------------------
+# one server per workspace, as a person types the commands
+# ----------------------------------------------------------------------------------------------
+
+def _typed(command: str, env: dict[str, str], unset: tuple[str, ...] = (server.DATA_DIR_ENV,)
+           ) -> subprocess.CompletedProcess:
+    """A command line as printed in a hint (python -m ...), run from the repo root with this interpreter."""
+    argv = shlex.split(command)
+    assert argv[:2] == ["python", "-m"], command
+    full_env = {k: v for k, v in {**os.environ, **env}.items() if k not in unset}
+    return subprocess.run([sys.executable, *argv[1:]], cwd=REPO, env=full_env, capture_output=True, text=True,
+                          timeout=180, check=False)
+
+
+def test_each_workspace_has_its_own_server_and_hints_are_commands(tmp_path, template):
+    """Two workspaces, two servers: each data dir is <workspace>/label-studio and serves <workspace>/audio, and a
+    project made on one is not on the other. stop and status take --workspace; a hint pasted as it is works;
+    --data-dir > $AOR_LABEL_STUDIO_DATA_DIR > <workspace>/label-studio."""
+    env = {"LABEL_STUDIO_API_KEY": TOKEN, "LABEL_STUDIO_ADMIN_EMAIL": ADMIN,
+           "LABEL_STUDIO_ADMIN_PASSWORD": "test-password-123"}
+    one, two = tmp_path / "one", tmp_path / "two"
+    try:
+        for ws in (one, two):
+            done = _typed(f"python -m annotation.server start --workspace {ws}", env)
+            assert done.returncode == 0, done.stderr
+            assert f"data dir {ws / 'label-studio'}, serving {ws / 'audio'}" in done.stdout
+            assert f"stop it with: python -m annotation.server stop --workspace {ws}" in done.stdout
+        first, second = read_server_info(one / "label-studio"), read_server_info(two / "label-studio")
+        assert first.port != second.port and first.document_root == one / "audio"
+
+        from label_studio_sdk import LabelStudio
+
+        LabelStudio(base_url=first.url, api_key=TOKEN).projects.create(
+            title="only in one", label_config='<View><Text name="t" value="$text"/></View>')
+        status = {ws: _typed(f"python -m annotation.server status --workspace {ws}", env) for ws in (one, two)}
+        assert "'only in one': 0 tasks" in status[one].stdout and first.url in status[one].stdout
+        assert "no projects" in status[two].stdout and second.url in status[two].stdout
+        # the variable names the data dir when --data-dir does not; --data-dir wins over it
+        shared = _typed(f"python -m annotation.server status --workspace {two}",
+                        {**env, server.DATA_DIR_ENV: str(one / "label-studio")}, unset=())
+        assert first.url in shared.stdout, shared.stderr
+        flag = _typed(f"python -m annotation.server status --workspace {one} --data-dir {two / 'label-studio'}",
+                      {**env, server.DATA_DIR_ENV: str(one / "label-studio")}, unset=())
+        assert second.url in flag.stdout, flag.stderr
+
+        done = _typed(f"python -m annotation.server stop --workspace {two}", env)
+        assert done.returncode == 0 and f"stopped (data dir {two / 'label-studio'})" in done.stdout
+        assert read_server_info(two / "label-studio") is None and _get(first.url + "/health")[0] == 200
+        done = _typed(f"python -m annotation.server status --workspace {two}", env)
+        assert done.returncode == 2
+        hint = done.stderr.split("start it with: ", 1)[1].strip()
+        assert hint == f"python -m annotation.server start --workspace {two}"
+        again = _typed(hint, env)  # pasted as printed: the same data dir, serving the same workspace's audio
+        assert again.returncode == 0, again.stderr
+        assert f"data dir {two / 'label-studio'}, serving {two / 'audio'}" in again.stdout
+    finally:
+        for ws in (one, two):
+            _typed(f"python -m annotation.server stop --workspace {ws}", env)

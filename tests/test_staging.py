@@ -226,7 +226,7 @@ def test_agreement_writes_the_arm_outcomes_and_a_push_refuses_them_stale(tmp_pat
     ws.write_manifest("annotated_controls", [])
 
     code, out, err = cli(push.main, "--workspace", str(ws.root), "--staged", capsys=capsys)
-    assert code == 2 and "run python -m validation.agreement first" in err and "no " in err, err
+    assert code == 2 and f"run python -m validation.agreement --workspace {ws.root} first" in err and "no " in err, err
 
     # agreement on an unstaged workspace (the default rule, not curtailed) still writes the curtailed outcomes
     code, out, err = cli(agreement.main, "--workspace", str(ws.root), "--n-boot", "10", capsys=capsys)
@@ -247,10 +247,10 @@ def test_agreement_writes_the_arm_outcomes_and_a_push_refuses_them_stale(tmp_pat
     # a pull after agreement (another label came in): the file is stale until agreement runs again
     ws.write_manifest("annotated", [labelled(s, "speech", *v, *(("harmful",) if i == 3 else ()))
                                     for i, (s, v) in enumerate(zip(wer, votes, strict=True))])
-    with pytest.raises(WorkbenchError, match="older than the labels pull brought back.*validation.agreement first"):
+    with pytest.raises(WorkbenchError, match="older than the labels pull brought back.*validation.agreement --workspace"):
         push.staged_plan(ws, wer, [])
     code, out, err = cli(push.main, "--workspace", str(ws.root), "--staged", capsys=capsys)
-    assert code == 2 and err.startswith("error: ") and "run python -m validation.agreement first" in err, err
+    assert code == 2 and err.startswith("error: ") and f"python -m validation.agreement --workspace {ws.root} first" in err
     assert cli(agreement.main, "--workspace", str(ws.root), "--n-boot", "10", capsys=capsys)[0] == 0
     assert push.staged_plan(ws, wer, []).items["scene"] == [ids[0], ids[3]]
 
@@ -292,6 +292,17 @@ def test_staged_rounds_in_label_studio(ls, admin, accounts, tokens, tmp_path, ca
     code, out, err = cli(push.main, *server, "--staged", capsys=capsys)
     assert code == 0, err
     assert "staged: speech 4, scene 0 (speech passed), mixture 0 (both passed), 0 control(s)" in out
+    # who sees what, when: the arms with tasks this round, and why the others are empty
+    assert "this round (staged; each task is served to 2 annotators, one more on a split):" in out
+    assert "   speech arm: 4 sample(s), 4 still to decide (4 task(s) new this round)" in out
+    assert ("    scene arm: empty for now: a sample's scene is pushed once its speech arm passed; 4 sample(s) wait "
+            "on an earlier arm") in out
+    assert "  mixture arm: empty for now: a sample's mixture (with its control, and the catch items) is pushed" in out
+    assert "annotators invited now find tasks only in the speech arm; the other arms fill in later rounds" in out
+    flags = f"--workspace {ws.root} --data-dir {ls.data_dir}"
+    assert (f"next round, once these are labelled: python -m annotation.pull {flags}, then python -m "
+            f"validation.agreement --workspace {ws.root}, then python -m annotation.push {flags}") in out
+    assert f"invite annotators: python -m annotation.invite {flags}" in out
     ids = [s.sample_id for s in ws.read_samples("wer")]
     speech_pid, speech = arm_tasks(admin, ws, "speech")
     assert sorted(speech) == sorted(ids) and arm_tasks(admin, ws, "scene")[1] == {}
@@ -311,7 +322,7 @@ def test_staged_rounds_in_label_studio(ls, admin, accounts, tokens, tmp_path, ca
     assert stats["per_arm"]["speech"]["labels"] == 8 and stats["per_arm"]["scene"]["labels"] == 0
 
     code, out, err = cli(push.main, *server, capsys=capsys)  # the labels pulled, not yet decided
-    assert code == 2 and "run python -m validation.agreement first" in err, err
+    assert code == 2 and f"run python -m validation.agreement --workspace {ws.root} first" in err, err
     code, out, err = cli(agreement.main, "--workspace", str(ws.root), "--n-boot", "10", capsys=capsys)
     assert code == 0, err
     rejected = {r.sample.sample_id: r.reason for r in ws.read_rejected("validated")}
@@ -323,6 +334,11 @@ def test_staged_rounds_in_label_studio(ls, admin, accounts, tokens, tmp_path, ca
     assert code == 0, err
     assert "staged: speech 4, scene 2 (speech passed), mixture 0 (both passed)" in out
     assert "1 split task(s) asked for another label" in out
+    assert ("   speech arm: 4 sample(s), 1 still to decide (0 task(s) new this round, 1 split task(s) asking another "
+            "label)") in out
+    assert "    scene arm: 2 sample(s), 2 still to decide (2 task(s) new this round); 1 more sample(s) wait" in out
+    assert "  mixture arm: empty for now:" in out and "; 3 sample(s) wait on an earlier arm" in out
+    assert "annotators invited now find tasks only in the speech and scene arms;" in out
     scene_pid, scene = arm_tasks(admin, ws, "scene")
     assert sorted(scene) == sorted([ids[0], ids[3]])
     assert admin.client.projects.get(scene_pid).maximum_annotations == 2

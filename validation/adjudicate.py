@@ -67,7 +67,7 @@ def read_queue(ws: Workspace) -> list[Sample]:
     """The samples the last agreement run sent to adjudication, as they are in 'annotated' now."""
     if not ws.has_manifest(INPUT_STAGE):
         raise WorkbenchError(f"no '{INPUT_STAGE}' manifest at {ws.manifest_path(INPUT_STAGE)}; "
-                             "pull the annotations first (python -m annotation.pull)")
+                             f"pull the annotations first (python -m annotation.pull --workspace {ws.root})")
     if not ws.has_manifest(OUTPUT_STAGE):
         raise WorkbenchError(f"no '{OUTPUT_STAGE}' manifest at {ws.manifest_path(OUTPUT_STAGE)}; run "
                              f"python -m validation.agreement --workspace {ws.root} first")
@@ -121,7 +121,7 @@ def push(ws: Workspace, args: argparse.Namespace) -> int:
           f"sample(s), {result.already} already there; queue {len(queue)}; "
           + ("the votes so far are shown (--show-votes)" if args.show_votes else "blind: mixture audio only"))
     print(f"open {server.url}/projects/{result.project_id}/data , decide each sample (benign or harmful), then run "
-          f"python -m validation.adjudicate pull --workspace {ws.root}")
+          f"{server.command('validation.adjudicate', 'pull')}")
     return 0
 
 

@@ -25,6 +25,7 @@ from typing import Any
 
 import pandas as pd
 
+from annotation.server import server_flags
 from annotation.staging import pulled_digests
 from annotation.state import ADJUDICATION_SOURCE, read_state
 from construction.core.cli import Parser, add_workspace, old_spelling, run_main
@@ -263,7 +264,7 @@ def arm_agreement(samples: list[Sample], arm: str, labels: Sequence[str] | None,
 
 def no_labels(manifest: Path) -> WorkbenchError:
     return WorkbenchError(f"no '{INPUT_STAGE}' manifest at {manifest}; pull the annotations first "
-                          "(python -m annotation.pull)")
+                          f"(python -m annotation.pull{server_flags(manifest.parent.parent)})")
 
 
 def run_workspace(ws: Workspace, rule: ConsensusRule = ConsensusRule(), level: str = "nominal",
@@ -338,9 +339,22 @@ def run_workspace(ws: Workspace, rule: ConsensusRule = ConsensusRule(), level: s
         plot_report(report, label_counts, reports / "agreement.png")
         staging = write_outcomes(ws, samples, pulled_controls, rule,
                                  lambda s, r: decide(s, r, protocol="mixture").outcome, pulled, taxonomy)
-    print(format_summary(summary, per_category, consensus))
-    for arm, entry in (report.get("arms") or {}).items():
-        print(_alpha_line(f"{arm} arm", entry["overall"]))
+    arms = report.get("arms") or {}
+    if len(ratings) or not arms:
+        print(format_summary(summary, per_category, consensus))
+    else:  # e.g. round 1 of a staged run: a table of n/a would say nothing
+        print("mixture arm: no labels yet, so no agreement table (it comes with the mixture arm's labels)")
+        print("Consensus: " + ", ".join(f"{k} {v}" for k, v in consensus.items()))
+    if arms:
+        print("Krippendorff's alpha per arm (nominal):")
+        for arm, entry in arms.items():
+            if entry["n_ratings"]:
+                print(_alpha_line(f"{arm} arm", entry["overall"]))
+        empty = [arm for arm, entry in arms.items() if not entry["n_ratings"]]
+        if empty:
+            print(f"no labels yet in the {' and '.join(empty)} arm{'s' if len(empty) > 1 else ''}"
+                  + (" (staged: a sample's scene is pushed once its speech arm passed, its mixture once both "
+                     "passed)" if rule.curtailed else ""))
     for category, entry in (report.get("scene_frames") or {}).items():
         print(f"scene arm, {category}: {entry['identified_share']:.0%} named its frame, "
               f"{entry['real_danger_share']:.0%} real danger ({entry['n']} labels)")

@@ -185,13 +185,34 @@ class AlphaResult:
     level: str = "nominal"
     ci95_clustered: tuple[float, float] | None = None  # resampling whole script families
     n_families: int | None = None
+    variation: dict[str, Any] | None = None  # see label_variation: how much the labels alpha is computed on vary
 
     def to_dict(self) -> dict[str, Any]:
         """The shape the report and the release exporter read."""
         return {"alpha": _round(self.alpha), "ci95": [_round(x) for x in self.ci95] if self.ci95 else None,
                 "ci95_clustered": [_round(x) for x in self.ci95_clustered] if self.ci95_clustered else None,
                 "n_families": self.n_families,
-                "n_units": self.n_units, "n_annotators": self.n_annotators, "note": self.note}
+                "n_units": self.n_units, "n_annotators": self.n_annotators, "note": self.note,
+                "variation": self.variation}
+
+
+# Alpha compares disagreement with what chance would give. When all but a unit or two of the labels are one
+# value, chance agreement is near 1 and alpha (and its bootstrap, whose resamples mostly miss the odd
+# units) rests on those units alone: the terminal then says so instead of printing a number.
+FEW_VARIED_UNITS = 3
+
+
+def label_variation(r: Ratings) -> dict[str, Any] | None:
+    """Of the ratings on units with 2+ ratings (those alpha uses): the most common label, its count, the
+    count of all, and how many units hold any other label. None when no unit has 2+ ratings."""
+    pairable = r.value_counts[r.value_counts.sum(axis=1) >= 2]
+    if not len(pairable):
+        return None
+    totals = pairable.sum(axis=0)
+    top = int(np.argmax(totals))
+    others = np.delete(pairable, top, axis=1).sum(axis=1)
+    return {"label": r.domain[top], "count": int(totals[top]), "of": int(totals.sum()),
+            "units_with_other_labels": int((others > 0).sum())}
 
 
 def _round(x: float | None, digits: int = 4) -> float | None:
@@ -248,13 +269,15 @@ def krippendorff_alpha(ratings: pd.DataFrame | Iterable[Sequence[Any]] | Ratings
     n_annotators = len(r.annotators)
     notes = [note] if (note := r.exclusion_note()) else []
     why_not = _degenerate_note(r)
+    variation = label_variation(r)
     if why_not:
-        return AlphaResult(None, None, n_units, n_annotators, len(r.frame), "; ".join([why_not, *notes]), level)
+        return AlphaResult(None, None, n_units, n_annotators, len(r.frame), "; ".join([why_not, *notes]), level,
+                           variation=variation)
     value = _alpha_from_counts(r.value_counts, r.domain_values, level)
     if not math.isfinite(value):
         return AlphaResult(None, None, n_units, n_annotators, len(r.frame),
                            "; ".join(["alpha is undefined for these ratings (expected disagreement is 0)", *notes]),
-                           level)
+                           level, variation=variation)
     ci, n_undefined = bootstrap_alpha(r.value_counts, r.domain_values, level, n_boot, seed)
     clustered, n_families = None, None
     if families is not None:
@@ -274,7 +297,7 @@ def krippendorff_alpha(ratings: pd.DataFrame | Iterable[Sequence[Any]] | Ratings
     if families is not None:
         summary += f"; clustered CI resamples {n_families} script families"
     return AlphaResult(value, ci, n_units, n_annotators, len(r.frame), "; ".join([summary, *notes]), level,
-                       clustered, n_families)
+                       clustered, n_families, variation)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -412,12 +435,35 @@ def _fmt(x: float | None, digits: int = 3) -> str:
     return "  n/a" if x is None else f"{x:.{digits}f}"
 
 
+def alpha_words(entry: dict[str, Any]) -> str | None:
+    """Why an alpha entry has no number worth printing, in words; None when it has one. The file keeps
+    the number (and its note): this is only what a person reads."""
+    v = entry.get("variation")
+    if entry["alpha"] is None:
+        if entry.get("n_annotators", 0) == 0:
+            return "no labels yet"
+        if entry["note"].startswith("no overlap"):
+            return "alpha undefined: no unit has labels from 2+ annotators"
+        if v is None:
+            return "alpha undefined: " + entry["note"].split(";")[0].split(":")[0]
+        if v["count"] == v["of"]:
+            return f"alpha undefined: no variation (all {v['of']} labels are {v['label']!r})"
+        return "alpha undefined: " + entry["note"].split(";")[0]
+    if v is not None and v["units_with_other_labels"] < FEW_VARIED_UNITS:
+        units = v["units_with_other_labels"]
+        return (f"alpha not informative: almost no variation ({v['count']} of {v['of']} labels are {v['label']!r}; "
+                f"the other {v['of'] - v['count']} on {units} unit{'s' if units != 1 else ''})")
+    return None
+
+
 def _alpha_line(name: str, entry: dict[str, Any]) -> str:
+    words = alpha_words(entry)
+    if words is not None:
+        return f"  {name:<24} {words}"
     texts = [f"[{_fmt(ci[0])}, {_fmt(ci[1])}]" if ci else "      -       "
              for ci in (entry["ci95"], entry.get("ci95_clustered"))]
-    line = (f"  {name:<24} {_fmt(entry['alpha']):>6}  {texts[0]:<16} {texts[1]:<16} {entry['n_units']:>7} "
+    return (f"  {name:<24} {_fmt(entry['alpha']):>6}  {texts[0]:<16} {texts[1]:<16} {entry['n_units']:>7} "
             f"{entry['n_annotators']:>6}")
-    return line if entry["alpha"] is not None else f"{line}   ({entry['note'].split(';')[0]})"
 
 
 def format_summary(summary: dict[str, Any], per_category: Mapping[str, dict[str, Any]] | None = None,

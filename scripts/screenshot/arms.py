@@ -1,15 +1,22 @@
 """Screenshots of each arm's labelling view, from a real Label Studio, in headless Chromium.
 
-    python scripts/screenshot/arms.py --workspace W [--data-dir D | --url URL] [--out docs] [--sample ID]
+    python scripts/screenshot/arms.py [--workspace W] [--data-dir D | --url URL] [--out DIR] [--sample ID]
 
-For a workspace that was pushed (python -m annotation.push), this logs an annotator account
-(screenshots@demo.aor-bench.invalid, made through the invite link when missing) in through
-/user/login/, hands the session cookie to Chromium through the DevTools protocol on
---remote-debugging-pipe (fd 3 in, fd 4 out, NUL-separated JSON: no websocket library needed), opens
-one task per arm as that annotator (/projects/<id>/data?task=<task id>: the first sample of the 'wer'
-manifest, or --sample) and writes OUT/arm-speech.png, OUT/arm-scene.png and OUT/arm-mixture.png.
-Take them before anyone labels those tasks: the Data Manager's task view shows the annotations a task
-already has. Needs Chromium (apt-get install chromium; CHROMIUM=path overrides /usr/lib/chromium/chromium).
+For a workspace that was pushed (python -m annotation.push), this logs an annotator account in through
+/user/login/ (--email, default screenshots@demo.aor-bench.invalid, made through the invite link when
+missing), hands the session cookie to Chromium through the DevTools protocol on --remote-debugging-pipe
+(fd 3 in, fd 4 out, NUL-separated JSON: no websocket library needed), opens one task per arm as that
+annotator (/projects/<id>/data?task=<task id>) and writes OUT/arm-<arm>.png (OUT defaults to
+<workspace>/screenshots) for each arm that has a task of the sample: --sample, else the first sample of
+the 'wer' manifest among those that reached the most arms. A staged push fills the arms in rounds (a
+sample's scene after its speech arm passed, its mixture after both): an arm with no task yet is named,
+with why, and not captured.
+
+The account's password: $AOR_SCREENSHOT_PASSWORD when set, else one generated for a new account and
+printed once (an account made by an earlier run, whose password is not known, is left alone: the next
+free screenshots-N@ address is made instead). Take the screenshots before anyone labels those tasks:
+the Data Manager's task view shows the annotations a task already has. Needs Chromium (set-up installs
+it; CHROMIUM=path overrides /usr/lib/chromium/chromium).
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import fcntl
 import json
 import os
 import re
+import secrets
 import subprocess
 import sys
 import tempfile
@@ -31,6 +39,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from annotation.labelstudio import (  # noqa: E402
+    Server,
     add_server_args,
     connect_from_args,
     invite_link,
@@ -44,8 +53,12 @@ from construction.core.errors import WorkbenchError  # noqa: E402
 from construction.core.record import ARMS  # noqa: E402
 
 EMAIL = f"screenshots@{DEMO_EMAIL_DOMAIN}"
-PASSWORD = os.environ.get("AOR_SCREENSHOT_PASSWORD") or "aor-bench-screenshots"
+PASSWORD_ENV = "AOR_SCREENSHOT_PASSWORD"
+MAX_ACCOUNTS = 20  # screenshots@, screenshots-2@, ...: accounts an earlier run made with a password not known
 WIDTH, HEIGHT = 1400, 900
+# why a staged arm has no task of a sample yet (annotation.staging)
+WAITS = {"scene": "a sample's scene opens only after its speech arm passed",
+         "mixture": "a sample's mixture opens only after its speech and scene arms passed"}
 
 
 class Chromium:
@@ -148,45 +161,101 @@ def capture(chrome: Chromium, url: str, page: str, cookie: str, out: Path, wait_
     chrome.send("Target.closeTarget", {"targetId": target})
 
 
+def account(server: Server, email: str) -> tuple[str, str]:
+    """(email, password) of an account that can log in: $AOR_SCREENSHOT_PASSWORD's, or a new account with
+    a generated password (said once, on stdout)."""
+    given = os.environ.get(PASSWORD_ENV)
+    if given:
+        if login(server.url, email, given) is None:
+            signup_via_invite(server.url, invite_link(server), email, given)
+            print(f"made the annotator account {email} (password from ${PASSWORD_ENV})")
+        else:
+            print(f"logged in as {email} (password from ${PASSWORD_ENV})")
+        return email, given
+    name, _, domain = email.partition("@")
+    invite = invite_link(server)
+    for n in range(1, MAX_ACCOUNTS + 1):
+        candidate = email if n == 1 else f"{name}-{n}@{domain}"
+        password = secrets.token_urlsafe(12)
+        try:
+            signup_via_invite(server.url, invite, candidate, password)
+        except WorkbenchError as e:
+            if "account exists" not in str(e):
+                raise
+            continue  # made by an earlier run: its password was printed then, not kept
+        print(f"made the annotator account {candidate} with the generated password {password} (shown only now; "
+              f"set {PASSWORD_ENV} to choose the password and reuse an account)")
+        return candidate, password
+    raise WorkbenchError(f"{MAX_ACCOUNTS} screenshot accounts like {email} exist already; set {PASSWORD_ENV} to the "
+                         "password of one of them, or pass another --email")
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                     epilog=f"environment: {PASSWORD_ENV} (the account's password), CHROMIUM, "
+                                            "LABEL_STUDIO_API_KEY, AOR_LABEL_STUDIO_DATA_DIR")
     parser.add_argument("--workspace", default="workspace", help="a pushed workspace (default: ./workspace)")
-    parser.add_argument("--out", type=Path, default=Path("docs"), help="where the PNGs go (default: docs)")
-    parser.add_argument("--sample", help="the sample to show (default: the first of the 'wer' manifest)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="where the PNGs go (default: <workspace>/screenshots)")
+    parser.add_argument("--sample", help="the sample to show (default: the first of the 'wer' manifest among those "
+                                         "with tasks in the most arms)")
+    parser.add_argument("--email", default=EMAIL, help=f"the annotator account to log in as (default {EMAIL})")
     parser.add_argument("--wait-s", type=float, default=60.0, help="how long a page may take to draw (default 60)")
     add_server_args(parser)
     args = parser.parse_args(argv)
 
     ws = open_workspace(args.workspace)
-    arms = read_state(ws).get("arms") or {}
+    out_dir = args.out if args.out is not None else ws.root / "screenshots"
+    state = read_state(ws)
+    arms = state.get("arms") or {}
     if set(arms) != set(ARMS):
         raise WorkbenchError(f"{ws.root} has no pushed arm projects; run python -m annotation.push first")
-    sample_id = args.sample or next(iter(ws.read_samples("wer"))).sample_id
-    keys = {(item, role): key for key, (item, role) in read_task_map(ws).items()}
     server = connect_from_args(args)
-    token = login(server.url, EMAIL, PASSWORD)
-    if token is None:
-        signup_via_invite(server.url, invite_link(server), EMAIL, PASSWORD)
-    cookie = session_cookie(server.url, EMAIL, PASSWORD)
-    args.out.mkdir(parents=True, exist_ok=True)
-    chrome = Chromium(args.out / ".chromium.log")
+    mapping = read_task_map(ws)
+    tasks = {role: task_keys(server, int(arms[role]["id"])) for role in ARMS}
+    has = {role: {mapping[k][0] for k in keys if k in mapping} for role, keys in tasks.items()}
+    order = [s.sample_id for s in ws.read_samples("wer")]
+    if args.sample is None:  # the deepest sample: a staged push fills later arms with fewer samples
+        sample_id = max(order, key=lambda sid: sum(sid in has[role] for role in ARMS))
+    elif args.sample in order:
+        sample_id = args.sample
+    else:
+        raise WorkbenchError(f"sample {args.sample} is not in {ws.manifest_path('wer')}")
+    keys = {role: key for key, (item, role) in mapping.items() if item == sample_id}
+    shots, skipped = {}, []
+    for role in ARMS:
+        ids = tasks[role].get(keys.get(role, ""), [])
+        if ids:
+            shots[role] = ids[0]
+            continue
+        staged = state.get("staged") and role in WAITS
+        if not tasks[role]:
+            why = f"staged: {WAITS[role]}, and none has yet" if staged else "no task was pushed to it"
+            skipped.append(f"{role} arm: empty ({why}); not captured")
+        else:
+            why = f"staged: {WAITS[role]}" if staged else "it was not pushed"
+            skipped.append(f"{role} arm: sample {sample_id} has no task there yet ({why}); not captured")
+    for line in skipped:
+        print(line)
+    if not shots:
+        raise WorkbenchError(f"no arm of {ws.root} has a task of sample {sample_id}: nothing to capture")
+    email, password = account(server, args.email)
+    cookie = session_cookie(server.url, email, password)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    chrome = Chromium(out_dir / ".chromium.log")
     try:
-        for role in ARMS:
+        for role, task_id in shots.items():
             project_id = int(arms[role]["id"])
-            key = keys.get((sample_id, role))
-            task_ids = task_keys(server, project_id).get(key or "", [])
-            if not task_ids:
-                raise WorkbenchError(f"sample {sample_id} has no task in the {role} project {project_id}")
-            if server.client.tasks.get(str(task_ids[0])).total_annotations:
+            if server.client.tasks.get(str(task_id)).total_annotations:
                 print(f"warning: the {role} task of {sample_id} has annotations; the view shows them",
                       file=sys.stderr)
-            out = args.out / f"arm-{role}.png"
-            capture(chrome, server.url, f"{server.url}/projects/{project_id}/data?task={task_ids[0]}", cookie,
+            out = out_dir / f"arm-{role}.png"
+            capture(chrome, server.url, f"{server.url}/projects/{project_id}/data?task={task_id}", cookie,
                     out, args.wait_s)
-            print(f"wrote {out} ({role} arm, task {task_ids[0]}, project {project_id})")
+            print(f"wrote {out} ({role} arm, sample {sample_id}, task {task_id}, project {project_id})")
     finally:
         chrome.close()
-        (args.out / ".chromium.log").unlink(missing_ok=True)
+        (out_dir / ".chromium.log").unlink(missing_ok=True)
     return 0
 
 
