@@ -92,8 +92,8 @@ from construction.core.workspace import Workspace
 DEFAULT_CATCH = 3
 DEFAULT_OVERLAP = 3  # what ensure_project gives a new project when no overlap is asked for
 OVERLAP_HELP = (f"annotators each task is served to (Label Studio's 'annotations per task'), for a push of all "
-                f"arms at once (--no-staged): given, it is set on the three arm projects; left out, a new project "
-                f"gets {DEFAULT_OVERLAP} and an existing one keeps its own. A catch task goes to every annotator "
+                f"arms at once (--no-staged): given, it is set on the three arm projects (default: a new project "
+                f"gets {DEFAULT_OVERLAP}, an existing one keeps its own). A catch task goes to every annotator "
                 f"of the mixture arm. A staged push refuses --overlap: it serves each task to 2 annotators and "
                 f"asks a third label only where the two disagree (the rule >= 2/3 of 3)")
 

@@ -101,7 +101,7 @@ class ServerStatus:
 
 def default_data_dir(workspace: Path | str = DEFAULT_WORKSPACE) -> Path:
     """The data dir when no --data-dir is given: $AOR_LABEL_STUDIO_DATA_DIR, else <workspace>/label-studio."""
-    env = os.environ.get(DATA_DIR_ENV)
+    env = os.environ.get("AOR_LABEL_STUDIO_DATA_DIR")
     return Path(env).expanduser() if env else Path(workspace).expanduser() / DATA_DIR_NAME
 
 
@@ -445,7 +445,7 @@ def server_status(
 # the data folder; the admin account (made at the first start) and its token; Label Studio's venv
 STATUS_ENV = ("AOR_LABEL_STUDIO_DATA_DIR", "LABEL_STUDIO_API_KEY", "LABEL_STUDIO_ADMIN_EMAIL",
               "LABEL_STUDIO_ADMIN_PASSWORD")
-START_ENV = (*STATUS_ENV, "AOR_LABEL_STUDIO_VENV")
+START_ENV = (*STATUS_ENV, "AOR_LABEL_STUDIO_VENV", "XDG_CACHE_HOME")  # the database template's cache
 
 
 def build_parser() -> argparse.ArgumentParser:
