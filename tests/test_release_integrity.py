@@ -176,7 +176,8 @@ def test_a_hand_edited_row_is_refused_with_its_sample_and_reason(tmp_path, how):
     ws = make_workspace(tmp_path / "ws", n=4)
     expected = _hand_edit(ws, how)
     out = tmp_path / "out"
-    proc = run_module("release.export", "--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(out))
+    proc = run_module("release.export", "--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(out),
+                      "--quiet")  # no progress bars: the error is all stderr holds
     assert proc.returncode == 2 and proc.stderr.startswith("error: refusing to release: 1 problem(s)"), proc.stderr
     assert expected in proc.stderr, proc.stderr
     assert not out.exists()
@@ -273,7 +274,8 @@ def test_numbers_that_are_not_finite_are_refused_clearly(tmp_path, edit, expecte
     ws = make_workspace(tmp_path / "ws", n=4)
     edit(ws)
     out = tmp_path / "out"
-    proc = run_module("release.export", "--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(out))
+    proc = run_module("release.export", "--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(out),
+                      "--quiet")  # no progress bars: the error is all stderr holds
     assert proc.returncode == 2 and proc.stderr.startswith("error: refusing to release: 1 problem(s)"), proc.stderr
     assert expected in proc.stderr and "Traceback" not in proc.stderr
     assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["ws"]

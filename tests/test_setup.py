@@ -19,6 +19,8 @@ def test_the_venv_is_this_checkouts_own():
 
 
 def test_a_second_setup_touches_no_network():
+    """make test runs make setup first, so this is the second run (run alone after a change to pyproject.toml or
+    the set-up scripts, the first `make setup` reinstalls)."""
     assert shutil.which("unshare"), "util-linux's unshare is part of Debian's base system"
     proc = subprocess.run(["unshare", "-n", "make", "setup"], cwd=REPO, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
