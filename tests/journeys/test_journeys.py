@@ -21,6 +21,7 @@ The contract, so a page and its test cannot drift:
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
@@ -100,6 +101,7 @@ class Run:
     out: str
     err: str
     steps: list[tuple[str, float]] = field(default_factory=list)  # (heading, seconds)
+    wrote_shared_reviews: bool = False
 
     log: Path | None = None
 
@@ -135,6 +137,8 @@ class Clone:
         steps = page_steps(name)
         script = self.home / f"journey-{name}.sh"
         script.write_text(journey_script(steps))
+        reviews = self.home / ".cache" / "aor-bench" / "starter-sounds" / "review.jsonl"
+        reviews_before = reviews.read_bytes() if reviews.exists() else None
         started = time.monotonic()
         proc = subprocess.Popen(["bash", str(script)], cwd=self.root, env=self.env(), stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, start_new_session=True)
@@ -149,6 +153,7 @@ class Clone:
             except ProcessLookupError:
                 pass
         run = Run(name, proc.returncode, time.monotonic() - started, out, err)
+        run.wrote_shared_reviews = (reviews.read_bytes() if reviews.exists() else None) != reviews_before
         run.log = self.home / f"journey-{name}.log"
         run.log.write_text(f"{out}\n--- stderr\n{err}")
         marks = [(m.group(1), float(m.group(2))) for m in re.finditer(r"^@@journey-step (\S+) (\S+)$", err, re.M)]
@@ -212,7 +217,9 @@ def validated_ids(ws: Path) -> list[str]:
 def test_maintainer_builds_labels_releases_and_publishes(clone):
     run = clone.journey("maintainer")
     assert_ran(run)
-    from datasets import load_dataset
+    assert not run.wrote_shared_reviews, "the scripted library review wrote into the shared starter library"
+    import soundfile
+    from datasets import Audio, load_dataset
 
     ws, release = clone.root / "workspace", clone.root / "workspace" / "release"
     ds = load_dataset(str(release), split="test")
@@ -221,6 +228,11 @@ def test_maintainer_builds_labels_releases_and_publishes(clone):
     assert sorted(ds["id"]) == sorted(expected)
     assert {"audio", "speech_audio", "scene_audio", "irrelevant_audio", "category", "speech_text", "frames",
             "speech_harmful_rate", "scene_identified_rate", "mixture_benign_rate"} <= set(ds.column_names)
+    for column in ("audio", "speech_audio", "scene_audio", "irrelevant_audio"):  # WAV bytes as stored: no torchcodec
+        ds = ds.cast_column(column, Audio(decode=False))
+    row = ds[0]
+    audio, rate = soundfile.read(io.BytesIO(row["audio"]["bytes"]))
+    assert rate > 0 and len(audio) > rate  # over a second of sound
     controls = load_dataset(str(release), "controls", split="test")
     assert controls.num_rows > 0 and set(controls["control_of"]) <= set(expected)
     # what the page printed: the dry run, the push, and the same table loaded from the folder and the local Hub
@@ -240,7 +252,10 @@ def test_annotation_lead_sees_three_arms_invites_and_pulls(clone):
     assert all(counts and counts[-1] > 0 for counts in tasks.values()), f"an arm has no tasks: {tasks}\n{run.tail()}"
     key_map = json.loads((ws / "annotation_tasks.json").read_text())
     assert {"speech", "scene", "mixture"} <= {arm for _, arm in key_map.values()}
-    assert re.search(r"^http://127\.0\.0\.1:\d+/user/signup/\?token=\S+$", run.out, re.M), run.tail()
+    # the invite link, as printed and as the page shows it
+    (link,) = re.findall(r"^http://127\.0\.0\.1:\d+/user/signup/\?token=\S+$", run.out, re.M)
+    shown = re.search(r"`(http://127\.0\.0\.1:PORT/user/signup/[^`]*)`", (PAGES / "annotation-lead.md").read_text())
+    assert shown and re.fullmatch(re.escape(shown.group(1)).replace("PORT", r"\d+").replace(r"\.\.\.", r"\S+"), link)
     for arm in ("speech", "scene", "mixture"):
         png = ws / "screenshots" / f"arm-{arm}.png"
         assert png.is_file() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000, png
@@ -283,3 +298,13 @@ def test_researcher_evaluates_reports_and_scores_in_both_harnesses(clone):
     scores = json.loads(results[-1].read_text())["results"]["aor_bench_context"]
     for name in ("refusal_rate,none", "context_use_gap,none"):
         assert isinstance(scores.get(name), (int, float)) and math.isfinite(scores[name]), scores
+
+
+def test_each_page_runs_nearly_all_of_its_commands():
+    """Every page has commands, and skips at most one block (with its reason): the journey is what runs."""
+    for name in ORDER:
+        steps = page_steps(name)
+        assert len([s for s in steps if s.skipped is None]) >= 5, name
+        skipped = [s for s in steps if s.skipped is not None]
+        assert len(skipped) <= 1 and all(len(s.skipped) > 10 for s in skipped), (name, [s.skipped for s in skipped])
+        assert steps[0].script.strip() == "source .venv/bin/activate", name  # a person's shell, in the clone's venv
