@@ -41,7 +41,6 @@ PAGES = REPO / "docs" / "journeys"
 ORDER = ("maintainer", "annotation-lead", "researcher")
 SKIP = re.compile(r"<!--\s*journey:\s*skip\b[^>]*-->\s*$")
 TIMEOUT_S = 2400
-TIMINGS: list[str] = []  # printed by conftest.py's terminal summary
 
 
 @dataclass
@@ -105,6 +104,15 @@ class Run:
 
     log: Path | None = None
 
+    def timing(self) -> str:
+        """The journey's time and each step's, for the terminal summary (conftest.py)."""
+        lines = [f"journey {self.name}: {'ok' if self.code == 0 else f'FAILED (exit {self.code})'} in {self.seconds:.0f} s"]
+        done = 0.0
+        for heading, seconds in self.steps:
+            done += seconds
+            lines.append(f"    {heading}: {seconds:.0f} s (done at {done:.0f} s)")
+        return "\n".join(lines)
+
     def tail(self, n: int = 6000) -> str:
         return (f"--- stdout (tail)\n{self.out[-n:]}\n--- stderr (tail)\n{self.err[-n:]}\n"
                 f"(the whole output: {self.log})")
@@ -164,11 +172,6 @@ class Clone:
             else:
                 run.steps.append((heading, until - at))
         self.runs[name] = run
-        TIMINGS.append(f"journey {name}: {'ok' if run.code == 0 else f'FAILED (exit {run.code})'} in {run.seconds:.0f} s")
-        done = 0.0
-        for heading, seconds in run.steps:
-            done += seconds
-            TIMINGS.append(f"    {heading}: {seconds:.0f} s (done at {done:.0f} s)")
         return run
 
     def stop_label_studio(self) -> None:
@@ -205,7 +208,8 @@ def clone(tmp_path_factory) -> Clone:
     c.stop_label_studio()
 
 
-def assert_ran(run: Run) -> None:
+def assert_ran(run: Run, record_property) -> None:
+    record_property("journey_timing", run.timing())  # travels with the report, also from an xdist worker
     assert run.code == 0, f"the {run.name} journey stopped with exit {run.code}\n{run.tail()}"
 
 
@@ -214,9 +218,9 @@ def validated_ids(ws: Path) -> list[str]:
     return [r["sample_id"] for r in rows]
 
 
-def test_maintainer_builds_labels_releases_and_publishes(clone):
+def test_maintainer_builds_labels_releases_and_publishes(clone, record_property):
     run = clone.journey("maintainer")
-    assert_ran(run)
+    assert_ran(run, record_property)
     assert not run.wrote_shared_reviews, "the scripted library review wrote into the shared starter library"
     import soundfile
     from datasets import Audio, load_dataset
@@ -242,9 +246,9 @@ def test_maintainer_builds_labels_releases_and_publishes(clone):
     assert rows == [len(expected), controls.num_rows, len(expected)], run.tail()
 
 
-def test_annotation_lead_sees_three_arms_invites_and_pulls(clone):
+def test_annotation_lead_sees_three_arms_invites_and_pulls(clone, record_property):
     run = clone.journey("annotation-lead")
-    assert_ran(run)
+    assert_ran(run, record_property)
     ws = clone.root / "workspace"
     # status, as the lead reads it: each arm's project with its task count
     tasks = {arm: [int(n) for n in re.findall(rf"'[^']* — {arm}': (\d+) tasks", run.out)]
@@ -272,9 +276,9 @@ def number(cell) -> float:
     return float(cell)
 
 
-def test_researcher_evaluates_reports_and_scores_in_both_harnesses(clone):
+def test_researcher_evaluates_reports_and_scores_in_both_harnesses(clone, record_property):
     run = clone.journey("researcher")
-    assert_ran(run)
+    assert_ran(run, record_property)
     report = json.loads((clone.root / "evaluations" / "report" / "report.json").read_text())
     (model,) = report["models"]
     overall = model["overall"]
