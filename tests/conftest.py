@@ -117,3 +117,16 @@ def run_module(module: str, *args: str, env: dict[str, str] | None = None, timeo
         raise AssertionError(f"{module} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
     return proc
 
+
+
+def pytest_terminal_summary(terminalreporter):
+    """How long each journey of tests/journeys took, step by step: the tests record it as the user property
+    'journey_timing', which reaches this process from a pytest-xdist worker too (so this hook lives here, in
+    the conftest every run loads)."""
+    timings = [value for reports in terminalreporter.stats.values() for report in reports
+               if getattr(report, "when", None) == "call"
+               for key, value in getattr(report, "user_properties", []) if key == "journey_timing"]
+    if timings:
+        terminalreporter.section("journeys: time per journey and per step")
+        for text in timings:
+            terminalreporter.write_line(text)
