@@ -50,9 +50,10 @@ class Step:
     skipped: str | None = None  # the reason, for a skipped block
 
 
-def page_steps(name: str) -> list[Step]:
-    """The page's ```bash blocks in order, each with the heading above it and its skip reason."""
-    lines = (PAGES / f"{name}.md").read_text(encoding="utf-8").splitlines()
+def page_steps(name: str, page: Path | None = None) -> list[Step]:
+    """The page's ```bash blocks in order, each with the heading above it and its skip reason (a journey's page,
+    or `page`, e.g. the README)."""
+    lines = (page or PAGES / f"{name}.md").read_text(encoding="utf-8").splitlines()
     steps, heading, skip, i = [], "", None, 0
     while i < len(lines):
         line = lines[i]
@@ -139,10 +140,10 @@ class Clone:
                             f"in its workspace, so it cannot run.\n{earlier.tail(3000)}")
         return self.run(name)
 
-    def run(self, name: str) -> Run:
+    def run(self, name: str, steps: list[Step] | None = None) -> Run:
         if name in self.runs:
             return self.runs[name]
-        steps = page_steps(name)
+        steps = steps or page_steps(name)
         script = self.home / f"journey-{name}.sh"
         script.write_text(journey_script(steps))
         reviews = self.home / ".cache" / "aor-bench" / "starter-sounds" / "review.jsonl"
@@ -183,8 +184,13 @@ class Clone:
 
 @pytest.fixture(scope="module")
 def clone(tmp_path_factory) -> Clone:
+    c = make_clone(tmp_path_factory.mktemp("journeys"))
+    yield c
+    c.stop_label_studio()
+
+
+def make_clone(base: Path) -> Clone:
     """A copy of this checkout as a clone's root, with a fresh HOME that shares this machine's caches."""
-    base = tmp_path_factory.mktemp("journeys")
     root, home = base / "clone", base / "home"
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO, capture_output=True,
                            check=True).stdout.decode().split("\0")
@@ -203,9 +209,7 @@ def clone(tmp_path_factory) -> Clone:
     home.mkdir()
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     (home / ".cache").symlink_to(cache.resolve())
-    c = Clone(root, home)
-    yield c
-    c.stop_label_studio()
+    return Clone(root, home)
 
 
 def assert_ran(run: Run, record_property) -> None:
@@ -302,6 +306,23 @@ def test_researcher_evaluates_reports_and_scores_in_both_harnesses(clone, record
     scores = json.loads(results[-1].read_text())["results"]["aor_bench_context"]
     for name in ("refusal_rate,none", "context_use_gap,none"):
         assert isinstance(scores.get(name), (int, float)) and math.isfinite(scores[name]), scores
+
+
+def test_the_readme_quick_start_runs_as_typed(tmp_path_factory, record_property):
+    """The README's quick start, block by block, in a clone of its own (its workspace is not the journeys')."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text.split("\n## Quick start", 1)[1].split("\n## ", 1)[0]
+    page = tmp_path_factory.mktemp("readme") / "quick-start.md"
+    page.write_text("## Quick start" + section)
+    steps = page_steps("quick-start", page)
+    assert steps and steps[0].script.splitlines()[0] == "source .venv/bin/activate" and not any(s.skipped for s in steps)
+    clone = make_clone(tmp_path_factory.mktemp("quick-start"))
+    run = clone.run("quick-start", steps)
+    assert_ran(run, record_property)
+    kept = (clone.root / "workspace" / "manifests" / "wer.jsonl").read_text().splitlines()
+    assert kept, "the quick start kept no sample"
+    first = json.loads(kept[0])  # what the page's one-liner prints
+    assert first["speech_text"] in run.out and (clone.root / "workspace" / first["mixture"]["path"]).is_file()
 
 
 def test_each_page_runs_nearly_all_of_its_commands():
