@@ -254,7 +254,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     for name, what in (("push", "make or top up the review project"),
                        ("pull", f"write the workspace's review, W/{WORKSPACE_REVIEW_FILE}")):
-        sub = commands.add_parser(name, help=what, description=f"{what[0].upper()}{what[1:]}.", env=SERVER_ENV)
+        sub = commands.add_parser(name, help=what, env=SERVER_ENV)
         add_workspace(sub)
         add_sounds(sub, "the sound library (default: the workspace build's mix.sounds)")
         sub.add_argument("--project", help="the review project's exact title (default: the recorded one, else "

@@ -458,7 +458,7 @@ def build_parser() -> argparse.ArgumentParser:
              START_ENV),
             ("stop", "stop the workspace's Label Studio", ("AOR_LABEL_STUDIO_DATA_DIR",)),
             ("status", "say whether it runs, where, and each project's progress", STATUS_ENV)):
-        p = sub.add_parser(name, help=what, description=what[0].upper() + what[1:] + ".", env=env)
+        p = sub.add_parser(name, help=what, env=env)
         add_workspace(p)  # picks the data dir (<workspace>/label-studio) and, for start, the audio served
         add_data_dir(p)
         if name == "start":

@@ -214,7 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     for name, what in (("push", "send a sample of judged answers to people"),
                        ("pull", "read their labels back and measure the agreement")):
-        sub = commands.add_parser(name, help=what, description=f"{what[0].upper()}{what[1:]}.", env=SERVER_ENV)
+        sub = commands.add_parser(name, help=what, env=SERVER_ENV)
         add_out(sub, "folder where push records the sample and the project, and pull reads them", default=DEFAULT_DIR)
         old_spelling(sub, "--dir", "--out")
         if name == "push":

@@ -198,7 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     for name, what in (("push", "make the adjudication project of the samples without consensus"),
                        ("pull", "read the decisions back into manifests/annotated.jsonl")):
-        sub = commands.add_parser(name, help=what, description=f"{what[0].upper()}{what[1:]}.", env=SERVER_ENV)
+        sub = commands.add_parser(name, help=what, env=SERVER_ENV)
         add_workspace(sub)
         sub.add_argument("--project", help="adjudication project title (default: '<arms' title> — adjudication')")
         if name == "push":

@@ -74,6 +74,16 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         return text + " (default: %(default)s)"
 
 
+class _SubCommands(argparse._SubParsersAction):
+    """Sub-commands whose own --help opens with their one-line help, as a sentence, unless given another."""
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        what = kwargs.get("help")
+        if what and "description" not in kwargs:
+            kwargs["description"] = f"{what[0].upper()}{what[1:]}."
+        return super().add_parser(name, **kwargs)
+
+
 class Parser(argparse.ArgumentParser):
     """An entry point's parser: defaults shown (HelpFormatter) and an "environment:" section listing `env`,
     the variables the command reads (ENVIRONMENT), with those of its sub-commands. Sub-commands made by
@@ -90,6 +100,7 @@ class Parser(argparse.ArgumentParser):
     def add_subparsers(self, **kwargs: Any) -> argparse._SubParsersAction:
         kwargs.setdefault("title", "commands")
         kwargs.setdefault("help", "each command has its own --help")
+        kwargs.setdefault("action", _SubCommands)
         return super().add_subparsers(**kwargs)
 
     def environment(self) -> list[str]:
