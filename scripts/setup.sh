@@ -37,8 +37,9 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ] || ! "$PY" -c "import c
     step "Python environment in $VENV (torch, the workbench and its extras)"
     [ -x "$PY" ] || "$BASE_PY" -m venv "$VENV"
     # the CPU build of torch first (an unpinned torch would pull a multi-GB CUDA build), then the
-    # workbench with every extra; openai-whisper without its deps so triton stays out.
-    "$PY" -c "import torch" 2>/dev/null || flock /tmp/pip.lock "$PY" -m pip install -q torch==2.13.0
+    # workbench with every extra; openai-whisper without its deps so triton stays out. (torch 2.13 asks for
+    # setuptools >= 77, newer than the one a new venv starts with.)
+    "$PY" -c "import torch" 2>/dev/null || flock /tmp/pip.lock "$PY" -m pip install -q torch==2.13.0 "setuptools>=77.0.3"
     flock /tmp/pip.lock "$PY" -m pip install -q -e ".[all,asr-reference]"
     "$PY" -c "import whisper" 2>/dev/null || flock /tmp/pip.lock "$PY" -m pip install -q --no-deps openai-whisper==20250625
     # The evaluation harnesses the adapters are tested against (inspect-ai, lmms-eval), each in its own venv.
