@@ -43,6 +43,7 @@ from construction.core.config import Config, MixConfig
 from construction.core.errors import WorkbenchError
 from construction.core.record import MixRecipe, Sample, SceneSound, stable_seed
 from construction.core.runner import print_summary, run_configured
+from construction.core.timing import Clock
 from construction.sounds.library import loudness_lufs
 from construction.sounds.scenes import Pick, is_procedural, scene_sounds, take_span
 from construction.sounds.variation import change_rate, colour, draw_variation
@@ -136,8 +137,9 @@ class MixStage:
     input_stage = "synthesize"
     max_jobs = None
 
-    def __init__(self, workspace: str, config: Config):
+    def __init__(self, workspace: str, config: Config, clock: Clock | None = None):
         self.workspace, self.config = workspace, config
+        self.clock = clock or Clock()  # mix_one, twin included (stats timed_s.mix)
 
     def setup(self) -> None:
         from construction.sounds.scenes import assign_clips, open_library, thin_tags
@@ -300,6 +302,10 @@ class MixStage:
         return track
 
     def mix_one(self, sample: Sample, attempt: int = 0) -> Sample | Rejected:
+        with self.clock.timed("mix"):
+            return self._mix_one(sample, attempt)
+
+    def _mix_one(self, sample: Sample, attempt: int = 0) -> Sample | Rejected:
         cfg: MixConfig = self.config.mix
         sr = self.config.sample_rate
         if sample.speech is None:

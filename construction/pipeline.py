@@ -49,7 +49,45 @@ def run_pipeline(ws: Workspace, config: Config, *, restart: bool = False, retry_
         all_stats[stage.name] = stats
     timings["total"] = round(time.monotonic() - started, 2)
     print("seconds per stage: " + ", ".join(f"{k} {v}" for k, v in timings.items()))
+    cost = model_cost(all_stats, timings["total"])
+    ws.write_stats("pipeline", {"seconds_per_stage": timings, **cost})
+    print_model_cost(cost)
     return all_stats
+
+
+def model_cost(stats: dict, wall_s: float) -> dict:
+    """This run's wall time against its models' own cost: TTS and Whisper inference seconds (summed
+    over workers, from each stage's timed_s), the ratio wall / (inference / workers), the syntheses
+    and Whisper passes per kept sample, and the mix's share of the wall time (the mix stage plus the
+    re-mixes of re-synthesised samples, twins included)."""
+    timed: dict[str, float] = {}
+    calls: dict[str, int] = {}
+    for name in ("synthesize", "mix", "wer"):
+        for key, value in stats.get(name, {}).get("timed_s", {}).items():
+            timed[key] = timed.get(key, 0.0) + value
+        for key, value in stats.get(name, {}).get("timed_calls", {}).items():
+            calls[key] = calls.get(key, 0) + value
+    workers = max([stats.get(name, {}).get("workers", 1) for name in ("synthesize", "mix", "wer")] or [1])
+    inference = timed.get("tts", 0.0) + timed.get("whisper", 0.0)
+    kept = stats.get("wer", {}).get("kept_this_run", 0)
+    wer = stats.get("wer", {})
+    mix_s = stats.get("mix", {}).get("seconds_this_run", 0.0) + \
+        wer.get("timed_s", {}).get("mix", 0.0) / max(1, wer.get("workers", 1))
+    return {"wall_s": round(wall_s, 2), "workers": workers,
+            "inference_s": {"tts": round(timed.get("tts", 0.0), 2), "whisper": round(timed.get("whisper", 0.0), 2)},
+            "wall_over_inference": round(wall_s / (inference / workers), 3) if inference else None,
+            "kept": kept,
+            "syntheses_per_kept": round(calls.get("tts", 0) / kept, 3) if kept else None,
+            "whisper_clips_per_kept": round(calls.get("whisper_clips", 0) / kept, 3) if kept else None,
+            "mix_share_of_wall": round(mix_s / wall_s, 3) if wall_s else None}
+
+
+def print_model_cost(cost: dict) -> None:
+    inference = cost["inference_s"]
+    print(f"model cost: wall {cost['wall_s']} s on {cost['workers']} workers; inference TTS {inference['tts']} s, "
+          f"Whisper {inference['whisper']} s; wall / (inference / workers) {cost['wall_over_inference']}")
+    print(f"  kept {cost['kept']}: {cost['syntheses_per_kept']} syntheses and {cost['whisper_clips_per_kept']} "
+          f"Whisper passes per kept sample; mix (twins included) {cost['mix_share_of_wall']} of the wall time")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -24,6 +24,7 @@ from construction.core.config import Config, SynthesizeConfig
 from construction.core.errors import WorkbenchError
 from construction.core.record import Sample, stable_seed
 from construction.core.runner import print_summary, run_configured
+from construction.core.timing import Clock
 from construction.core.workspace import Rejected, Workspace, require_manifest
 
 STAGE = "synthesize"
@@ -69,8 +70,9 @@ class SynthesizeStage:
     input_stage = "generate"
     max_jobs = None
 
-    def __init__(self, workspace: str, config: Config):
+    def __init__(self, workspace: str, config: Config, clock: Clock | None = None):
         self.workspace, self.config = workspace, config
+        self.clock = clock or Clock()  # the model call alone (stats timed_s.tts)
 
     def setup(self) -> None:
         self.ws = Workspace(self.workspace)
@@ -117,7 +119,8 @@ class SynthesizeStage:
             speed = cfg.style_speed.get(sample.speaker_style, 1.0)
             call = lambda: backend.synthesize(text, voice, speed)  # noqa: E731
         try:
-            audio, sample_rate = call()
+            with self.clock.timed("tts"):
+                audio, sample_rate = call()
             if voice.backend == "cosyvoice":  # only the instructions its model version was trained on
                 style_rendered, style_note = backend.style_rendering(sample.speaker_style)
         except WorkbenchError as exc:

@@ -26,6 +26,7 @@ from construction.core.config import Config, WerConfig
 from construction.core.errors import WorkbenchError
 from construction.core.record import Sample
 from construction.core.runner import print_summary, run_configured
+from construction.core.timing import Clock
 from construction.core.workspace import Rejected, Workspace, require_manifest
 
 STAGE = "wer"
@@ -67,6 +68,8 @@ class WerStage:
     def __init__(self, workspace: str, config: Config):
         self.workspace, self.config = workspace, config
         self._synthesize = self._mix = None
+        # Whisper calls (timed_s.whisper) and, re-synthesising, the TTS and mix calls (tts, mix)
+        self.clock = Clock()
 
     def setup(self) -> None:
         from construction.speech.asr import load_asr
@@ -101,7 +104,10 @@ class WerStage:
         cfg = self.config.wer
         samples, audio, rejected = self._read(batch, "mixture")
         done: dict[str, Sample | Rejected] = {r.sample.sample_id: r for r in rejected}
-        for sample, text in zip(samples, self.asr.transcribe(audio, language=cfg.language)):
+        with self.clock.timed("whisper"):
+            texts = self.asr.transcribe(audio, language=cfg.language)
+        self.clock.count("whisper_clips", len(audio))
+        for sample, text in zip(samples, texts):
             wer, cer = score(sample.speech_text, text)
             done[sample.sample_id] = sample.model_copy(update={
                 "transcript_mixture": text, "wer_mixture": round(wer, 4), "cer_mixture": round(cer, 4)})
@@ -110,7 +116,13 @@ class WerStage:
                 and (cfg.transcribe_speech == "always" or s.wer_mixture > cfg.max_wer or self._verdict(s))]
         todo, audio, rejected = self._read(todo, "speech")
         done.update((r.sample.sample_id, r) for r in rejected)
-        for sample, text in zip(todo, self.asr.transcribe(audio, language=cfg.language)):
+        if todo:
+            with self.clock.timed("whisper"):
+                texts = self.asr.transcribe(audio, language=cfg.language)
+            self.clock.count("whisper_clips", len(audio))
+        else:
+            texts = []
+        for sample, text in zip(todo, texts):
             done[sample.sample_id] = sample.model_copy(update={
                 "transcript_speech": text, "wer_speech": round(score(sample.speech_text, text)[0], 4)})
         return [done[s.sample_id] for s in batch]
@@ -136,9 +148,9 @@ class WerStage:
         from construction.synthesize import SynthesizeStage
 
         if self._synthesize is None:
-            self._synthesize = SynthesizeStage(self.workspace, self.config)
+            self._synthesize = SynthesizeStage(self.workspace, self.config, clock=self.clock)
             self._synthesize.setup()
-            self._mix = MixStage(self.workspace, self.config)
+            self._mix = MixStage(self.workspace, self.config, clock=self.clock)
             self._mix.setup()
         voice = next_voice(self._synthesize.voices, sample.voice_id, tried)
         spoken = self._synthesize.synthesize_one(sample, voice=voice)

@@ -52,7 +52,29 @@ def expected(config, tmp_path_factory) -> dict[str, bytes]:
     assert "kept" in proc.stdout and "mixture WER distribution" in proc.stdout
     manifests = _manifests(reference)
     assert manifests["wer.jsonl"].count(b"\n") >= 4
+    _check_model_cost(reference, proc.stdout)
     return manifests
+
+
+def _check_model_cost(ws: Path, stdout: str) -> None:
+    """The stages time their models apart from the rest, and the summary relates the two."""
+    import json
+
+    stats = {stage: json.loads((ws / "stats" / f"{stage}.json").read_text()) for stage in ("synthesize", "mix", "wer")}
+    assert stats["synthesize"]["timed_calls"]["tts"] == stats["synthesize"]["processed_this_run"]
+    assert 0 < stats["synthesize"]["timed_s"]["tts"] <= 2 * stats["synthesize"]["seconds_this_run"]  # 2 workers
+    n = stats["mix"]["processed_this_run"]
+    assert n >= 4 and stats["mix"]["timed_calls"]["mix"] == n and stats["wer"]["timed_calls"]["whisper_clips"] >= n
+    retried = sum((int(k) - 1) * v for k, v in stats["wer"]["kept_after_attempts"].items())
+    assert stats["wer"]["timed_calls"].get("tts", 0) >= retried  # every re-synthesis is timed
+    cost = json.loads((ws / "stats" / "pipeline.json").read_text())
+    tts, whisper = cost["inference_s"]["tts"], cost["inference_s"]["whisper"]
+    assert tts > 0 and whisper > 0 and cost["workers"] == 2 and cost["kept"] == stats["wer"]["kept"]
+    assert cost["wall_over_inference"] == pytest.approx(cost["wall_s"] / ((tts + whisper) / 2), rel=0.01)
+    syntheses = stats["synthesize"]["timed_calls"]["tts"] + stats["wer"]["timed_calls"].get("tts", 0)
+    assert cost["syntheses_per_kept"] == pytest.approx(syntheses / cost["kept"], abs=0.001)
+    assert 0 < cost["mix_share_of_wall"] < 1
+    assert "model cost: wall" in stdout and "syntheses" in stdout
 
 
 def test_ray_executor_gives_the_local_result(tmp_path, config, expected):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from construction.core.errors import WorkbenchError
-from construction.speech.scoring import corpus_score, missing_key_words, normalize_text, score
+from construction.speech.scoring import corpus_score, join_split_compounds, missing_key_words, normalize_text, score
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -58,3 +58,25 @@ def test_missing_key_words_allows_inflections():
     assert missing_key_words(["stab", "slaughter"], "stub the guard, then slotter them") == ["stab", "slaughter"]
     assert missing_key_words(["blow up"], "blow the bridge up") == []  # each word of a phrase
     assert missing_key_words([], "anything") == []
+
+
+def test_key_words_match_inflections_stemmed_alike_on_both_sides():
+    """A key word and a heard word are stemmed alike: "murder" is heard in "murdered" and "rope" in
+    "ropes" (a one-sided stem made them "murd" / "murder" and "rope" / "rop")."""
+    assert missing_key_words(["murder"], "then let it be murdered") == []
+    assert missing_key_words(["rope"], "the rope's around your neck") == []
+    assert missing_key_words(["heads"], "the head will roll") == []
+    assert missing_key_words(["murder", "bone"], "then let it be murky, phone by phone") == ["murder", "bone"]
+
+
+def test_a_compound_written_apart_or_together_is_the_same_words():
+    assert score("Every one goes in", "Everyone goes in") == (0.0, 0.0)
+    assert score("a bloodbath tonight", "a blood-bath tonight") == (0.0, 0.0)
+    assert score("sweet heart, come", "sweetheart come")[0] == 0.0
+    assert score("within ten minutes", "with in ten minutes")[0] == 0.0
+    # only where the other text has the joined word: other splits are errors as before
+    assert score("a blood bath", "a bloody bath")[0] == pytest.approx(1 / 3)
+    assert join_split_compounds("go in alive", "go in a life") == ("go in alive", "go in a life")
+    assert missing_key_words(["bloodbath"], "it will be a blood bath") == []
+    assert missing_key_words(["blood bath"], "it will be a bloodbath") == []
+    assert corpus_score(["every one goes", "a shot"], ["everyone goes", "a shot"]) == (0.0, 0.0)

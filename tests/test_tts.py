@@ -83,6 +83,20 @@ def test_synthesis_is_byte_identical_run_to_run(spoken, voice_id):
     assert again.tobytes() == first.tobytes()
 
 
+def test_piper_speaks_the_first_phoneme_of_each_sentence():
+    """Piper swallowed a sentence's first phoneme when it started with no pause ("Strangle" heard as
+    "trangle", "Split" as "let's"): each sentence now starts with a short pause, and Whisper hears it."""
+    import soxr
+
+    from construction.speech.asr import load_asr
+
+    voice = voice_by_id("piper:en_US-joe-medium")
+    audio, sample_rate = load_backend("piper").synthesize("Strangle father. Split the biggest one!", voice)
+    assert np.abs(audio[: int(0.1 * sample_rate)]).max() < 0.01  # the pause before the first word
+    heard = load_asr(cpu_threads=1).transcribe([soxr.resample(audio, sample_rate, 16000).astype(np.float32)])[0]
+    assert {"strangle", "split"} <= set(_words(heard)), heard
+
+
 def test_bank_voices_are_intelligible(spoken):
     """Whisper base transcribes every voice with a low word error rate."""
     import jiwer

@@ -22,6 +22,7 @@ import numpy as np
 from tqdm import tqdm
 
 from construction.core.record import Sample
+from construction.core.timing import add as add_timing
 from construction.core.workspace import Rejected, Workspace, require_manifest
 
 
@@ -66,11 +67,16 @@ def _worker_init(stage: Stage, parent_pid: int) -> None:
         _worker_setup_error = exc
 
 
-def _worker_process(batch: list[Sample]) -> list[Sample | Rejected]:
+def _clock_take(stage: Stage) -> dict | None:
+    clock = getattr(stage, "clock", None)
+    return clock.take() if clock is not None else None
+
+
+def _worker_process(batch: list[Sample]) -> tuple[list[Sample | Rejected], dict | None]:
     if _worker_setup_error is not None:
         raise _worker_setup_error
     assert _worker_stage is not None
-    return _worker_stage.process(batch)
+    return _worker_stage.process(batch), _clock_take(_worker_stage)
 
 
 def _pending_batches(ws: Workspace, stage: Stage, done: set[str], batch_size: int) -> Iterator[list[Sample]]:
@@ -103,13 +109,14 @@ class _RayStageActor:
         for line in rows["text"]:
             batch = [Sample.model_validate(row) for row in json.loads(line)]
             results = self.stage.process(batch)
-            out.append(json.dumps([["rejected", r.to_json()] if isinstance(r, Rejected) else ["kept", r.to_json()]
-                                   for r in results]))
+            out.append(json.dumps({"rows": [["rejected", r.to_json()] if isinstance(r, Rejected)
+                                            else ["kept", r.to_json()] for r in results],
+                                   "timing": _clock_take(self.stage)}))
         return {"results": np.array(out, dtype=object)}
 
 
 def _ray_results(stage: Stage, batches: Iterator[list[Sample]], jobs: int, ws: Workspace,
-                 ray_address: str | None, num_gpus: float) -> Iterator[list[Sample | Rejected]]:
+                 ray_address: str | None, num_gpus: float) -> Iterator[tuple[list[Sample | Rejected], dict | None]]:
     import ray
 
     if not ray.is_initialized():
@@ -135,16 +142,19 @@ def _ray_results(stage: Stage, batches: Iterator[list[Sample]], jobs: int, ws: W
         # the thread count a local process would use
         runtime_env={"env_vars": {"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", str(default_jobs()))}})
     for row in dataset.iter_rows():
+        answer = json.loads(row["results"])
         yield [Rejected(Sample.model_validate(json.loads(text)["sample"]), json.loads(text)["reason"])
                if kind == "rejected" else Sample.model_validate_json(text)
-               for kind, text in json.loads(row["results"])]
+               for kind, text in answer["rows"]], answer["timing"]
 
 
-def _results_in_order(stage: Stage, batches: Iterator[list[Sample]], jobs: int) -> Iterator[list[Sample | Rejected]]:
+def _results_in_order(stage: Stage, batches: Iterator[list[Sample]],
+                      jobs: int) -> Iterator[tuple[list[Sample | Rejected], dict | None]]:
+    """Each batch's results, in input order, with what its worker's clock timed (construction.core.timing)."""
     if jobs == 1:
         stage.setup()
         for batch in batches:
-            yield stage.process(batch)
+            yield stage.process(batch), _clock_take(stage)
         return
     # spawn: models are loaded in the workers, never forked from a parent holding threads
     context = multiprocessing.get_context("spawn")
@@ -187,16 +197,26 @@ def run_stage(ws: Workspace, stage: Stage, *, jobs: int | None = None, batch_siz
             workers = max(1, min(jobs, total or 1))
             results_stream = (_ray_results(stage, batches, workers, ws, ray_address, num_gpus) if executor == "ray"
                               else _results_in_order(stage, batches, workers))
-            for results in results_stream:
+            timing: dict[str, Counter] = {}
+            kept_this_run = 0
+            for results, timed in results_stream:
                 fresh = [r for r in results if _id(r) not in done]
                 for result in fresh:
                     out.write(result)
                 out.flush()
                 bar.update(len(fresh))
+                add_timing(timing, timed)
+                kept_this_run += sum(not isinstance(r, Rejected) for r in fresh)
         elapsed_s = time.monotonic() - started
         stats = summarize(ws, stage.name)
         stats.update(processed_this_run=total, seconds_this_run=round(elapsed_s, 2), jobs=jobs,
-                     samples_per_s=round(total / elapsed_s, 3) if total and elapsed_s else None)
+                     samples_per_s=round(total / elapsed_s, 3) if total and elapsed_s else None,
+                     # this run's model inference (summed over workers) apart from the rest: see
+                     # construction.core.timing; workers ran side by side, so their seconds add up to
+                     # at most workers x seconds_this_run
+                     workers=workers, kept_this_run=kept_this_run,
+                     timed_s={k: round(v, 2) for k, v in sorted(timing.get("seconds", {}).items())},
+                     timed_calls=dict(sorted(timing.get("calls", {}).items())))
         extra = getattr(stage, "extra_stats", None)
         if extra:
             stats.update(extra(ws))

