@@ -127,8 +127,13 @@ class Plan:
                 detail = "all decided: nothing to label"
             lines.append(f"  {role:>7} arm: {what}, {detail}{wait}")
         open_arms = [role for role in ("speech", "scene", "mixture") if self.undecided[role]]
-        lines.append("annotators invited now find tasks only in the " + (" and ".join(open_arms) or "no") + " arm"
-                     + ("s" if len(open_arms) != 1 else "") + "; the other arms fill in later rounds, as samples pass")
+        if not open_arms:
+            lines.append("nothing is open: every pushed task is decided (a build that adds samples opens more)")
+        elif len(open_arms) == 3:
+            lines.append("annotators invited now find tasks in all three arms")
+        else:
+            lines.append(f"annotators invited now find tasks only in the {' and '.join(open_arms)} arm"
+                         + ("s" if len(open_arms) > 1 else "") + "; the other arms fill in later rounds, as samples pass")
         return lines
 
 
