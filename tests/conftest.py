@@ -107,6 +107,22 @@ def simple_recipe(clip_id: str, seed: int, snr_db: float = 10.0, licence: str = 
                      under_gain_db=-10.0, fade_s=0.1, seed=seed)
 
 
+@pytest.fixture(scope="session")
+def label_studio(tmp_path_factory):
+    """One Label Studio server per test process, for every module that uses tests.annotation_helpers' `ls`
+    (tests/test_ls_server.py, which tests starting and stopping, starts its own)."""
+    from tests.annotation_helpers import shared_server
+
+    yield from shared_server(tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def label_studio_tokens(label_studio) -> dict[str, str]:
+    from tests.annotation_helpers import shared_tokens
+
+    return shared_tokens(label_studio)
+
+
 def run_module(module: str, *args: str, env: dict[str, str] | None = None, timeout: float = 600,
                check: bool = False) -> subprocess.CompletedProcess:
     """Run `python -m module args` from the repo root, as a user would."""
