@@ -135,6 +135,21 @@ def run_module(module: str, *args: str, env: dict[str, str] | None = None, timeo
 
 
 
+def run_in_process(main, *args: str) -> subprocess.CompletedProcess:
+    """Run a command's main as `python -m` runs it (run_main: a WorkbenchError is 'error: ...' on stderr and
+    exit 2), in this process with its stdout and stderr captured: for the many refusals of a command whose
+    real command line other tests run, without a fresh interpreter (seconds of imports) each."""
+    import contextlib
+    import io
+
+    from construction.core.cli import run_main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), pytest.raises(SystemExit) as exit_info:
+        run_main(main, list(args))
+    return subprocess.CompletedProcess(["<in process>", *args], exit_info.value.code, out.getvalue(), err.getvalue())
+
+
 def pytest_terminal_summary(terminalreporter):
     """How long each journey of tests/journeys took, step by step: the tests record it as the user property
     'journey_timing', which reaches this process from a pytest-xdist worker too (so this hook lives here, in
