@@ -135,6 +135,28 @@ def run_module(module: str, *args: str, env: dict[str, str] | None = None, timeo
 
 
 
+# `make test-quick` (-m "not slow") leaves these out; `make test` and CI run everything. Slow: a test that uses a
+# Label Studio server (the `label_studio` fixture), the journeys, the harness venvs, set-up, and the modules
+# whose tests mostly build, synthesise, transcribe or start processes.
+SLOW_MODULES = {"test_ls_server", "test_setup", "test_harness_cli", "test_adapters", "test_pipeline", "test_asr",
+                "test_tts", "test_cosyvoice", "test_release", "test_release_integrity", "test_workspace_safety",
+                "test_generate", "test_doc_examples", "test_docs", "test_evaluation", "test_context_use",
+                "test_sounds", "test_cli_convention", "test_library_review"}
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: servers, journeys, harness venvs, models and builds; "
+                                       "`make test-quick` runs the rest (-m 'not slow')")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        module = item.path.stem
+        if ("label_studio" in getattr(item, "fixturenames", ()) or item.path.parent.name == "journeys"
+                or module in SLOW_MODULES):
+            item.add_marker(pytest.mark.slow)
+
+
 def run_in_process(main, *args: str) -> subprocess.CompletedProcess:
     """Run a command's main as `python -m` runs it (run_main: a WorkbenchError is 'error: ...' on stderr and
     exit 2), in this process with its stdout and stderr captured: for the many refusals of a command whose
