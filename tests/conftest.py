@@ -138,10 +138,18 @@ def run_module(module: str, *args: str, env: dict[str, str] | None = None, timeo
 # `make test-quick` (-m "not slow") leaves these out; `make test` and CI run everything. Slow: a test that uses a
 # Label Studio server (the `label_studio` fixture), the journeys, the harness venvs, set-up, and the modules
 # whose tests mostly build, synthesise, transcribe or start processes.
-SLOW_MODULES = {"test_ls_server", "test_setup", "test_harness_cli", "test_adapters", "test_pipeline", "test_asr",
-                "test_tts", "test_cosyvoice", "test_release", "test_release_integrity", "test_workspace_safety",
-                "test_generate", "test_doc_examples", "test_docs", "test_evaluation", "test_context_use",
-                "test_sounds", "test_cli_convention", "test_library_review"}
+SLOW_MODULES = {
+    # Label Studio (also caught by the fixture rule) and its own start/stop tests
+    "test_annotation", "test_annotation_integrity", "test_arms", "test_judge_classes", "test_library_review",
+    "test_staging", "test_ls_server",
+    # set-up and the harness venvs
+    "test_setup", "test_harness_cli", "test_adapters",
+    # builds, models (TTS, Whisper), exports and command lines in fresh processes
+    "test_pipeline", "test_asr", "test_tts", "test_cosyvoice", "test_synthesize", "test_wer", "test_mix",
+    "test_procedural", "test_sounds", "test_generate", "test_scripts", "test_runner", "test_workspace_config",
+    "test_workspace_safety", "test_release", "test_release_integrity", "test_evaluation", "test_context_use",
+    "test_agreement", "test_secrets", "test_cli_convention", "test_docs", "test_doc_examples",
+}
 
 
 def pytest_configure(config):
