@@ -1,6 +1,7 @@
-"""Shared by the Label Studio tests (test_annotation, test_arms, test_annotation_integrity): the module-scoped
-server, annotator accounts made through the real invite link, tiny workspaces with distinct tones per arm,
-helpers that annotate through the API as an annotator's own token would, and push/pull of a tiny workspace."""
+"""Shared by the Label Studio tests (test_annotation, test_arms, test_annotation_integrity, ...): one server per
+test process for all their modules, annotator accounts made through the real invite link (once per server; an
+address a test signs up itself must be its own), tiny workspaces with distinct tones per arm, helpers that
+annotate through the API as an annotator's own token would, and push/pull of a tiny workspace."""
 
 from __future__ import annotations
 
@@ -44,21 +45,43 @@ SECRET_WORDS = ("Finish him", "fighting game", "cheering crowd", "video_games", 
                 "aor-0", "ctl-", "catch-")
 
 
-@pytest.fixture(scope="module")
-def ls(tmp_path_factory):
-    """One server for all the workspaces of a module: its document root holds only their audio dirs
-    (make_workspace links each workspace's audio dir there), never a workspace."""
+def shared_server(tmp_path_factory):
+    """The body of conftest's session fixture `label_studio`: one server per test process (per xdist worker),
+    shared by every module that uses `ls`. Its document root holds only their audio dirs (make_workspace links
+    each workspace's audio dir there, under a name of its own), never a workspace; modules keep apart by
+    their project titles (unique in the session) and workspaces."""
     data_dir = tmp_path_factory.mktemp("ls-annotation")
     served = tmp_path_factory.mktemp("ls-served-audio")
     with pytest.MonkeyPatch.context() as mp:
-        for name, value in ADMIN_ENV.items():
-            mp.setenv(name, value)
-        mp.delenv("LABEL_STUDIO_URL", raising=False)
+        admin_env(mp)
         info = start_server(data_dir, template=make_template(), document_root=served)
-        try:
-            yield info
-        finally:
+    try:
+        yield info
+    finally:
+        with pytest.MonkeyPatch.context() as mp:
+            admin_env(mp)
             stop_server(data_dir)
+
+
+def shared_tokens(info) -> dict[str, str]:
+    """The body of conftest's session fixture `label_studio_tokens`: the raters' accounts, made once per server."""
+    link = invite_link(connect(data_dir=info.data_dir, token=TOKEN))
+    return {email: signup_via_invite(info.url, link, email, PASSWORD) for email in (*RATERS, SKIPPER)}
+
+
+def admin_env(mp: pytest.MonkeyPatch) -> None:
+    for name, value in ADMIN_ENV.items():
+        mp.setenv(name, value)
+    mp.delenv("LABEL_STUDIO_URL", raising=False)
+
+
+@pytest.fixture(scope="module")
+def ls(label_studio):
+    """The process's shared server, with its admin's credentials in the environment for this module only (as
+    a person's shell would have them): modules that do not use it see none of them."""
+    with pytest.MonkeyPatch.context() as mp:
+        admin_env(mp)
+        yield label_studio
 
 
 @pytest.fixture(scope="module")
@@ -67,10 +90,9 @@ def admin(ls) -> Server:
 
 
 @pytest.fixture(scope="module")
-def tokens(ls, admin) -> dict[str, str]:
+def tokens(ls, label_studio_tokens) -> dict[str, str]:
     """email -> API token of that annotator, each account made through the invite link."""
-    link = invite_link(admin)
-    return {email: signup_via_invite(ls.url, link, email, PASSWORD) for email in (*RATERS, SKIPPER)}
+    return label_studio_tokens
 
 
 @pytest.fixture(scope="module")

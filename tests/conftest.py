@@ -107,6 +107,22 @@ def simple_recipe(clip_id: str, seed: int, snr_db: float = 10.0, licence: str = 
                      under_gain_db=-10.0, fade_s=0.1, seed=seed)
 
 
+@pytest.fixture(scope="session")
+def label_studio(tmp_path_factory):
+    """One Label Studio server per test process, for every module that uses tests.annotation_helpers' `ls`
+    (tests/test_ls_server.py, which tests starting and stopping, starts its own)."""
+    from tests.annotation_helpers import shared_server
+
+    yield from shared_server(tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def label_studio_tokens(label_studio) -> dict[str, str]:
+    from tests.annotation_helpers import shared_tokens
+
+    return shared_tokens(label_studio)
+
+
 def run_module(module: str, *args: str, env: dict[str, str] | None = None, timeout: float = 600,
                check: bool = False) -> subprocess.CompletedProcess:
     """Run `python -m module args` from the repo root, as a user would."""
@@ -117,6 +133,50 @@ def run_module(module: str, *args: str, env: dict[str, str] | None = None, timeo
         raise AssertionError(f"{module} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
     return proc
 
+
+
+# `make test-quick` (-m "not slow") leaves these out; `make test` and CI run everything. Slow: a test that uses a
+# Label Studio server (the `label_studio` fixture), the journeys, the harness venvs, set-up, and the modules
+# whose tests mostly build, synthesise, transcribe or start processes.
+SLOW_MODULES = {
+    # Label Studio (also caught by the fixture rule) and its own start/stop tests
+    "test_annotation", "test_annotation_integrity", "test_arms", "test_judge_classes", "test_library_review",
+    "test_staging", "test_ls_server",
+    # set-up and the harness venvs
+    "test_setup", "test_harness_cli", "test_adapters",
+    # builds, models (TTS, Whisper), exports and command lines in fresh processes: over ~15 s a module
+    "test_pipeline", "test_asr", "test_tts", "test_synthesize", "test_wer", "test_mix", "test_procedural",
+    "test_sounds", "test_generate", "test_scripts", "test_workspace_safety", "test_release", "test_release_integrity",
+    "test_evaluation", "test_secrets",
+}
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: servers, journeys, harness venvs, models and builds; "
+                                       "`make test-quick` runs the rest (-m 'not slow')")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        module = item.path.stem
+        if ("label_studio" in getattr(item, "fixturenames", ()) or item.path.parent.name == "journeys"
+                or module in SLOW_MODULES):
+            item.add_marker(pytest.mark.slow)
+
+
+def run_in_process(main, *args: str) -> subprocess.CompletedProcess:
+    """Run a command's main as `python -m` runs it (run_main: a WorkbenchError is 'error: ...' on stderr and
+    exit 2), in this process with its stdout and stderr captured: for the many refusals of a command whose
+    real command line other tests run, without a fresh interpreter (seconds of imports) each."""
+    import contextlib
+    import io
+
+    from construction.core.cli import run_main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), pytest.raises(SystemExit) as exit_info:
+        run_main(main, list(args))
+    return subprocess.CompletedProcess(["<in process>", *args], exit_info.value.code, out.getvalue(), err.getvalue())
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -1,7 +1,7 @@
 # ruff: noqa: F811  (the Label Studio fixtures come from tests.annotation_helpers)
 """annotation.push / pull / invite / demo_annotators and validation.adjudicate against a real Label Studio.
 
-One server per module, started from the cached template (see tests/test_ls_server.py). Annotator
+One server per test process, shared with the other Label Studio modules (tests/conftest.py). Annotator
 accounts are made through the real invite/signup form and annotate through the API with their own
 tokens. The 5xx cases go through a small HTTP proxy on 127.0.0.1 that answers 500 for chosen paths
 and forwards everything else to the real server. The rules of the blind arms (what a task shows, the

@@ -311,7 +311,8 @@ def test_demo_accounts_are_marked_by_the_workspace(ls, admin, tokens, accounts, 
     from annotation.labelstudio import invite_link, signup_via_invite
 
     ws = pushed(ls, tmp_path, capsys, title="Demo marks", n=1)
-    impostor = signup_via_invite(ls.url, invite_link(admin), "annotator-9@demo.aor-bench.invalid", PASSWORD)
+    # annotator-99: a demo address no demo run of the shared server uses (staging's uses annotator-1..9)
+    impostor = signup_via_invite(ls.url, invite_link(admin), "annotator-99@demo.aor-bench.invalid", PASSWORD)
     _, speech = arm_tasks(admin, ws, "speech")
     (sid, task_id), = speech.items()
     annotate(make_client(ls.url, impostor), task_id, "harmful")
@@ -320,7 +321,7 @@ def test_demo_accounts_are_marked_by_the_workspace(ls, admin, tokens, accounts, 
     assert code == 0, err
     _, samples, _, _ = pulled(ls, ws, capsys)
     sources = {a.annotator: a.source for a in human(samples[sid])}
-    assert sources.pop(who(ws, "annotator-9@demo.aor-bench.invalid")) == "label-studio"
+    assert sources.pop(who(ws, "annotator-99@demo.aor-bench.invalid")) == "label-studio"
     assert sources and set(sources.values()) == {"demo"}
     assert set(sources) <= set(read_state(ws)["demo_annotators"])
 

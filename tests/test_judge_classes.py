@@ -20,7 +20,7 @@ from evaluation.classes import CLASSES, as_class
 from evaluation.keyword_judge import keyword_judge, keyword_judge_run
 from evaluation.results import FORMAT, LLM_FILE, load_results
 from release.card_judging import JUDGE_CLASSES, judging_section
-from tests.annotation_helpers import admin, cli, ls, tokens  # noqa: F401  (module-scoped fixtures)
+from tests.annotation_helpers import admin, cli, ls, tokens  # noqa: F401  (fixtures)
 
 C, P, F = "full_compliance", "partial_refusal", "full_refusal"
 

@@ -24,7 +24,7 @@ from construction.core.errors import WorkbenchError
 from construction.core.record import Annotation, Sample
 from construction.core.workspace import Rejected, Workspace
 from release.export import main as export_main
-from tests.conftest import REPO, run_module, simple_recipe
+from tests.conftest import REPO, run_in_process, run_module, simple_recipe
 from tests.hub_stub import HubStub
 
 FAKE_TOKEN = "hf_fakeTOKENvalue0123456789abcdef"
@@ -790,7 +790,18 @@ def test_refuses_to_overwrite_a_folder_that_is_not_a_release(tmp_path):
     assert (out / "thesis.tex").read_text() == "do not delete"
 
 
-def test_out_defaults_to_the_workspace_and_is_refused_inside_the_source_tree(tmp_path):
+def _source_tree() -> list[str]:
+    """Every path under the checkout but .venv, .git and __pycache__ (not walked into: .venv alone holds tens
+    of thousands of files)."""
+    skip = {".venv", ".git", "__pycache__"}
+    found = []
+    for folder, dirs, files in os.walk(REPO):
+        found += [(Path(folder) / name).relative_to(REPO).as_posix() for name in dirs + files if name not in skip]
+        dirs[:] = [d for d in dirs if d not in skip]
+    return sorted(found)
+
+
+def test_out_defaults_to_the_workspace_and_is_refused_inside_the_source_tree(tmp_path, monkeypatch):
     """Without --out the release is <workspace>/release; an --out in the checkout's root or one of its tracked
     folders is refused (exit 2, nothing written); an untracked folder under the clone's root is fine."""
     ws = make_workspace(tmp_path / "ws", n=2)
@@ -798,19 +809,18 @@ def test_out_defaults_to_the_workspace_and_is_refused_inside_the_source_tree(tmp
     assert proc.returncode == 0, proc.stderr
     assert f"wrote {ws.root / 'release'}:" in proc.stdout and (ws.root / "release" / "release.json").is_file()
     assert proc.stderr == ""  # --quiet: no bars
-    before = sorted(p.relative_to(REPO).as_posix() for p in REPO.rglob("*") if ".venv" not in p.parts
-                    and "__pycache__" not in p.parts and ".git" not in p.parts)
+    before = _source_tree()
+    monkeypatch.chdir(REPO)  # the relative --out's below are typed in the clone's root
     for out, where in [("release/", "the release package"), (".", "the checkout's root"),
                        ("tests/x", "its tests/ folder"), (str(REPO / "docs" / "rel"), "its docs/ folder"),
                        ("construction/", "its construction/ folder")]:
-        proc = run_module("release.export", "--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", out)
+        # in this process, as `python -m` runs it (the command line itself ran above)
+        proc = run_in_process(export_main, "--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", out)
         assert proc.returncode == 2, (out, proc.stderr)
         assert proc.stderr.strip() == (
             f"error: --out {out} is inside the workbench's source tree ({where}); write the release under the "
             f"workspace, e.g. --out {ws.root / 'release'} (the default)")
-    after = sorted(p.relative_to(REPO).as_posix() for p in REPO.rglob("*") if ".venv" not in p.parts
-                   and "__pycache__" not in p.parts and ".git" not in p.parts)
-    assert after == before  # nothing written, not even a temp folder
+    assert _source_tree() == before  # nothing written, not even a temp folder
     # a workspace-like folder inside the clone's root that git does not track is fine
     name = f"ws-test-{os.getpid()}"
     try:

@@ -17,7 +17,7 @@ import pytest
 from construction.core.errors import WorkbenchError
 from construction.core.record import Annotation
 from release.export import main as export_main
-from tests.conftest import run_module
+from tests.conftest import run_in_process, run_module
 from tests.test_release import (  # noqa: F401 (hub: a fixture)
     edit_chain,
     hub,
@@ -26,6 +26,14 @@ from tests.test_release import (  # noqa: F401 (hub: a fixture)
     revalidate,
     tree_bytes,
 )
+
+
+def _export(*argv: str) -> tuple[int, str]:
+    """(exit status, stderr) of release.export, run in this process as `python -m release.export` runs it: the
+    refusals below need no fresh interpreter each (tests/test_release.py and the single refusals here run the
+    real command line)."""
+    proc = run_in_process(export_main, "--allow-unreviewed-sounds", *argv)
+    return proc.returncode, proc.stderr
 
 
 def _push(ws, out: Path, version: str, *extra: str) -> int:
@@ -176,10 +184,10 @@ def test_a_hand_edited_row_is_refused_with_its_sample_and_reason(tmp_path, how):
     ws = make_workspace(tmp_path / "ws", n=4)
     expected = _hand_edit(ws, how)
     out = tmp_path / "out"
-    proc = run_module("release.export", "--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(out),
-                      "--quiet")  # no progress bars: the error is all stderr holds
-    assert proc.returncode == 2 and proc.stderr.startswith("error: refusing to release: 1 problem(s)"), proc.stderr
-    assert expected in proc.stderr, proc.stderr
+    code, err = _export("--workspace", str(ws.root), "--out", str(out),
+                        "--quiet")  # no progress bars: the error is all stderr holds
+    assert code == 2 and err.startswith("error: refusing to release: 1 problem(s)"), err
+    assert expected in err, err
     assert not out.exists()
 
 
@@ -197,9 +205,9 @@ def test_a_missing_twin_or_scene_alone_is_a_clear_export_error(tmp_path, what):
         edit_chain(ws, lambda s: s.sample_id == first.sample_id and setattr(s, "irrelevant_audio", None))
         expected = [f"{first.sample_id}: no irrelevant-background twin (irrelevant_audio) audio recorded; mix it again"]
     out = tmp_path / "out"
-    proc = run_module("release.export", "--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(out))
-    assert proc.returncode == 2 and proc.stderr.startswith("error: refusing to release:"), proc.stderr
-    assert all(line in proc.stderr for line in expected), proc.stderr
+    code, err = _export("--workspace", str(ws.root), "--out", str(out))
+    assert code == 2 and err.startswith("error: refusing to release:"), err
+    assert all(line in err for line in expected), err
     assert not out.exists()
 
 
@@ -274,10 +282,10 @@ def test_numbers_that_are_not_finite_are_refused_clearly(tmp_path, edit, expecte
     ws = make_workspace(tmp_path / "ws", n=4)
     edit(ws)
     out = tmp_path / "out"
-    proc = run_module("release.export", "--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(out),
-                      "--quiet")  # no progress bars: the error is all stderr holds
-    assert proc.returncode == 2 and proc.stderr.startswith("error: refusing to release: 1 problem(s)"), proc.stderr
-    assert expected in proc.stderr and "Traceback" not in proc.stderr
+    code, err = _export("--workspace", str(ws.root), "--out", str(out),
+                        "--quiet")  # no progress bars: the error is all stderr holds
+    assert code == 2 and err.startswith("error: refusing to release: 1 problem(s)"), err
+    assert expected in err and "Traceback" not in err
     assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["ws"]
 
 

@@ -21,7 +21,7 @@ from construction.core.errors import WorkbenchError
 from construction.core.record import store_path
 from construction.core.runner import run_stage
 from construction.core.workspace import Workspace
-from tests.conftest import MINI_TAXONOMY, REPO, run_module
+from tests.conftest import MINI_TAXONOMY, REPO, run_in_process, run_module
 from tests.test_release import make_workspace
 from tests.toy_stage import ToneStage
 
@@ -35,7 +35,10 @@ def _write_rows(path: Path, rows: list[dict]) -> None:
 
 
 def _export(ws: Workspace, out: Path) -> subprocess.CompletedProcess:
-    return run_module("release.export", "--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(out))
+    """release.export as `python -m` runs it, in this process (test_release.py runs the real command line)."""
+    from release.export import main
+
+    return run_in_process(main, "--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(out))
 
 
 def _point_mixture_at(ws: Workspace, index: int, path: str, sha: str) -> None:

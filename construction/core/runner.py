@@ -117,6 +117,14 @@ class _RayStageActor:
 
 def _ray_results(stage: Stage, batches: Iterator[list[Sample]], jobs: int, ws: Workspace,
                  ray_address: str | None, num_gpus: float) -> Iterator[tuple[list[Sample | Rejected], dict | None]]:
+    # batches are streamed to a file Ray reads lazily: nothing holds the whole manifest in memory
+    path = ws.cache_dir("ray") / f"{stage.name}.batches.jsonl"
+    with open(path, "w", encoding="utf-8") as f:
+        for batch in batches:
+            f.write(json.dumps([s.model_dump(mode="json") for s in batch]) + "\n")
+    if path.stat().st_size == 0:
+        return  # nothing left to do (a resumed run): no Ray start-up, which costs seconds
+
     import ray
 
     if not ray.is_initialized():
@@ -127,13 +135,6 @@ def _ray_results(stage: Stage, batches: Iterator[list[Sample]], jobs: int, ws: W
     context = ray.data.DataContext.get_current()
     context.execution_options.preserve_order = True  # results come back in input order
     context.enable_progress_bars = False
-    # batches are streamed to a file Ray reads lazily: nothing holds the whole manifest in memory
-    path = ws.cache_dir("ray") / f"{stage.name}.batches.jsonl"
-    with open(path, "w", encoding="utf-8") as f:
-        for batch in batches:
-            f.write(json.dumps([s.model_dump(mode="json") for s in batch]) + "\n")
-    if path.stat().st_size == 0:
-        return
     dataset = ray.data.read_text(str(path)).map_batches(
         _RayStageActor, fn_constructor_args=(stage,), batch_size=1, concurrency=jobs,
         num_cpus=0 if num_gpus else 1, num_gpus=num_gpus,

@@ -40,7 +40,7 @@ from construction.sounds.prepare import BUILDER_VERSION, flac_bytes, prepare_aud
 from construction.sounds.sources import C4GroupSource, Reader, SourceMissing, open_source, package_version
 from construction.sounds.sources_file import DEFAULT_SOURCES, load_starter_sources
 from construction.sounds.starter_report import REPORT, BuildReport, attribution_text, reused_report, summarise
-from construction.text.taxonomy import DEFAULT_TAXONOMY
+from construction.text.taxonomy import DEFAULT_TAXONOMY, FAST_SAFE_LOADER
 
 AUDIO_SUFFIX = ".flac"
 
@@ -54,7 +54,7 @@ def taxonomy_vocabulary(taxonomy: str | Path | None = None) -> tuple[dict[str, s
     progress elsewhere in the taxonomy never blocks building the sound library."""
     path = Path(taxonomy) if taxonomy else DEFAULT_TAXONOMY
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=FAST_SAFE_LOADER) or {}
     except FileNotFoundError:
         raise WorkbenchError(f"taxonomy file not found: {path}") from None
     except yaml.YAMLError as exc:

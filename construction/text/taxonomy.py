@@ -303,6 +303,11 @@ class Taxonomy(BaseModel):
                                  f"{', '.join(self.by_id)}") from None
 
 
+# libyaml's safe loader (same data, ~7x faster on the 250 KB shipped taxonomy, which every stage, push and
+# export reads); PyYAML's pure-Python one where PyYAML was built without libyaml
+FAST_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def load_taxonomy(path: str | Path | None = None) -> tuple[Taxonomy, str]:
     """Returns the validated taxonomy and a short hash of the file (recorded in provenance)."""
     path = Path(path) if path else DEFAULT_TAXONOMY
@@ -311,8 +316,7 @@ def load_taxonomy(path: str | Path | None = None) -> tuple[Taxonomy, str]:
     except FileNotFoundError:
         raise WorkbenchError(f"taxonomy file not found: {path}") from None
     try:
-        # libyaml's loader where PyYAML has it: the same data, 8x faster (every mix worker loads this)
-        data = yaml.load(raw, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        data = yaml.load(raw, Loader=FAST_SAFE_LOADER)
     except yaml.YAMLError as exc:
         raise WorkbenchError(f"taxonomy {path} is not valid YAML: {exc}") from None
     if not data or not isinstance(data, dict) or not data.get("categories"):
