@@ -72,5 +72,5 @@ fi
 # The offline starter library of background sounds, cut from the Debian/PyPI packages above. A rerun
 # with unchanged inputs only verifies it. A verified library is one line; a build prints its whole report.
 starter="$("$PY" -m construction.sounds.starter --sounds "${AORBENCH_SOUNDS:-$HOME/.cache/aor-bench/starter-sounds}")"
-if grep -q "nothing rebuilt" <<<"$starter"; then head -1 <<<"$starter"; else echo "$starter"; fi
+if grep -qE "nothing rebuilt|; 0 written, " <<<"$starter"; then head -1 <<<"$starter"; else echo "$starter"; fi
 step "setup complete: the workbench's python is $VENV/bin/python (or: source $VENV/bin/activate)"
