@@ -37,7 +37,6 @@ import os
 import shlex
 import shutil
 import socket
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -101,6 +100,7 @@ class ServerStatus:
 
 def default_data_dir(workspace: Path | str = DEFAULT_WORKSPACE) -> Path:
     """The data dir when no --data-dir is given: $AOR_LABEL_STUDIO_DATA_DIR, else <workspace>/label-studio."""
+    # DATA_DIR_ENV spelled out: tests/test_cli_convention.py finds the variables a command reads in its source
     env = os.environ.get("AOR_LABEL_STUDIO_DATA_DIR")
     return Path(env).expanduser() if env else Path(workspace).expanduser() / DATA_DIR_NAME
 
