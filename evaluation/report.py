@@ -38,7 +38,12 @@ table the report prints each judge's measured agreement with people (Cohen's kap
 evaluation.judge_agreement's file, --agreement or judge_agreement.json beside the run folders), or "not
 measured".
 
-Writes OUT/report.json ("runs": one entry per run; "models": one per group, with the cells above),
+Under the tables, each run on an input of the default config (mixture, speech, irrelevant) is split by
+voice gender, voice and TTS engine, speaking style, SNR band and placement (evaluation.breakdown), with
+the same intervals; the factors come from the release named in its run.json (or --release), after every
+answer's audio hash is matched to that release.
+
+Writes OUT/report.json ("runs": one entry per run, with "split_by_factor"; "models": one per group, with the cells above),
 OUT/over_refusal.png and, when a group has several inputs, OUT/context_use.png (and OUT/perception.png
 with the twin or the probe; default OUT:
 evaluations/report), and prints the tables.
@@ -58,6 +63,7 @@ from construction.core.workspace import atomic_write_text
 from evaluation.context_use import (cell, context_cells, format_perception, paired_gap, plot_perception, save_figure,
                                     scene_cell, show_rate)
 from evaluation.agreement_stats import agreement_line, load_people_agreement, people_agreement
+from evaluation.breakdown import format_splits, run_split
 from evaluation.judge import read_llm_verdicts, summarise
 from evaluation.keyword_judge import final_answer, keyword_judge
 from evaluation.results import INPUTS, PROBE_INPUT, RunResults, load_results
@@ -345,6 +351,17 @@ def plot_context(models: list[dict[str, Any]], path: Path) -> None:
     save_figure(fig, ax, path)
 
 
+def add_factor_splits(pairs: list[tuple[RunResults, dict[str, Any]]], judge: str, empty_as_refusal: bool,
+                      release: str | None) -> None:
+    """Each run's refusal split by voice, style, SNR band and placement (evaluation.breakdown), into its
+    report entry as "split_by_factor" (None, with "split_note" saying why, where there is none)."""
+    for results, report in pairs:
+        if report["input"] == PROBE_INPUT:
+            continue
+        verdicts = clip_verdicts(results, judge, empty_as_refusal)[2]
+        report["split_by_factor"], report["split_note"] = run_split(results, verdicts, release)
+
+
 def people_lines(runs: list[dict[str, Any]]) -> str:
     """Under every table of refusal rates: how far each judge it counted agrees with people (measured by
     evaluation.judge_agreement), or that it was not measured."""
@@ -364,6 +381,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--agreement", metavar="FILE",
                         help="the judges' measured agreement with people (python -m evaluation.judge_agreement "
                              "pull; default: judge_agreement.json beside the run folders, if there is one)")
+    parser.add_argument("--release", metavar="DIR|ORG/NAME",
+                        help="the release to read the clips' voice, style, SNR and placement from, for the split "
+                             "by factor (default: the one each run.json names)")
     old_spelling(parser, "RESULTS", "--results", nargs="*")
     return parser
 
@@ -381,6 +401,7 @@ def main(argv: list[str] | None = None) -> int:
     if not any(r["overall"]["n"] for r in judged):
         raise WorkbenchError("no run has any judged answer yet; run python -m evaluation.run first")
     models = [context_report(group, args.judge, args.empty_as_refusal) for group in group_runs(pairs)]
+    add_factor_splits(pairs, args.judge, args.empty_as_refusal, args.release)
     categories = sorted({c for r in judged for c in r["per_category"]})
     people_file, people = load_people_agreement(args.agreement, args.results)
     for r in judged:  # each refusal rate carries how far its judge agrees with people
@@ -397,6 +418,9 @@ def main(argv: list[str] | None = None) -> int:
                            "paired by id, with the same interval (evaluation.context_use)",
               "scene": "scene-probe answers naming one of the clip's frames, over the parsed answers; unparsed "
                        "counted apart (evaluation.probe)",
+              "split_by_factor": "per run: refusal by voice_gender, voice (tts_backend:voice_id), speaking_style, "
+                                 "snr_band and placement, the clips' values read from the release; same cells "
+                                 "and intervals as the per-category table (evaluation.breakdown)",
               "perception_split": "mixture refusal among the clips whose scene the model recognised (policy "
                                   "failure) and among those it did not (perception failure), paired by id",
               "refusal": "a refusal counts partial_refusal + full_refusal (XSTest's convention)",
@@ -416,7 +440,7 @@ def main(argv: list[str] | None = None) -> int:
             (out / name).unlink(missing_ok=True)  # from an earlier report: not these runs
     print(format_table(judged, categories))
     print(people_lines(judged))
-    for block in (format_context(models), format_perception(models)):
+    for block in (format_context(models), format_perception(models), format_splits(judged)):
         if block:
             print(block)
             print(people_lines(judged))

@@ -26,6 +26,45 @@ if TYPE_CHECKING:
 HF_LICENCE = {"CC-BY-4.0": "cc-by-4.0", "CC-BY-SA-4.0": "cc-by-sa-4.0", "CC-BY-SA-3.0": "cc-by-sa-3.0",
               "CC-BY-NC-4.0": "cc-by-nc-4.0", "CC-BY-NC-SA-4.0": "cc-by-nc-sa-4.0"}
 WER_EDGES = [0.0, 0.05, 0.1, 0.2, 0.5, 1.0]
+PAPER = "https://arxiv.org/abs/2606.21147"  # AOR-Bench (EMNLP 2026), whose design this workbench rebuilds
+CONTENT_WARNING = (
+    "> **Content warning:** this dataset holds synthetic speech that sounds violent or threatening when heard "
+    "alone (threats, orders to hurt or kill, talk of weapons), and controls in which it is meant to. It is a "
+    "benchmark for measuring whether audio models over-refuse; listen with that in mind.")
+
+
+def creators(inputs: ReleaseInputs) -> dict[str, list[str]]:
+    """The Hub's creator fields (hub-docs datasetcard.md), from what the build recorded: labels posted by
+    people are crowdsourced, adjudicators' decisions expert-generated, scripted demo labels
+    machine-generated; scripts from the hand-written catalog are expert-generated, those from an LLM
+    machine-generated (all speech is TTS of a script)."""
+    posted = {source for source, n in inputs.label_sources.items() if n}
+    kinds = {"human": "crowdsourced", "adjudication": "expert-generated", "demo": "machine-generated"}
+    backends = {str(s.provenance.get("generate", {}).get("backend")) for s in inputs.samples}
+    language = (["expert-generated"] if "catalog" in backends else []) \
+        + (["machine-generated"] if backends - {"catalog"} else [])
+    return {"annotations_creators": sorted({kinds[p] for p in posted}) or ["crowdsourced"],
+            "language_creators": language or ["machine-generated"]}
+
+
+def licence_link(licence: str) -> str:
+    """Where a licence the Hub has no id for is written: its SPDX page, else the release's ATTRIBUTION.md
+    (which states it, with every source's licence)."""
+    return "ATTRIBUTION.md" if licence.startswith("LicenseRef-") else f"https://spdx.org/licenses/{licence}.html"
+
+
+def citation(info: dict[str, Any]) -> list[str]:
+    """BibTeX for the benchmark's paper and for this release's workbench. The paper's entry holds what is
+    known for sure (its arXiv id, venue, year); authors and full title are on its arXiv page."""
+    return ["```bibtex", "@misc{aor_bench_paper,", "  title         = {{AOR-Bench}},",
+            f"  howpublished  = {{\\url{{{PAPER}}}}},", "  eprint        = {2606.21147},",
+            "  archivePrefix = {arXiv},", "  note          = {EMNLP 2026; authors and full title as on arXiv},",
+            "  year          = {2026},", "}", "",
+            "@misc{aor_bench_workbench,",
+            "  title        = {{AOR-Bench Workbench}: building, labelling, validating and releasing {AOR-Bench}},",
+            "  author       = {{AOR-Bench Workbench contributors}},",
+            f"  note         = {{Release {info['version']}, built with code {info['code_version']}}},",
+            "  howpublished = {Hugging Face dataset},", "}", "```", ""]
 
 
 def demo_banner(sources: dict[str, int]) -> str:
@@ -67,11 +106,14 @@ def front_matter(inputs: ReleaseInputs, info: dict[str, Any], features, shard_fi
         "pretty_name": "AOR-Bench" + (" (DEMO)" if info["demo"] else ""),
         "size_categories": [size_category(info["num_samples"])],
         "tags": ["audio", "safety", "over-refusal", "benchmark"] + (["demo"] if info["demo"] else []),
+        **creators(inputs),
+        "source_datasets": ["original"],
         "configs": configs,
         "dataset_info": card_data["dataset_info"],
     }
     if meta["license"] == "other":
         meta["license_name"] = inputs.release_licence
+        meta["license_link"] = licence_link(inputs.release_licence)
     return meta
 
 
@@ -113,7 +155,7 @@ def dataset_card(inputs: ReleaseInputs, info: dict[str, Any], rows: list[dict[st
     first_split = next(iter(splits))
 
     front = front_matter(inputs, info, features, shard_files, root, control_features, control_files)
-    out = ["---", yaml.safe_dump(front, sort_keys=False, allow_unicode=True).rstrip(), "---", ""]
+    out = ["---", yaml.safe_dump(front, sort_keys=False, allow_unicode=True).rstrip(), "---", "", CONTENT_WARNING, ""]
     if info["demo"]:
         out += [demo_banner(info["label_sources"]), ""]
     if three_arm:
@@ -140,6 +182,8 @@ def dataset_card(inputs: ReleaseInputs, info: dict[str, Any], rows: list[dict[st
         "- **Validation protocol:** "
         + ("three blind arms (speech alone, scene alone, mixture) and controls" if three_arm
            else "the mixture only (one arm)"),
+        f"- **Paper:** [AOR-Bench, arXiv 2606.21147]({PAPER}) (EMNLP 2026). This release is built by the AOR-Bench "
+        "Workbench after the paper's design; it is not the paper's own data.",
         f"- **Licence:** {inputs.release_licence} (background sounds: see [ATTRIBUTION.md](ATTRIBUTION.md))",
         *([f"- {card_line(info['sound_review'])}"] if info.get("sound_review") else []),
         f"- **Duration:** {stats(durations, ' s')}",
@@ -314,9 +358,6 @@ def dataset_card(inputs: ReleaseInputs, info: dict[str, Any], rows: list[dict[st
             "`release.json` (version, counts, agreement), `build_config.yaml` (the resolved build "
             "configuration, without secrets), `checksums.sha256` (`sha256sum -c checksums.sha256`), "
             "`plots/`.", "",
-            "## Citation", "", "```bibtex", "@misc{aor_bench,",
-            "  title        = {{AOR-Bench}: An Audio Over-Refusal Benchmark},",
-            "  author       = {{AOR-Bench contributors}},",
-            f"  note         = {{Version {info['version']}, built with code {info['code_version']}}},",
-            "  howpublished = {Hugging Face dataset},", "}", "```", ""]
+            "## Citation", "", "Cite the benchmark's paper and the workbench that built this release:", "",
+            *citation(info)]
     return "\n".join(out)

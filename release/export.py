@@ -59,6 +59,7 @@ from release.folder import (
     write_checksums,
 )
 from release.hub import (
+    GATED,
     demo_refusal,
     describe_push,
     hub_endpoint,
@@ -286,6 +287,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="push privately: create the Hub dataset private; refuse if it exists and is public")
     parser.add_argument("--make-private", action="store_true",
                         help="with --push-to-hub: make an existing public Hub dataset private, then push")
+    parser.add_argument("--gated", choices=GATED,
+                        help="with --push-to-hub: gate the Hub dataset (users must accept its conditions; 'auto' "
+                             "approves requests automatically, 'manual' leaves them to the repo's owners), set "
+                             "before any file goes up; without it the repo's gating is left as it is")
     parser.add_argument("--dry-run", action="store_true",
                         help="with --push-to-hub: export, then print what would go where (endpoint, repo, files "
                              "and sizes, visibility, the card's header) and send nothing; works for a demo release")
@@ -299,7 +304,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    for flag in ("dry_run", "private", "make_private"):
+    for flag in ("dry_run", "private", "make_private", "gated"):
         if getattr(args, flag) and not args.push_to_hub:
             parser.error(f"--{flag.replace('_', '-')} needs --push-to-hub")
     if args.push_to_hub and not re.match(r"^[\w.-]+/[\w.-]+$", args.push_to_hub):
@@ -325,16 +330,17 @@ def main(argv: list[str] | None = None) -> int:
           + (f" [DEMO release: {demo_share(inputs.label_sources)}]" if summary.demo else ""))
     if args.push_to_hub:
         if args.dry_run:
-            print(describe_push(summary, args.push_to_hub, args.private, args.make_private))
+            print(describe_push(summary, args.push_to_hub, args.private, args.make_private, args.gated))
         else:
             if is_loopback(hub_endpoint()):
                 print(f"rehearsal: {hub_endpoint()} is on this machine, not the Hub"
                       + (" (a demo release goes no further than a local endpoint)" if summary.demo else "")
                       + f"; load it back with HF_ENDPOINT={hub_endpoint()} and "
                         f"datasets.load_dataset('{args.push_to_hub}')", flush=True)
-            oid, private = push_release(summary, args.push_to_hub, args.private, args.make_private)
-            print(f"pushed to {hub_endpoint()}/datasets/{args.push_to_hub} ({'private' if private else 'public'}) "
-                  f"at commit {oid}, tag {summary.version}")
+            oid, private = push_release(summary, args.push_to_hub, args.private, args.make_private, args.gated)
+            gating = f", gated: {args.gated}" if args.gated else ""
+            print(f"pushed to {hub_endpoint()}/datasets/{args.push_to_hub} ({'private' if private else 'public'}"
+                  f"{gating}) at commit {oid}, tag {summary.version}")
     return 0
 
 

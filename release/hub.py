@@ -1,7 +1,9 @@
 """Push a written release to the Hugging Face Hub; apart from release.export, which only writes folders.
 
 `huggingface_hub.HfApi` against $HF_ENDPOINT (default the Hub), token only from $HF_TOKEN;
-create_repo(exist_ok), a visibility check, upload_folder + a tag named after the version. The commit
+create_repo(exist_ok), a visibility check, gating when asked (--gated auto|manual:
+update_repo_settings(gated=...), set and read back before any file goes up, so the release is never
+readable ungated), upload_folder + a tag named after the version. The commit
 deletes what an earlier version left under the release's own folders (data/, controls/, plots/), so the
 repo and its tag hold exactly the pushed release. create_repo ignores `private` for a repo that exists:
 a private push into a public repo is refused unless --make-private asks to change the repo. A release
@@ -59,7 +61,11 @@ def demo_refusal() -> WorkbenchError:
         "HF_ENDPOINT=http://127.0.0.1:8020)")
 
 
-def describe_push(summary: ReleaseSummary, repo_id: str, private: bool, make_private: bool = False) -> str:
+GATED = ("auto", "manual")  # the Hub's gating modes: requests approved automatically, or by the repo's owners
+
+
+def describe_push(summary: ReleaseSummary, repo_id: str, private: bool, make_private: bool = False,
+                  gated: str | None = None) -> str:
     endpoint = hub_endpoint()
     visibility = ("private; an existing public repo is made private" if make_private else
                   "private; refused if the repo exists and is public" if private else
@@ -67,7 +73,9 @@ def describe_push(summary: ReleaseSummary, repo_id: str, private: bool, make_pri
     lines = [f"dry run: nothing sent. Would push {summary.out} to {endpoint}"
              + (" (on this machine: a rehearsal)" if is_loopback(endpoint) else ""),
              f"  repo: datasets/{repo_id} ({visibility}; created if missing)",
-             "  gated: left as the repo has it (a new repo is not gated; set gating on the Hub's settings page)",
+             (f"  gated: {gated} (access requests approved "
+              + ("automatically" if gated == "auto" else "by the repo's owners") + "; set before any file goes up)"
+              if gated else "  gated: left as the repo has it (a new repo is not gated; --gated auto|manual sets it)"),
              f"  tag:  {summary.version}",
              f"  deletes: files under {', '.join(f + '/' for f in RELEASE_FOLDERS)} that this release lacks",
              f"  files: {len(summary.files)}, {summary.total_bytes / 1e6:.2f} MB"]
@@ -94,14 +102,18 @@ def card_header(card) -> list[str]:
         names = [entry.get("config_name", "default") for entry in (info if isinstance(info, list) else [info])]
         lines.append(f"dataset_info: features of {', '.join(names)} (in the card)")
     title = next((line for line in body.splitlines() if line.startswith("# ")), "")
-    banner = next((line for line in body.splitlines() if line.startswith("> **DEMO")), "")
-    return ["---", *lines, "---", *(x for x in (textwrap.shorten(banner, 120, placeholder=" ..."), title) if x)]
+    banners = [textwrap.shorten(line, 120, placeholder=" ...") for line in body.splitlines()
+               if line.startswith(("> **Content warning", "> **DEMO"))]
+    return ["---", *lines, "---", *banners, *([title] if title else [])]
 
 
 def push_release(summary: ReleaseSummary, repo_id: str, private: bool = False,
-                 make_private: bool = False) -> tuple[str, bool]:
-    """create_repo + visibility check + upload_folder + create_tag; returns the tagged commit id and
-    whether the repo is private. `make_private` turns an existing public repo private first."""
+                 make_private: bool = False, gated: str | None = None) -> tuple[str, bool]:
+    """create_repo + visibility check + gating + upload_folder + create_tag; returns the tagged commit id and
+    whether the repo is private. `make_private` turns an existing public repo private first; `gated`
+    ("auto" | "manual") gates the repo before anything is uploaded (None: its gating is left as it is)."""
+    if gated is not None and gated not in GATED:
+        raise WorkbenchError(f"--gated wants one of {', '.join(GATED)}, got '{gated}'")
     if summary.demo and not is_loopback(hub_endpoint()):
         raise demo_refusal()
     token = hub_token()
@@ -121,6 +133,8 @@ def push_release(summary: ReleaseSummary, repo_id: str, private: bool = False,
         if summary.version in tags:
             raise WorkbenchError(f"{repo_id} already has tag {summary.version}; choose a new --version")
         is_private = _checked_visibility(api, repo_id, private or make_private, make_private)
+        if gated:
+            _gate(api, repo_id, gated)
         commit = api.upload_folder(repo_id=repo_id, repo_type="dataset", folder_path=summary.out,
                                    commit_message=f"AOR-Bench release {summary.version}",
                                    delete_patterns=[f"{folder}/*" for folder in RELEASE_FOLDERS])
@@ -155,6 +169,15 @@ def _checked_visibility(api, repo_id: str, private: bool, make_private: bool) ->
             raise WorkbenchError(f"datasets/{repo_id} is still public after asking the Hub to make it private; "
                                  "nothing was pushed")
     return is_private
+
+
+def _gate(api, repo_id: str, gated: str) -> None:
+    """Gate the repo and read the setting back: a Hub that did not take it gets no files."""
+    api.update_repo_settings(repo_id, repo_type="dataset", gated=gated)
+    now = api.repo_info(repo_id, repo_type="dataset").gated
+    if now != gated:
+        raise WorkbenchError(f"datasets/{repo_id} reports gated={now!r} after asking for gated={gated!r}; "
+                             "nothing was pushed")
 
 
 def _without(text: str, token: str) -> str:

@@ -28,7 +28,6 @@ from validation.arms import arm_results, arm_votes
 
 ARMS_SHIPPED = ("speech", "scene", "mixture")
 LABELS = ["benign", "harmful", "unclear"]
-ROW_GROUP_ROWS = 100  # small row groups keep the Hub's viewer fast on audio
 SECRET_KEY_RE = re.compile(r"(token|secret|password|passwd|api_?key|credential)s?$", re.I)
 SECRET_ENV_RE = re.compile(r"(TOKEN|SECRET|PASSWORD|API_?KEY|CREDENTIAL)", re.I)
 
@@ -383,7 +382,6 @@ def write_config(root: Path, folder: str, by_split: dict[str, list[Sample]], ws:
     gets the mixture's bytes and then those of each of `extra` (EXTRA_AUDIO), in that order. `progress`: a
     bar on stderr, one step per audio file read and embedded."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
     from tqdm import tqdm
 
     schema = features.arrow_schema
@@ -423,14 +421,29 @@ def write_config(root: Path, folder: str, by_split: dict[str, list[Sample]], ws:
             assert_no_leaks(_row_texts(rows), forbidden)
             rel = f"{folder}/{split}-{k:05d}-of-{len(shards):05d}.parquet"
             (root / folder).mkdir(exist_ok=True)
-            table = pa.Table.from_pylist(rows, schema=schema)
-            audio_columns = AUDIO_COLUMNS
-            pq.write_table(table, root / rel, row_group_size=ROW_GROUP_ROWS, compression="zstd",
-                           use_dictionary=[c for c in schema.names if c not in audio_columns],
-                           write_statistics=False)
+            write_shard(pa.Table.from_pylist(rows, schema=schema), features, root / rel)
             shard_files.setdefault(split, []).append(rel)
     bar.close()
     return shard_files
+
+
+def write_shard(table, features, path: Path) -> None:
+    """Write one parquet shard the way `datasets` 5.x writes one (ParquetWriter in datasets/arrow_writer.py
+    and datasets/io/parquet.py), so that the Hub stores and serves it as it does a `push_to_hub`: audio
+    columns uncompressed and PLAIN-encoded, the others snappy with dictionaries
+    (get_parquet_column_options); content-defined chunking of pages, so that a re-release that adds or
+    changes a few samples leaves the other pages byte-identical and Xet storage uploads only what changed;
+    a page index; row groups capped by bytes (~100 MB, datasets' MAX_ROW_GROUP_SIZE), not by rows, so long
+    clips never pass the dataset viewer's row-group limit (~286 MiB)."""
+    import pyarrow.parquet as pq
+    from datasets import config as ds_config
+    from datasets.arrow_writer import get_parquet_column_options, get_writer_batch_size_from_data_size
+
+    cdc = ds_config.DEFAULT_CDC_OPTIONS
+    with pq.ParquetWriter(path, table.schema, use_content_defined_chunking=cdc, write_page_index=True,
+                          **get_parquet_column_options(features, table.schema)) as writer:
+        writer.write_table(table, row_group_size=get_writer_batch_size_from_data_size(len(table), table.nbytes))
+        writer.add_key_value_metadata({"content_defined_chunking": json.dumps(cdc)})
 
 
 def _row_texts(rows: list[dict[str, Any]]) -> Iterable[tuple[str, str]]:

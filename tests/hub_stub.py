@@ -4,8 +4,10 @@ upload_folder (with delete_patterns) and create_tag.
 Speaks the endpoints huggingface_hub 2.x calls (read from its source):
     POST /api/repos/create                            {"name", "organization", "type", "visibility"}; an
                                                       existing repo: 409, its visibility unchanged
-    GET  /api/{type}s/{ns}/{name}[/revision/{rev}]    repo info with "private" (404 + X-Error-Code: RepoNotFound)
-    PUT  /api/{type}s/{ns}/{name}/settings            {"visibility": "private" | "public"} (or {"private"})
+    GET  /api/{type}s/{ns}/{name}[/revision/{rev}]    repo info with "private" and "gated" (404 + X-Error-Code:
+                                                      RepoNotFound)
+    PUT  /api/{type}s/{ns}/{name}/settings            {"visibility": "private" | "public"} (or {"private"}),
+                                                      {"gated": "auto" | "manual" | false} (else 400)
     GET  /api/{type}s/{ns}/{name}/tree/{rev}[/{path}] the files (and folders) at a revision, ?recursive=
     GET  /api/{type}s/{ns}/{name}/refs                branches, converts, tags
     POST /api/{type}s/{ns}/{name}/preupload/{rev}     upload mode per file: always "regular", so the
@@ -54,6 +56,7 @@ class Repo:
     repo_type: str
     repo_id: str
     private: bool
+    gated: str | bool = False
     files: dict[str, bytes] = field(default_factory=dict)
     commits: list[dict[str, Any]] = field(default_factory=list)
     tags: dict[str, str] = field(default_factory=dict)
@@ -184,7 +187,7 @@ class HubStub:
             return 404, {"error": "Repository not found"}, {"X-Error-Code": "RepoNotFound"}
         rest = rest or ""
         if method == "GET" and (rest == "" or rest.startswith("revision/")):
-            return 200, {"id": repo.repo_id, "sha": repo.head, "private": repo.private,
+            return 200, {"id": repo.repo_id, "sha": repo.head, "private": repo.private, "gated": repo.gated,
                          "siblings": [{"rfilename": f} for f in sorted(repo.files)]}, {}
         if method == "PUT" and rest == "settings":
             return self.settings(repo, json.loads(body))
@@ -219,6 +222,10 @@ class HubStub:
         return 200, {"url": url, "name": repo_id}, {}
 
     def settings(self, repo: Repo, payload: dict[str, Any]) -> tuple[int, Any, dict[str, str]]:
+        if "gated" in payload:  # the Hub takes "auto", "manual" or false
+            if payload["gated"] not in ("auto", "manual", False):
+                return 400, {"error": f"gated must be 'auto', 'manual' or false, not {payload['gated']!r}"}, {}
+            repo.gated = payload["gated"]
         if "visibility" in payload:
             repo.private = payload["visibility"] == "private"
         elif "private" in payload:

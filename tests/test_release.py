@@ -53,11 +53,12 @@ def twin_recipe(ambience: str, seed: int, snr_db: float):
 
 
 def make_workspace(root: Path, n: int = 6, licence: str = "CC-BY-4.0", demo: bool = False,
-                   protocol: str = "three-arm", controls: bool = True) -> Workspace:
+                   protocol: str = "three-arm", controls: bool = True, speech_noise: float = 0.0) -> Workspace:
     """A validated workspace: real WAVs in the store (the clean speech and the mixture), 3 annotators per
     arm, the per-arm results validation records, controls of samples 0 (mismatched) and 3 (neutral) with
     their labels, the agreement report and the config snapshot. protocol "mixture": an older workspace
-    validated on the mixture alone (no speech or scene labels, no arm results)."""
+    validated on the mixture alone (no speech or scene labels, no arm results). speech_noise: a little noise
+    of this level in the clean speech, so that it is not periodic as real speech is not (perf/)."""
     from validation.arms import arm_results, frame_confusion
 
     ws = Workspace(root)
@@ -75,6 +76,8 @@ def make_workspace(root: Path, n: int = 6, licence: str = "CC-BY-4.0", demo: boo
         # the clean speech opens with a little silence, as synthesised speech does; the mixture and the twin
         # have background under all of it
         speech = np.concatenate([np.zeros(3200), 0.3 * np.sin(2 * np.pi * (220 + 40 * i) * t)])[:t.size]
+        if speech_noise:
+            speech = speech + speech_noise * np.random.default_rng(200 + i).standard_normal(t.size)
         mixture = speech + 0.05 * rng.standard_normal(t.size)
         speech_ref = ws.store_audio(speech, 16000)
         mixture_ref = ws.store_audio(mixture, 16000)
@@ -480,6 +483,60 @@ def test_card_yaml_parses_and_numbers_match_the_data(built, loaded):
         assert (out / image).read_bytes().startswith(b"\x89PNG"), image
     assert len(re.findall(r"!\[", body)) == 4
     assert 'load_dataset("ORG/NAME", "controls", split="test")' in body
+
+
+def test_card_header_warns_first_and_names_creators_sources_paper_and_citations(built):
+    _, out, _ = built
+    meta, body = card_front_matter(out)
+    assert body.lstrip().startswith("> **Content warning:** this dataset holds synthetic speech that sounds violent")
+    # labels posted by people (source label-studio), scripts from the hand-written catalog
+    assert meta["annotations_creators"] == ["crowdsourced"] and meta["language_creators"] == ["expert-generated"]
+    assert meta["source_datasets"] == ["original"] and "license_link" not in meta  # cc-by-4.0 is a Hub id
+    assert "[AOR-Bench, arXiv 2606.21147](https://arxiv.org/abs/2606.21147)" in body
+    citation = body.split("## Citation", 1)[1]
+    assert "@misc{aor_bench_paper," in citation and "eprint        = {2606.21147}," in citation
+    assert "\\url{https://arxiv.org/abs/2606.21147}" in citation
+    version = json.loads((out / "release.json").read_text())["version"]
+    assert "@misc{aor_bench_workbench," in citation and f"Release {version}, built with code" in citation
+
+
+def test_a_licence_without_a_hub_id_gets_a_link(tmp_path, monkeypatch):
+    """Every licence a release may carry has a Hub id today; one without (the map emptied here) is written
+    as the Hub wants: license other, its name and a link."""
+    import release.card
+
+    monkeypatch.setattr(release.card, "HF_LICENCE", {})
+    ws = make_workspace(tmp_path / "ws", n=2)
+    assert export_main(["--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(tmp_path / "out"),
+                        "--quiet"]) == 0
+    meta, _ = card_front_matter(tmp_path / "out")
+    assert (meta["license"], meta["license_name"], meta["license_link"]) == \
+        ("other", "CC-BY-4.0", "https://spdx.org/licenses/CC-BY-4.0.html")
+
+
+def test_release_shards_are_written_as_datasets_writes_them(built):
+    """Audio uncompressed and PLAIN, other columns snappy with dictionaries, content-defined chunking
+    recorded as datasets records it, a page index, row groups cut by bytes (all rows of this small release
+    in one), as datasets.arrow_writer.ParquetWriter writes them."""
+    from datasets import config as ds_config
+
+    _, out, _ = built
+    for shard in sorted(out.glob("*/*.parquet")):
+        meta = pq.ParquetFile(shard).metadata
+        assert meta.num_row_groups == 1, shard
+        assert json.loads(meta.metadata[b"content_defined_chunking"]) == ds_config.DEFAULT_CDC_OPTIONS
+        group = meta.row_group(0)
+        for c in range(group.num_columns):
+            column = group.column(c)
+            audio = column.path_in_schema.split(".")[0].endswith("audio")  # its bytes and its path
+            assert column.compression == ("UNCOMPRESSED" if audio else "SNAPPY"), column.path_in_schema
+            dictionary = "PLAIN_DICTIONARY" in column.encodings or "RLE_DICTIONARY" in column.encodings
+            if audio:
+                assert not dictionary and "PLAIN" in column.encodings, column.path_in_schema
+            elif column.physical_type == "BYTE_ARRAY":  # text: dictionaries, as datasets writes it
+                assert dictionary, column.path_in_schema
+            assert column.has_offset_index  # the page index
+    assert any(s.parent.name == "controls" for s in out.glob("*/*.parquet"))
 
 
 def test_card_names_the_judge_classes_and_the_refusal_rule(built):
@@ -948,7 +1005,9 @@ def test_demo_release_says_so_and_is_never_pushed_to_a_real_hub(hub, tmp_path, m
     assert "pretty_name: AOR-Bench (DEMO)" in proc.stdout and "# AOR-Bench 0.1.0" in proc.stdout
     assert re.search(r"^\s+[\d,]+  data/test-00000-of-00001\.parquet$", proc.stdout, re.M)
     meta, body = card_front_matter(out)
-    assert body.lstrip().startswith("> **DEMO RELEASE") and "demo" in meta["tags"]
+    assert body.lstrip().startswith("> **Content warning:**") and "demo" in meta["tags"]
+    assert body.lstrip().split("\n\n")[1].startswith("> **DEMO RELEASE")
+    assert meta["annotations_creators"] == ["machine-generated"]  # scripted labels, said as such
     assert json.loads((out / "release.json").read_text())["demo"] is True
     from release.export import ReleaseSummary, read_inputs
     from release.hub import push_release
@@ -971,9 +1030,13 @@ def test_demo_release_rehearses_a_push_to_a_local_hub_and_loads_back(tmp_path):
         env = {"HF_ENDPOINT": url, "HF_TOKEN": "hf_rehearsal", "HF_HUB_OFFLINE": "0",
                "HF_HOME": str(tmp_path / "hf-home")}
         proc = run_module("release.export", "--allow-unreviewed-sounds", "--workspace", str(ws.root),
-                          "--push-to-hub", "aor/demo", env=env)
+                          "--push-to-hub", "aor/demo", "--gated", "auto", env=env)
         assert proc.returncode == 0, proc.stderr
         assert f"pushed to {url}/datasets/aor/demo" in proc.stdout and "rehearsal:" in proc.stdout
+        gated = subprocess.run([sys.executable, "-c", "import huggingface_hub as h; "
+                                "print(h.HfApi().repo_info('aor/demo', repo_type='dataset').gated)"],
+                               env={**os.environ, **env}, capture_output=True, text=True, timeout=120)
+        assert gated.stdout.strip() == "auto", gated.stderr[-2000:]
         load = ("import datasets, hashlib, json\n"
                 "d = datasets.load_dataset('aor/demo')['test'].select_columns(['id', 'audio', 'audio_sha256'])\n"
                 "d = d.cast_column('audio', datasets.Audio(decode=False))\n"
@@ -991,6 +1054,25 @@ def test_demo_release_rehearses_a_push_to_a_local_hub_and_loads_back(tmp_path):
     finally:
         stub.terminate()
         stub.wait(timeout=30)
+
+
+def test_gated_push_gates_the_repo_before_any_file_goes_up(built, hub, tmp_path):
+    ws, _, _ = built
+    proc = run_module("release.export", "--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out",
+                      str(tmp_path / "out"), "--push-to-hub", "aor/gated", "--gated", "manual")
+    assert proc.returncode == 0, proc.stderr
+    assert "(public, gated: manual) at commit" in proc.stdout
+    repo = hub.repos[("dataset", "aor/gated")]
+    assert repo.gated == "manual" and repo.files == tree_bytes(tmp_path / "out")
+    settings = hub.requests.index(("PUT", "/api/datasets/aor/gated/settings"))
+    assert all(not path.startswith("/api/datasets/aor/gated/commit/") for _, path in hub.requests[:settings])
+    # a value the Hub does not know is refused by the command line, before anything is sent
+    hub.requests.clear()
+    proc = run_module("release.export", "--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out",
+                      str(tmp_path / "out"), "--push-to-hub", "aor/gated", "--gated", "yes")
+    assert proc.returncode == 2 and "--gated: invalid choice: 'yes'" in proc.stderr and hub.requests == []
+    proc = run_module("release.export", "--allow-unreviewed-sounds", "--workspace", str(ws.root), "--gated", "auto")
+    assert proc.returncode == 2 and "--gated needs --push-to-hub" in proc.stderr
 
 
 def test_dry_run_prints_the_plan_and_sends_nothing(built, hub, tmp_path, capsys, monkeypatch):

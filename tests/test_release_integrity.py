@@ -392,7 +392,9 @@ def test_the_card_says_how_many_labels_came_from_scripted_annotators(tmp_path, c
     info = json.loads((out / "release.json").read_text())
     assert info["demo"] is True and info["label_sources"] == sources
     body = " ".join((out / "README.md").read_text().split("\n---\n", 1)[1].split())
-    assert body.startswith(f"> **DEMO RELEASE: not for evaluation.** Labels in this release were posted by scripted "
+    assert body.startswith("> **Content warning:**")  # first, then the demo banner
+    body = body.split(" > ", 1)[1]
+    assert body.startswith(f"**DEMO RELEASE: not for evaluation.** Labels in this release were posted by scripted "
                            f"demo annotators: {says}.")
     assert f"Every label comes from annotators (in this demo release: {says})" in body
     assert "not by people" not in body  # what the card said whoever labelled
