@@ -160,6 +160,7 @@ ENTRY_POINTS = {
     "evaluation.judge": "evaluation.judge",
     "evaluation.judge_agreement": "evaluation.judge_agreement",
     "evaluation.report": "evaluation.report",
+    "evaluation.compare": "evaluation.compare",
     "evaluation.adapters": "evaluation.adapters.cli",
 }
 
