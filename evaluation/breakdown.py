@@ -20,6 +20,8 @@ from evaluation.context_use import cell, show_rate
 FACTORS = ("voice_gender", "voice", "speaking_style", "snr_band", "placement")
 SHA_COLUMN = {"mixture": "audio_sha256", "speech": "speech_audio_sha256", "irrelevant": "irrelevant_audio_sha256"}
 SNR_EDGES = (0.0, 5.0, 10.0, 15.0)  # dB: bands below 0, 0-5, 5-10, 10-15, 15 and above
+SNR_BANDS = [f"< {SNR_EDGES[0]:g} dB", *(f"{lo:g}-{hi:g} dB" for lo, hi in zip(SNR_EDGES, SNR_EDGES[1:])),
+             f">= {SNR_EDGES[-1]:g} dB", "unknown"]  # the order the bands are shown in
 
 
 def snr_band(snr_db: float | None) -> str:
@@ -48,8 +50,10 @@ def release_factors(source: str, split: str, revision: str | None = None) -> dic
     for k, sid in enumerate(table["id"]):
         get = lambda c: table[c][k] if c in table else None  # noqa: E731
         where = get("placement")
+        engine, voice = get("tts_backend") or "unknown", get("voice_id") or "unknown"
         out[sid] = {"voice_gender": get("voice_gender") or "unknown",
-                    "voice": f"{get('tts_backend') or 'unknown'}:{get('voice_id') or 'unknown'}",
+                    # voice ids of some engines already name the engine (flite:awb)
+                    "voice": voice if voice.startswith(f"{engine}:") else f"{engine}:{voice}",
                     "speaking_style": get("speaker_style") or "unknown", "snr_band": snr_band(get("snr_db")),
                     "placement": (names[where] if names and where is not None else str(where)),
                     **{c: get(c) for c in SHA_COLUMN.values()}}
@@ -68,8 +72,9 @@ def factor_split(records: dict[str, dict[str, Any]], verdicts: dict[str, bool | 
                 not_judged[factor][clip[factor]] += 1
             else:
                 judged[factor][clip[factor]].append((bool(verdicts[sid]), record.get("script_family") or sid))
+    order = lambda f: (lambda v: SNR_BANDS.index(v)) if f == "snr_band" else None  # noqa: E731
     return {f: {v: cell(judged[f].get(v, []), not_judged[f].get(v, 0))
-                for v in sorted(set(judged[f]) | set(not_judged[f]))} for f in FACTORS}
+                for v in sorted(set(judged[f]) | set(not_judged[f]), key=order(f))} for f in FACTORS}
 
 
 def run_split(results, verdicts: dict[str, bool | None], release: str | None = None

@@ -2,6 +2,7 @@
 by page, in the previous layout and in the one `datasets` writes.
 
     python perf/bench_release_dedup.py [--samples 120] [--drop 60]      (flags: --help)
+    python perf/bench_release_dedup.py --workspace workspace             (a built workspace, copied; real audio)
 
 A validated workspace (tests/test_release.make_workspace: real WAVs, clips from 0.4 s growing 0.05 s per
 sample, four audio columns per row; a faint noise in the clean speech, which would otherwise be a pure tone,
@@ -197,16 +198,28 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--samples", type=int, default=120)
     parser.add_argument("--drop", type=int, default=60, help="index of the sample B leaves out (no control)")
+    parser.add_argument("--workspace", help="a validated workspace to copy and release instead (B leaves out "
+                                            "its middle sample without a control)")
     parser.add_argument("--keep", help="build here and keep it (default: a temp folder, removed)")
     args = parser.parse_args()
-    if args.drop in (0, 3):
+    if args.drop in (0, 3) and not args.workspace:
         parser.error("samples 0 and 3 have controls; drop another")
     base = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bench-dedup-"))
     try:
-        ws = make_workspace(base / "ws", n=args.samples, speech_noise=0.01)
+        if args.workspace:
+            from construction.core.workspace import Workspace
+
+            ignore = shutil.ignore_patterns("label-studio", "evaluations", "release", ".lock")
+            ws = Workspace(shutil.copytree(args.workspace, base / "ws", ignore=ignore))
+            controlled = {str(c.custom.get("control_of")) for c in ws.read_samples("annotated_controls")}
+            ids = sorted(s.sample_id for s in ws.read_samples("validated") if s.sample_id not in controlled)
+            drop = ids[len(ids) // 2]
+        else:
+            ws = make_workspace(base / "ws", n=args.samples, speech_noise=0.01)
+            drop = f"aor-{args.drop:016x}"
         audio_mb = sum(p.stat().st_size for p in (ws.root / "audio").rglob("*.wav")) / 1e6
-        print(f"{args.samples} samples, {audio_mb:.0f} MB of WAV in the workspace; B leaves out sample "
-              f"{args.drop} (rows after it shift)")
+        print(f"{len(list(ws.read_samples('validated')))} samples, {audio_mb:.0f} MB of WAV in the workspace; "
+              f"B leaves out {drop} (rows after it shift)")
         print(f"{'layout':<8}{'release A MB':>14}{'export s':>10}{'pages B':>9}{'same pages':>12}"
               f"{'same page bytes':>17}{'same Xet chunks':>17}{'to upload MB':>14}")
         new_write = rows.write_shard
@@ -216,7 +229,7 @@ def main() -> None:
             export_release(read_inputs(ws.root), base / label / "A", "1.0.0")
             seconds = time.perf_counter() - t0
             validated = list(ws.read_samples("validated"))
-            ws.write_manifest("validated", [s for s in validated if s.sample_id != f"aor-{args.drop:016x}"])
+            ws.write_manifest("validated", [s for s in validated if s.sample_id != drop])
             try:
                 export_release(read_inputs(ws.root), base / label / "B", "1.0.1")
             finally:

@@ -290,7 +290,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--gated", choices=GATED,
                         help="with --push-to-hub: gate the Hub dataset (users must accept its conditions; 'auto' "
                              "approves requests automatically, 'manual' leaves them to the repo's owners), set "
-                             "before any file goes up; without it the repo's gating is left as it is")
+                             "before any file goes up (default: the repo's gating left as it is)")
     parser.add_argument("--dry-run", action="store_true",
                         help="with --push-to-hub: export, then print what would go where (endpoint, repo, files "
                              "and sizes, visibility, the card's header) and send nothing; works for a demo release")
