@@ -43,8 +43,8 @@ voice gender, voice and TTS engine, speaking style, SNR band and placement (eval
 the same intervals; the factors come from the release named in its run.json (or --release), after every
 answer's audio hash is matched to that release.
 
-Writes OUT/report.json ("runs": one entry per run, with "split_by_factor"; "models": one per group, with the cells above),
-OUT/over_refusal.png and, when a group has several inputs, OUT/context_use.png (and OUT/perception.png
+Writes OUT/report.json ("runs": one entry per run, with "split_by_factor"; "models": one per group, with
+the cells above), OUT/over_refusal.png and, when a group has several inputs, OUT/context_use.png (and OUT/perception.png
 with the twin or the probe; default OUT:
 evaluations/report), and prints the tables.
 """

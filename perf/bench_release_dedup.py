@@ -5,9 +5,10 @@ by page, in the previous layout and in the one `datasets` writes.
     python perf/bench_release_dedup.py --workspace workspace             (a built workspace, copied; real audio)
 
 A validated workspace (tests/test_release.make_workspace: real WAVs, clips from 0.4 s growing 0.05 s per
-sample, four audio columns per row; a faint noise in the clean speech, which would otherwise be a pure tone,
-periodic as no speech is, and cut by Xet at its size limit only) is released whole (A), then with one sample left out of the validated
-manifest (B: as if it had failed validation; the rows after it shift). Each parquet shard of B is cut into
+sample, four audio columns per row; a faint noise in the clean speech, which would otherwise be a pure
+tone, periodic as no speech is, and cut by Xet at its size limit only; or a built workspace, --workspace)
+is released whole (A), then with one sample left out of the validated manifest (B: as if it had failed
+validation; the rows after it shift). Each parquet shard of B is cut into
 its pages (read from the column chunks' page headers), and the bench reports the share of B's pages, by
 count and by bytes, whose exact bytes are also a page of A. Xet storage (the Hub's) deduplicates by
 content-defined chunks of ~64 KiB: a page that is byte-identical is stored once, a page that changed is

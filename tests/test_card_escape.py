@@ -9,6 +9,7 @@ import unicodedata
 
 import pytest
 
+from release.card import PAPER
 from release.export import main as export_main
 from release.markdown import md
 from tests.test_release import edit_chain, make_workspace
@@ -41,7 +42,7 @@ def test_attribution_and_card_escape_markdown_and_html(tmp_path):
     export_main(["--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(out)])
 
     attribution = (out / "ATTRIBUTION.md").read_text()
-    card = (out / "README.md").read_text()
+    card = _without_paper((out / "README.md").read_text())
     for name, text in (("ATTRIBUTION.md", attribution), ("README.md", card)):
         assert not re.search(r"<(script|img|b)\b", text, re.I), f"raw HTML in {name}"
         assert not re.search(r"(?<!\\)\]\((?!plots/|ATTRIBUTION\.md)", text), f"a link from the data in {name}"
@@ -59,6 +60,12 @@ def test_attribution_and_card_escape_markdown_and_html(tmp_path):
 
 INVISIBLE = "\x07\x1b[31m\u202eevil\u202c\u200b\u2066"
 MARKUP = "_emphasis_ ~~strike~~ ~one~ https://evil.example/phish www.evil.example &#x202E; snake_case"
+
+
+def _without_paper(card: str) -> str:
+    """The card less the one link the code writes itself (the benchmark's paper): any other is from data."""
+    assert card.count(PAPER) == 2  # the paper line and the citation
+    return card.replace(f"]({PAPER})", "").replace(PAPER, "")
 
 
 def _render(markdown: str) -> str:
@@ -79,7 +86,7 @@ def test_attribution_strips_invisible_characters_and_escapes_emphasis_strike_and
     out = tmp_path / "release"
     export_main(["--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(out)])
     attribution = (out / "ATTRIBUTION.md").read_text()
-    card = (out / "README.md").read_text()
+    card = _without_paper((out / "README.md").read_text())
     for name, text in (("ATTRIBUTION.md", attribution), ("README.md", card)):
         invisible = [hex(ord(ch)) for ch in text if ch != "\n" and unicodedata.category(ch) in ("Cc", "Cf")]
         assert not invisible, f"control or bidi characters in {name}: {invisible}"
