@@ -266,7 +266,7 @@ def rotate_audio(release: Path) -> None:
         pq.write_table(table, shard)
 
 
-def test_inspect_task_runs_with_the_mock_model(release, tmp_path):
+def test_inspect_two_releases_sharing_ids_each_hear_their_own_audio(release, tmp_path):
     """Two releases that share every clip id but not the audio, in one eval([a, b]) with one audio cache:
     each task's model hears its own release's bytes (the cache is keyed by sha256, not by id)."""
     rel, rows, env, _ = release
