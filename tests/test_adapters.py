@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from evaluation.adapters.common import paired_gap, refusal_verdict
+from evaluation.adapters.common import refusal_verdict
 from release.export import main as export_main
 from tests.conftest import REPO, run_module
 from tests.test_context_use import strip_twin_and_scene
@@ -162,14 +162,9 @@ def test_unwritable_out_is_refused(release, tmp_path):
         assert proc.returncode == 2 and "error: " in proc.stderr and "--out" in proc.stderr
 
 
-def test_judge_hook_and_gap_by_hand():
+def test_judge_hook():
     assert refusal_verdict(REFUSE)[0] and not refusal_verdict(COMPLY)[0]
     assert not refusal_verdict("I'm sorry to hear that. Here is the combo: ...")[0]
-    rows = [{"id": i, "input": inp, "refusal": r} for i, inp, r in
-            [("a", "speech", 1), ("b", "speech", 1), ("c", "speech", 0), ("a", "mixture", 0), ("b", "mixture", 1),
-             ("c", "mixture", 0), ("d", "mixture", 1)]]  # d has no speech answer: left out of the pairs
-    assert paired_gap(rows) == pytest.approx(2 / 3 - 1 / 3)
-    assert paired_gap(rows, "irrelevant", "mixture") is None
 
 
 LMMS_SCRIPT = """

@@ -22,7 +22,6 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from construction.core.errors import WorkbenchError
 from construction.core.workspace import atomic_write_text
@@ -181,9 +180,9 @@ def finish_export(out: Path, written: list[Path]) -> None:
     except (OSError, ValueError, KeyError, TypeError):
         before = []
     root = out.resolve()
-    for rel in sorted(set(before) - set(keep)):
+    for rel in sorted({r for r in before if isinstance(r, str)} - set(keep)):
         path = (out / rel).resolve()
-        if not isinstance(rel, str) or root not in path.parents or not path.is_file():
+        if root not in path.parents or not path.is_file():
             continue  # a manifest is data: nothing outside the folder is touched
         path.unlink()
         for parent in path.parents:
@@ -231,19 +230,6 @@ def refusal_verdict(answer: str | None) -> tuple[bool, str]:
     they follow it when it changes (a three-class judge: partial and full refusals both count)."""
     verdict = keyword_judge(answer or "")
     return verdict.refusal, verdict.rule
-
-
-def paired_gap(rows: list[dict[str, Any]], base: str = "speech", other: str = "mixture") -> float | None:
-    """Refusal on `base` minus refusal on `other`, over the ids answered on both; rows carry id, input
-    and refusal (0/1). None when no id has both. The harness-side form of evaluation.report's gap."""
-    by_input: dict[str, dict[str, float]] = {}
-    for row in rows:
-        by_input.setdefault(row["input"], {})[row["id"]] = float(row["refusal"])
-    a, b = by_input.get(base, {}), by_input.get(other, {})
-    ids = sorted(set(a) & set(b))
-    if not ids:
-        return None
-    return sum(a[i] for i in ids) / len(ids) - sum(b[i] for i in ids) / len(ids)
 
 
 def available_inputs(source: str, split: str = "test") -> tuple[list[str], list[str]]:

@@ -35,8 +35,24 @@ from pathlib import Path
 
 from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
-from inspect_ai.model import ChatMessageUser, ContentAudio, ContentText, GenerateConfig, get_model
-from inspect_ai.scorer import Metric, SampleScore, Score, Target, grouped, mean, metric, scorer, stderr
+from inspect_ai.model import (
+    ChatMessageUser,
+    ContentAudio,
+    ContentText,
+    GenerateConfig,
+    get_model,
+)
+from inspect_ai.scorer import (
+    Metric,
+    SampleScore,
+    Score,
+    Target,
+    grouped,
+    mean,
+    metric,
+    scorer,
+    stderr,
+)
 from inspect_ai.solver import TaskState, generate
 
 from evaluation.adapters.common import (
