@@ -14,7 +14,9 @@ ROOT="${1:-.venv/harnesses}"
 PYTHON="${PYTHON:-.venv/bin/python}"
 INSPECT_VERSION="${INSPECT_AI_VERSION:-0.3.285}"
 LMMS_VERSION="${LMMS_EVAL_VERSION:-0.7.3}"
-WORKBENCH_SITE="$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+# the real path: a worktree's .venv is a symlink to the clone's, and a path through a worktree that is later
+# removed would leave the harness venv without numpy, datasets or soundfile
+WORKBENCH_SITE="$("$PYTHON" -c 'import os, sysconfig; print(os.path.realpath(sysconfig.get_paths()["purelib"]))')"
 
 satisfied() {  # venv requirement...: whether the version the venv imports first meets every requirement
     "$1/bin/python" - "${@:2}" 2>/dev/null <<'PY'
@@ -31,18 +33,24 @@ for spec in sys.argv[1:]:
 PY
 }
 
+link_workbench() {  # venv: point its zz-workbench.pth at this workbench venv (every run: repairs a stale one)
+    local site
+    site="$("$1/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+    # zz: read last, so the harness's own packages come first on sys.path
+    echo "import site; site.addsitedir('$WORKBENCH_SITE')" > "$site/zz-workbench.pth"
+}
+
 install() {  # venv-name requirement... (the harness first)
-    local venv="$ROOT/$1" site
+    local venv="$ROOT/$1"
     shift
     if [ -x "$venv/bin/python" ] && satisfied "$venv" "$@"; then
+        link_workbench "$venv"
         echo "$* already installed in $venv"
         return
     fi
     mkdir -p "$ROOT"
     [ -x "$venv/bin/python" ] || "$PYTHON" -m venv "$venv"
-    site="$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
-    # zz: read last, so the harness's own packages come first on sys.path
-    echo "import site; site.addsitedir('$WORKBENCH_SITE')" > "$site/zz-workbench.pth"
+    link_workbench "$venv"
     flock /tmp/pip.lock "$venv/bin/python" -m pip install --quiet "$@"
     echo "$* installed in $venv"
 }

@@ -1,7 +1,8 @@
 """A local HTTP server speaking the OpenAI chat-completions protocol, standing in for an audio LLM (vLLM
 serving Qwen2-Audio, GPT-4o-audio) and for a text LLM judge, for the evaluation tests.
 
-Audio mode (the user message carries an `input_audio` part): the stub base64-decodes the audio, records
+Audio mode (the user message carries an `input_audio` part, or an `audio_url` part whose URL is a
+data:audio/<format>;base64 URL, the form vLLM also takes and lmms-eval's chat models send): the stub base64-decodes the audio, records
 its sha256 and answers with the canned response that `behaviour[sha256]` names (a key of ANSWERS); audio
 it does not know gets HTTP 400, so corrupted bytes cannot pass. With a system message (the
 chain-of-thought variant) it reasons first, with refusal-sounding words, and puts the canned response
@@ -208,6 +209,12 @@ def parse_request(body: dict[str, Any]) -> dict[str, Any]:
                 texts.append(part["text"])
             elif part.get("type") == "input_audio":
                 audio.append(part["input_audio"])
+            elif part.get("type") == "audio_url":  # vLLM's form, what lmms-eval's chat models send
+                url = str((part.get("audio_url") or {}).get("url", ""))
+                head, _, data = url.partition(";base64,")
+                if not head.startswith("data:audio/"):
+                    record["problem"] = f"audio_url must be a data:audio/...;base64, URL, got {url[:40]!r}"
+                audio.append({"data": data, "format": head.removeprefix("data:audio/"), "part": "audio_url"})
             else:
                 record["problem"] = f"unsupported content part {part.get('type')!r}"
     record["text"] = "\n".join(texts)
@@ -219,6 +226,7 @@ def parse_request(body: dict[str, Any]) -> dict[str, Any]:
     if audio:
         data, fmt = audio[0].get("data", ""), audio[0].get("format")
         record["format"] = fmt
+        record["audio_part"] = audio[0].get("part", "input_audio")
         if fmt not in ("wav", "mp3"):
             record["problem"] = f"input_audio.format must be wav or mp3, got {fmt!r}"
         if data.startswith("data:"):

@@ -1,10 +1,11 @@
 """Hand a release to an evaluation harness: python -m evaluation.adapters {kimi,lmms-eval} --release R --out DIR.
 
-    kimi       Kimi-Audio-Evalkit datasets (one JSONL per input, its dataset_root layout; evaluation.adapters.kimi)
+    kimi       Kimi-Audio-Evalkit datasets (one JSONL per input and their dataset classes; evaluation.adapters.kimi)
     lmms-eval  an lmms-eval task folder for --include_path (evaluation.adapters.lmms_eval)
 inspect_ai needs no export: `inspect eval evaluation/adapters/inspect_task.py@aor_bench -T release=R`.
 Without --inputs every input the release has is exported (mixture, speech, irrelevant), and each one it lacks
-is named on stderr; an input named in --inputs that the release lacks is an error.
+is named on stderr; an input named in --inputs that the release lacks is an error. Exporting again into the
+same --out removes what the previous export wrote and this one does not (aor_bench_export.json lists it).
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from evaluation.adapters.common import ADAPTER_INPUTS, available_inputs, parse_i
 
 EXPORTERS = {"kimi": kimi.export, "lmms-eval": lmms_eval.export}
 HARNESSES = {
-    "kimi": ("Kimi-Audio-Evalkit datasets: OUT/aor_bench_<input>/aor_bench_<input>.jsonl and its audio; pass OUT as "
-             "the evalkit's dataset_root", "its dataset_root"),
+    "kimi": ("Kimi-Audio-Evalkit datasets: OUT/aor_bench_<input>/aor_bench_<input>.jsonl, its audio, and "
+             "OUT/ds_aor_bench.py (the dataset classes, for almeval/datasets/); pass OUT as the evalkit's "
+             "dataset_root", "its dataset_root"),
     "lmms-eval": ("an lmms-eval task folder: pass OUT to lmms-eval --include_path; tasks aor_bench_<input> and "
                   "aor_bench_context", "the task folder"),
 }

@@ -3,21 +3,28 @@ instruction the model hears, and the one refusal verdict all harnesses score wit
 
 The harnesses read audio from files (Kimi-Audio-Evalkit asserts that `audio_path` exists, lmms-eval and
 inspect_ai take a path), so each input's audio is written once, as the release's own WAV bytes (never
-re-encoded: the sha256 in the release still names the file), to <folder>/<input>/<id>.wav. The rows are read
-with evaluation.run.Release, so the adapters refuse exactly the releases evaluation.run refuses.
+re-encoded: the sha256 in the release still names the file), to <folder>/<input>/<name>.wav, where <name> is
+the clip id when it is a short plain file name, else a bounded stand-in (file_stem). The rows are read with
+evaluation.run.Release, so the adapters refuse exactly the releases evaluation.run refuses.
+
+An export folder keeps a manifest of the files it wrote (MANIFEST); exporting again into it removes what the
+previous export wrote and this one did not, and nothing else (files of yours beside it stay).
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
+import json
 import os
+import re
 import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from construction.core.errors import WorkbenchError
+from construction.core.workspace import atomic_write_text
 from evaluation import run as run_mod
 from evaluation.keyword_judge import keyword_judge
 
@@ -95,20 +102,20 @@ def _require_column(source: str, split: str, column: str, input: str) -> None:
                              f"before that input existed: export it again, or leave {input} out")
 
 
-def write_clips(release: run_mod.Release, folder: Path, progress: bool = False) -> list[Clip]:
-    """Write every clip's WAV bytes to folder/<input>/<id>.wav (atomically, skipping files already right)
-    and return the clips in id order; `progress`: a bar on stderr, one step per file."""
+def write_clips(release: run_mod.Release, folder: Path, progress: bool = False,
+                by_content: bool = False) -> list[Clip]:
+    """Write every clip's WAV bytes to folder/<input>/<file_stem(id)>.wav (atomically, skipping files already
+    right) and return the clips in id order; `by_content`: to folder/<sha256>.wav instead, a cache that
+    releases sharing ids can share; `progress`: a bar on stderr, one step per file."""
     from tqdm import tqdm
 
-    target = folder / release.input
+    target = folder if by_content else folder / release.input
     target.mkdir(parents=True, exist_ok=True)
     frames = _frames(release)
     clips = []
     for clip in tqdm(release.clips, desc=f"writing {release.input} audio", unit="file", disable=not progress,
                      file=sys.stderr):
-        if not _safe_id(clip.id):
-            raise WorkbenchError(f"clip id {clip.id!r} cannot be a file name")
-        path = target / f"{clip.id}.wav"
+        path = target / f"{clip.audio_sha256 if by_content else file_stem(clip.id)}.wav"
         if not (path.is_file() and hashlib.sha256(path.read_bytes()).hexdigest() == clip.audio_sha256):
             data = release.audio(clip)  # checks the sha256 and the WAV header
             fd, tmp = tempfile.mkstemp(dir=target, suffix=".part")
@@ -133,8 +140,17 @@ def _frames(release: run_mod.Release) -> dict[str, list[str]]:
     return {i: list(f or []) for i, f in zip(table["id"], table["frames"], strict=True)}
 
 
-def _safe_id(sid: str) -> bool:
-    return bool(sid) and "/" not in sid and "\\" not in sid and sid not in (".", "..") and "\0" not in sid
+SAFE_STEM = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
+
+
+def file_stem(sid: str) -> str:
+    """The clip id as a file name when it is a plain one of at most 100 characters; any other id (too long
+    for a file system, a path separator, glob or shell characters) keeps a readable prefix of its plain
+    characters and gains 16 hex digits of its sha256, so two ids never share a file."""
+    if SAFE_STEM.fullmatch(sid) and not sid.endswith((".", "-")):
+        return sid
+    plain = re.sub(r"[^A-Za-z0-9_.-]+", "_", sid).strip("._-")[:60]
+    return f"{plain or 'clip'}-{hashlib.sha256(sid.encode()).hexdigest()[:16]}"
 
 
 def check_out_folder(out: Path) -> Path:
@@ -151,24 +167,69 @@ def check_out_folder(out: Path) -> Path:
     return out
 
 
+MANIFEST = "aor_bench_export.json"
+
+
+def finish_export(out: Path, written: list[Path]) -> None:
+    """Record what this export wrote under `out` and remove what the previous export (its manifest) wrote
+    and this one did not: a task or dataset of an input no longer exported, audio of a clip no longer in
+    the release. Files the manifest never listed are left alone."""
+    keep = sorted({p.resolve().relative_to(out.resolve()).as_posix() for p in written})
+    try:
+        before = json.loads((out / MANIFEST).read_text())["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        before = []
+    root = out.resolve()
+    for rel in sorted({r for r in before if isinstance(r, str)} - set(keep)):
+        path = (out / rel).resolve()
+        if root not in path.parents or not path.is_file():
+            continue  # a manifest is data: nothing outside the folder is touched
+        path.unlink()
+        for parent in path.parents:
+            if parent == root or any(parent.iterdir()):
+                break
+            parent.rmdir()
+    atomic_write_text(out / MANIFEST, json.dumps({"files": keep}, indent=1) + "\n")
+
+
+def vendor_modules(target: Path, modules: list[str]) -> list[Path]:
+    """Copy the workbench modules `modules` and every workbench module they import into target/ (same
+    package layout, empty __init__.py files), so an export runs without the clone that wrote it. The
+    copies are the source as it is: one judge and one bootstrap, wherever they run."""
+    repo = Path(__file__).resolve().parents[2]
+    tops = ("construction", "annotation", "validation", "release", "evaluation")
+    todo, seen, written = list(modules), set(), []
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        source = repo / (name.replace(".", "/") + ".py")
+        if not source.is_file():
+            continue  # a package (`from evaluation import x`): its modules are named on their own
+        text = source.read_text()
+        for node in ast.walk(ast.parse(text)):
+            found = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else [])
+            todo += [m for m in found if m.split(".")[0] in tops and m not in seen]
+        path = target / source.relative_to(repo)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, text)
+        written.append(path)
+        for parent in path.relative_to(target).parents:
+            if str(parent) != ".":
+                init = target / parent / "__init__.py"
+                if init not in written:
+                    atomic_write_text(init, "")
+                    written.append(init)
+    return written
+
+
 def refusal_verdict(answer: str | None) -> tuple[bool, str]:
     """(is the answer a refusal, the rule that decided). The one place the adapters ask our judge, so
     they follow it when it changes (a three-class judge: partial and full refusals both count)."""
     verdict = keyword_judge(answer or "")
     return verdict.refusal, verdict.rule
-
-
-def paired_gap(rows: list[dict[str, Any]], base: str = "speech", other: str = "mixture") -> float | None:
-    """Refusal on `base` minus refusal on `other`, over the ids answered on both; rows carry id, input
-    and refusal (0/1). None when no id has both. The harness-side form of evaluation.report's gap."""
-    by_input: dict[str, dict[str, float]] = {}
-    for row in rows:
-        by_input.setdefault(row["input"], {})[row["id"]] = float(row["refusal"])
-    a, b = by_input.get(base, {}), by_input.get(other, {})
-    ids = sorted(set(a) & set(b))
-    if not ids:
-        return None
-    return sum(a[i] for i in ids) / len(ids) - sum(b[i] for i in ids) / len(ids)
 
 
 def available_inputs(source: str, split: str = "test") -> tuple[list[str], list[str]]:

@@ -304,8 +304,9 @@ def test_researcher_evaluates_reports_and_scores_in_both_harnesses(clone, record
     results = sorted((clone.root / "workspace" / "lmms-eval-results").rglob("*results*.json"))
     assert results, run.tail()
     scores = json.loads(results[-1].read_text())["results"]["aor_bench_context"]
-    for name in ("refusal_rate,none", "context_use_gap,none"):
+    for name in ("refusal_mixture,none", "context_use_gap,none"):
         assert isinstance(scores.get(name), (int, float)) and math.isfinite(scores[name]), scores
+    assert "context_use_gap_ci95_low,none" in scores and "refusal_rate,none" not in scores  # never pooled
 
 
 def test_the_readme_quick_start_runs_as_typed(tmp_path_factory, record_property):
