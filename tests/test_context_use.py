@@ -103,6 +103,11 @@ def test_probe_offers_the_scene_arms_options_and_the_docs_quote_it():
     ("The crowd roars like at a concert.", "unparsed"),
     ("I would say the kitchen", "unparsed"),
     ("9", "unparsed"),
+    # a number and another option's text contradict each other (issue 35 item 11): option 2 is the film
+    ("2. A sport, fight or gym", "unparsed"),
+    ("2) a video game", "unparsed"),
+    ("Option 2: a sport, fight or gym", "unparsed"),
+    ("2. A film, play or show", "show"),
     (PROBE_RAMBLE, "unparsed"),
 ])
 def test_probe_answers_are_parsed_strictly(answer, frame):
