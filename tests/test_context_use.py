@@ -282,3 +282,25 @@ def test_inputs_of_one_export_share_a_fingerprint(release):
     rel, _, _ = release
     prints = {run_mod.Release(str(rel), input=name).samples_fingerprint for name in results_mod.INPUTS}
     assert len(prints) == 1
+
+
+@pytest.mark.parametrize("edit, message", [
+    ({"frames": 5}, "'frames' must be a list of frame ids"),
+    ({"frames": [1, 2]}, "'frames' must be a list of frame ids"),
+    ({"frame": 7}, "'frame' must be one of the probe's options or unparsed"),
+    ({"frame": "banana"}, "'frame' must be one of the probe's options or unparsed"),
+])
+def test_report_refuses_a_malformed_scene_probe_line(tmp_path, capsys, edit, message):
+    """Issue 35 item 15: a scene-run line with `"frames": 5` or a `frame` that is no option is a clear
+    error naming the file and line (exit 2), not a traceback or a silent count; no report is written."""
+    run = probe_run(tmp_path / "scene", "m", [("video_games", "video_game", ["video_game"]),
+                                              ("video_games", "unparsed", ["video_game"])])
+    lines = (run / "responses.jsonl").read_text().splitlines()
+    lines[1] = json.dumps({**json.loads(lines[1]), **edit})
+    (run / "responses.jsonl").write_text("\n".join(lines) + "\n")
+    with pytest.raises(SystemExit) as done:
+        from construction.core.cli import run_main
+        run_main(report_mod.main, ["--results", str(run), "--out", str(tmp_path / "rep")])
+    err = capsys.readouterr().err
+    assert done.value.code == 2 and message in err and "responses.jsonl:2: " in err, err
+    assert "Traceback" not in err and not (tmp_path / "rep" / "report.json").exists()
