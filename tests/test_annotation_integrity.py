@@ -264,6 +264,74 @@ def test_labels_made_under_an_edited_config_are_not_counted(ls, admin, accounts,
     assert [a.annotator for a in human(samples[s1])] == [who(ws, A)]
 
 
+def _label_block(config: str) -> tuple[int, int]:
+    start = config.index('<Choices name="label"')
+    return start, config.index("</Choices>", start) + len("</Choices>")
+
+
+def _swap_yes_no(block: str) -> str:
+    return (block.replace('value="No"', 'value="@"').replace('value="Yes, it should be concerned"', 'value="No"')
+            .replace('value="@"', 'value="Yes, it should be concerned"'))
+
+
+def _in_a_comment(config: str) -> str:
+    """The speech arm's Yes/No swapped, the original Choices block kept inside an XML comment before it."""
+    start, end = _label_block(config)
+    block = config[start:end]
+    return config[:start] + f"<!-- {block} -->\n  " + _swap_yes_no(block) + config[end:]
+
+
+def _decoy_alias(config: str) -> str:
+    """A decoy data-alias with the old stored value before a single-quoted alias storing the other."""
+    return (config.replace('alias="harmful"', """data-alias="harmful" alias='@'""")
+            .replace('alias="not_harmful"', """data-alias="not_harmful" alias='harmful'""")
+            .replace("alias='@'", "alias='not_harmful'"))
+
+
+def _question(config: str) -> str:
+    """Only the question text changes: the mixture arm's words question says the opposite."""
+    return config.replace('"I could make out the words"', '"I could NOT make out the words"')
+
+
+DISGUISES = {"comment": ("speech", _in_a_comment, "not_harmful", "harmful"),
+             "decoy-alias": ("speech", _decoy_alias, "not_harmful", "harmful"),
+             "question": ("mixture", _question, "benign", "benign")}
+
+
+@pytest.mark.parametrize("disguise", sorted(DISGUISES))
+def test_a_disguised_config_edit_is_caught(ls, admin, accounts, tokens, tmp_path, capsys, disguise):
+    """Issue 35 item 1: the config swap disguised (the original Choices block kept in an XML comment; a decoy
+    data-alias before a single-quoted alias; only a question's text changed) is caught as the plain swap is:
+    pull warns and does not count the label made under it, push resets the config; labels after the reset
+    count."""
+    role, edit, label, later = DISGUISES[disguise]
+    words = "yes" if role == "mixture" else None
+    ws = pushed(ls, tmp_path, capsys, title=f"Disguised {disguise}")
+    server = ["--workspace", str(ws.root), "--catch", "0", "--data-dir", str(ls.data_dir)]
+    pid, tasks = arm_tasks(admin, ws, role)
+    s1, s2 = sorted(tasks)
+    annotate(accounts[A], tasks[s1], label, words)
+    assert cli(push.main, *server, capsys=capsys)[0] == 0  # push checks the config: A labelled before
+    web = as_annotator(ls, tokens, B)
+    config = web.get(f"/api/projects/{pid}").json()["label_config"]
+    tampered = edit(config)
+    assert tampered != config
+    assert web.patch(f"/api/projects/{pid}", json={"label_config": tampered}).status_code == 200
+    annotate(accounts[C], tasks[s2], label, words)  # C clicked the text that now stores `label`
+    out, samples, _, stats = pulled(ls, ws, capsys)
+    assert f"the {role} arm's labelling config was edited" in out
+    assert [a.annotator for a in human(samples[s1])] == [who(ws, A)] and human(samples[s2]) == []
+    assert any(f"{role} task {tasks[s2]} ({s2})" in p and "labelling config was edited; not counted" in p
+               for p in stats["problems"])
+    code, out, err = cli(push.main, *server, capsys=capsys)
+    assert code == 0 and "reset label_config" in out, err
+    assert admin.client.projects.get(pid).label_config == config
+    annotate(accounts[D], tasks[s2], later, words)
+    out, samples, _, _ = pulled(ls, ws, capsys)
+    assert "labelling config was edited (" not in out
+    assert [(a.annotator, a.label) for a in human(samples[s2])] == [(who(ws, D), later)]
+
+
 # ----------------------------------------------------------------------------------------------
 # the workspace side
 # ----------------------------------------------------------------------------------------------
