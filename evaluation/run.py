@@ -156,6 +156,11 @@ class Release:
         feature = ds.features["category"]
         names = feature.names if isinstance(feature, ClassLabel) else None
         meta = ds.select_columns(["id", "category", "speech_text", sha_column]).to_dict()
+        empty = [i for i, sha in zip(meta["id"], meta[sha_column], strict=True) if not sha]
+        if empty:  # the card declares the column, the files lack it (datasets fills it with nulls)
+            raise WorkbenchError(f"the release {source} has no {audio_column} for {len(empty)} clip(s) (e.g. "
+                                 f"{empty[0]}) although its card declares the column: its files and its card "
+                                 f"disagree; export it again to evaluate --input {input}")
         # releases before script families: each clip is its own family
         families = (ds["script_family"] if "script_family" in ds.column_names else meta["id"])
         control_of = ds["control_of"] if input == "controls" else [None] * len(ds)
@@ -410,7 +415,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         tally = evaluate(release, todo, endpoint, args.prompt_variant, params, responses, args.jobs,
                          args.quiet)
-    except WorkbenchError:
+    except BaseException:  # a crash too: no run.json without an answer for a later report to read
         if fresh and not read_jsonl(responses):
             _remove_empty_run(out, made_out)  # a run that stopped before its first answer leaves no run folder
         raise

@@ -304,3 +304,27 @@ def test_report_refuses_a_malformed_scene_probe_line(tmp_path, capsys, edit, mes
     err = capsys.readouterr().err
     assert done.value.code == 2 and message in err and "responses.jsonl:2: " in err, err
     assert "Traceback" not in err and not (tmp_path / "rep" / "report.json").exists()
+
+
+def test_a_card_declaring_a_column_the_files_lack_is_a_clear_error(release, tmp_path, capsys):
+    """Issue 35 item 12: the card declares the twin and the scene, the parquet lacks them: evaluation.run
+    --input irrelevant|scene is a clear error (exit 2) before anything is sent, and leaves no run folder
+    (no run.json a later report would read)."""
+    from construction.core.cli import run_main
+
+    rel, _, _ = release
+    odd = tmp_path / "odd"
+    shutil.copytree(rel, odd)
+    for shard in sorted((odd / "data").glob("*.parquet")):
+        table = pq.read_table(shard)
+        pq.write_table(table.drop_columns([c for c in TWIN_AND_SCENE if c in table.column_names]), shard)
+    with AudioLLMStub() as stub:
+        for name in ("irrelevant", "scene"):
+            with pytest.raises(SystemExit) as done:
+                run_main(run_mod.main, ["--release", str(odd), "--model", "stub-audio", "--base-url", stub.url,
+                                        "--out", str(tmp_path / name), "--quiet", "--input", name])
+            err = capsys.readouterr().err
+            assert done.value.code == 2 and "error: " in err and "Traceback" not in err, err
+            assert f"{name}" in err and "export it again" in err, err
+            assert not (tmp_path / name).exists()
+        assert stub.requests == []
