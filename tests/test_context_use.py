@@ -8,6 +8,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
@@ -328,3 +329,28 @@ def test_a_card_declaring_a_column_the_files_lack_is_a_clear_error(release, tmp_
             assert f"{name}" in err and "export it again" in err, err
             assert not (tmp_path / name).exists()
         assert stub.requests == []
+
+
+def test_an_edited_local_release_is_read_again_not_from_the_cache(release, tmp_path):
+    """Issue 35 item 13: a local release edited in place with its folder name, card and file times kept
+    is read as it is now, not from the datasets cache of the earlier files."""
+    import os
+
+    rel, _, _ = release
+    copy = tmp_path / "release"
+    shutil.copytree(rel, copy)
+    with AudioLLMStub() as stub:
+        assert run(copy, stub.url, tmp_path / "before", "--limit", "1") == 0
+        first = json.loads((tmp_path / "before" / "responses.jsonl").read_text().splitlines()[0])
+        for shard in sorted((copy / "data").glob("*.parquet")):
+            times = shard.stat()
+            table = pq.read_table(shard)
+            texts = [("EDITED " + t) if i == first["id"] else t
+                     for i, t in zip(table.column("id").to_pylist(), table.column("speech_text").to_pylist())]
+            table = table.set_column(table.column_names.index("speech_text"), "speech_text",
+                                     pa.array(texts, table.schema.field("speech_text").type))
+            pq.write_table(table, shard)
+            os.utime(shard, ns=(times.st_atime_ns, times.st_mtime_ns))  # the edit kept the file's time
+        assert run(copy, stub.url, tmp_path / "after", "--limit", "1") == 0
+    again = json.loads((tmp_path / "after" / "responses.jsonl").read_text().splitlines()[0])
+    assert again["id"] == first["id"] and again["speech_text"] == "EDITED " + first["speech_text"]
