@@ -431,3 +431,32 @@ def test_a_document_root_linking_to_the_workspace_is_refused(tmp_path):
     plain.mkdir()
     (plain / "audio").symlink_to(ws.root / "audio")  # audio only: accepted
     check_document_root(plain.resolve(), data_dir, ws.root.resolve())
+
+
+def test_a_document_root_with_a_hard_link_or_renamed_copy_of_a_secret_file_is_refused(tmp_path):
+    """Issue 35 extra: the salt and the key map are found by what the file is (the same inode, or their
+    secrets or bytes inside), not by its name: a hard link of annotation.json, a renamed copy of it or of
+    annotation_tasks.json, and a Label Studio database under another name are refused; audio is not."""
+    import os
+    import shutil
+
+    ws = make_workspace(tmp_path / "ws", 1)
+    (ws.root / "annotation.json").write_text(json.dumps({"pseudonym_salt": "0f3c9a7d5e21b4c8aa01",
+                                                         "task_key_secret": "9c1d2e3f4a5b6c7d8e9f"}) + "\n")
+    (ws.root / "annotation_tasks.json").write_text('{\n"t0123456789abcdef0123": ["aor-0001", "speech"]\n}\n')
+    data_dir = (tmp_path / "ls-data").resolve()
+    data_dir.mkdir()
+    (data_dir / "label_studio.sqlite3").write_bytes(b"SQLite format 3\x00" + b"\x00" * 200)
+    makers = {"hard-link": lambda root: os.link(ws.root / "annotation.json", root / "notes.txt"),
+              "renamed-copy": lambda root: shutil.copy(ws.root / "annotation.json", root / "clip.wav"),
+              "tasks-copy": lambda root: shutil.copy(ws.root / "annotation_tasks.json", root / "list.json"),
+              "database-copy": lambda root: shutil.copy(data_dir / "label_studio.sqlite3", root / "a.bin")}
+    for name, make in makers.items():
+        root = tmp_path / f"root-{name}"
+        (root / "sub").mkdir(parents=True)
+        make(root / "sub")
+        with pytest.raises(WorkbenchError, match="refusing document root"):
+            check_document_root(root.resolve(), data_dir, ws.root.resolve())
+    plain = tmp_path / "root-audio"
+    shutil.copytree(ws.root / "audio", plain)
+    check_document_root(plain.resolve(), data_dir, ws.root.resolve())
