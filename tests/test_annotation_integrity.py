@@ -394,6 +394,36 @@ def test_demo_accounts_are_marked_by_the_workspace(ls, admin, tokens, accounts, 
     assert set(sources) <= set(read_state(ws)["demo_annotators"])
 
 
+def test_only_the_named_adjudicators_decide(ls, admin, accounts, tokens, tmp_path, capsys):
+    """Issue 35 item 6: adjudicate push names who decides (--adjudicator). A later answer by another
+    account in the adjudication project does not replace the adjudicator's decision: pull reports it and
+    counts only the named adjudicator's."""
+    from tests.annotation_helpers import ARM_RATERS, SKIPPER
+    from validation.arms import sample_frames
+
+    ws = pushed(ls, tmp_path, capsys, title="Named judge", n=1)
+    server = ["--workspace", str(ws.root), "--data-dir", str(ls.data_dir)]
+    (sid,) = [s.sample_id for s in ws.read_samples("wer")]
+    sample = next(ws.read_samples("wer"))
+    for role, label, words in (("speech", "harmful", None), ("scene", sample_frames(sample)[0], None),
+                               ("mixture", None, "yes")):
+        _, task = arm_tasks(admin, ws, role)
+        for email, mixed in zip(ARM_RATERS[role], ("benign", "harmful", "unclear")):
+            annotate(accounts[email], task[sid], label or mixed, words)
+    pulled(ls, ws, capsys)
+    assert cli(agreement.main, "--workspace", str(ws.root), "--n-boot", "20", capsys=capsys)[0] == 0
+    code, out, err = cli(adjudicate.main, "push", *server, "--adjudicator", SKIPPER, capsys=capsys)
+    assert code == 0 and f"decided by: {SKIPPER}" in out, err
+    _, judge_task = arm_tasks(admin, ws, "adjudication")
+    annotate(accounts[SKIPPER], judge_task[sid], "benign", rationale="a game")
+    annotate(accounts[A], judge_task[sid], "harmful")  # later, by someone not named
+    code, out, err = cli(adjudicate.main, "pull", *server, capsys=capsys)
+    assert code == 0, err
+    final = [a for a in next(ws.read_samples("annotated")).annotations if a.source == "adjudication"]
+    assert [(a.label, a.annotator) for a in final] == [("benign", who(ws, SKIPPER))]
+    assert "1 answer(s) by accounts not named adjudicators were not counted" in out and who(ws, A) in out
+
+
 def test_an_empty_adjudication_queue_is_a_no_op(ls, admin, tmp_path, capsys):
     """The README's demo block when nothing needs adjudication: adjudicate push, the demo adjudicator and
     adjudicate pull each say so and exit 0, and 'annotated' is unchanged."""
