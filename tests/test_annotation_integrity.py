@@ -394,24 +394,32 @@ def test_demo_accounts_are_marked_by_the_workspace(ls, admin, tokens, accounts, 
     assert set(sources) <= set(read_state(ws)["demo_annotators"])
 
 
-def test_only_the_named_adjudicators_decide(ls, admin, accounts, tokens, tmp_path, capsys):
-    """Issue 35 item 6: adjudicate push names who decides (--adjudicator). A later answer by another
-    account in the adjudication project does not replace the adjudicator's decision: pull reports it and
-    counts only the named adjudicator's."""
-    from tests.annotation_helpers import ARM_RATERS, SKIPPER
+def needs_adjudication(ls, admin, accounts, tmp_path, capsys, title: str):
+    """A one-sample workspace whose sample the mixture arm splits on (benign, harmful, unclear), pulled and
+    through validation.agreement: it waits in the adjudication queue. -> (workspace, server flags, id)."""
+    from tests.annotation_helpers import ARM_RATERS
     from validation.arms import sample_frames
 
-    ws = pushed(ls, tmp_path, capsys, title="Named judge", n=1)
+    ws = pushed(ls, tmp_path, capsys, title=title, n=1)
     server = ["--workspace", str(ws.root), "--data-dir", str(ls.data_dir)]
-    (sid,) = [s.sample_id for s in ws.read_samples("wer")]
     sample = next(ws.read_samples("wer"))
     for role, label, words in (("speech", "harmful", None), ("scene", sample_frames(sample)[0], None),
                                ("mixture", None, "yes")):
         _, task = arm_tasks(admin, ws, role)
         for email, mixed in zip(ARM_RATERS[role], ("benign", "harmful", "unclear")):
-            annotate(accounts[email], task[sid], label or mixed, words)
+            annotate(accounts[email], task[sample.sample_id], label or mixed, words)
     pulled(ls, ws, capsys)
     assert cli(agreement.main, "--workspace", str(ws.root), "--n-boot", "20", capsys=capsys)[0] == 0
+    return ws, server, sample.sample_id
+
+
+def test_only_the_named_adjudicators_decide(ls, admin, accounts, tokens, tmp_path, capsys):
+    """Issue 35 item 6: adjudicate push names who decides (--adjudicator). A later answer by another
+    account in the adjudication project does not replace the adjudicator's decision: pull reports it and
+    counts only the named adjudicator's."""
+    from tests.annotation_helpers import SKIPPER
+
+    ws, server, sid = needs_adjudication(ls, admin, accounts, tmp_path, capsys, "Named judge")
     code, out, err = cli(adjudicate.main, "push", *server, "--adjudicator", SKIPPER, capsys=capsys)
     assert code == 0 and f"decided by: {SKIPPER}" in out, err
     _, judge_task = arm_tasks(admin, ws, "adjudication")
@@ -422,6 +430,40 @@ def test_only_the_named_adjudicators_decide(ls, admin, accounts, tokens, tmp_pat
     final = [a for a in next(ws.read_samples("annotated")).annotations if a.source == "adjudication"]
     assert [(a.label, a.annotator) for a in final] == [("benign", who(ws, SKIPPER))]
     assert "1 answer(s) by accounts not named adjudicators were not counted" in out and who(ws, A) in out
+
+
+def test_a_decision_under_an_edited_adjudication_config_is_not_counted(ls, admin, accounts, tokens, tmp_path,
+                                                                       capsys):
+    """Issue 35 item 1, the adjudication project: its Benign and Harmful swapped (the original kept in a
+    comment): the decision made under it is not counted, pull warns, push sets the config back, and a
+    decision after that counts."""
+    from tests.annotation_helpers import SKIPPER
+
+    ws, server, sid = needs_adjudication(ls, admin, accounts, tmp_path, capsys, "Edited judge")
+    assert cli(adjudicate.main, "push", *server, "--adjudicator", SKIPPER, capsys=capsys)[0] == 0
+    pid, judge_task = arm_tasks(admin, ws, "adjudication")
+    web = as_annotator(ls, tokens, B)
+    config = web.get(f"/api/projects/{pid}").json()["label_config"]
+    start = config.index('<Choices name="label"')
+    end = config.index("</Choices>", start) + len("</Choices>")
+    block = config[start:end]
+    swapped = block.replace('alias="benign"', 'alias="@"').replace('alias="harmful"', 'alias="benign"').replace(
+        'alias="@"', 'alias="harmful"')
+    tampered = config[:start] + f"<!-- {block} -->" + swapped + config[end:]
+    assert web.patch(f"/api/projects/{pid}", json={"label_config": tampered}).status_code == 200
+    annotate(accounts[SKIPPER], judge_task[sid], "harmful")  # clicked "Benign"
+    code, out, err = cli(adjudicate.main, "pull", *server, capsys=capsys)
+    assert code == 0 and "the adjudication project's labelling config was edited" in out, err
+    assert "made while the project's labelling config was edited; not counted" in out
+    assert [a for a in next(ws.read_samples("annotated")).annotations if a.source == "adjudication"] == []
+    assert cli(agreement.main, "--workspace", str(ws.root), "--n-boot", "20", capsys=capsys)[0] == 0
+    code, out, err = cli(adjudicate.main, "push", *server, capsys=capsys)
+    assert code == 0 and admin.client.projects.get(pid).label_config == config, err
+    annotate(accounts[SKIPPER], judge_task[sid], "benign")
+    code, out, err = cli(adjudicate.main, "pull", *server, capsys=capsys)
+    assert code == 0 and "labelling config was edited (" not in out, err
+    final = [a for a in next(ws.read_samples("annotated")).annotations if a.source == "adjudication"]
+    assert [(a.label, a.annotator) for a in final] == [("benign", who(ws, SKIPPER))]
 
 
 def test_an_empty_adjudication_queue_is_a_no_op(ls, admin, tmp_path, capsys):

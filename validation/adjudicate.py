@@ -30,6 +30,7 @@ from annotation.protocol import (
     ADJUDICATION,
     Item,
     arm_spec,
+    config_changed,
     read_task_map,
     shuffle_seed,
 )
@@ -40,10 +41,12 @@ from annotation.state import (
     default_project_title,
     demo_annotators,
     format_problems,
+    note_config,
     open_workspace,
     pseudonym,
     pseudonym_salt,
     read_state,
+    utc_now,
     write_state,
 )
 from construction.core.cli import Parser, add_workspace, run_main
@@ -120,10 +123,15 @@ def push(ws: Workspace, args: argparse.Namespace) -> int:
     with ws.lock():
         state = read_state(ws)
         salt = pseudonym_salt(state)
-        kept = (state.get("adjudication") or {}).get("adjudicators") if not args.adjudicator else None
-        adjudicators = sorted(kept or {pseudonym(e, salt) for e in named})
-        state["adjudication"] = {"id": result.project_id, "title": title, "url": server.url,
-                                 "adjudicators": adjudicators}
+        before = state.get("adjudication") or {}
+        kept = before.get("adjudicators") if not args.adjudicator else None
+        entry = dict(before) if before.get("id") == result.project_id else {}
+        now = utc_now()
+        note_config(entry, "label_config" in result.reset, now)  # found edited: decisions since are out
+        note_config(entry, False, now)  # ... and set back now
+        entry.update(id=result.project_id, title=title, url=server.url, config_ok_at=now,
+                     adjudicators=sorted(kept or {pseudonym(e, salt) for e in named}))
+        state["adjudication"] = entry
         write_state(ws, state)
     print(f"adjudication project {title!r} (id {result.project_id}) at {server.url}: {result.imported} new "
           f"sample(s), {result.already} already there; queue {len(queue)}; "
@@ -165,8 +173,16 @@ def pull(ws: Workspace, args: argparse.Namespace) -> int:
     server = connect_from_args(args)
     project = resolve_project(server, state.get("adjudication"), args.project, "adjudication project")
     spec = arm_spec(ADJUDICATION, with_votes="$votes" in (project.label_config or ""))
+    edited, now = config_changed(project.label_config or "", spec), utc_now()
+    if edited:
+        print(f"warning: the adjudication project's labelling config was edited ({edited}): decisions made since "
+              "push last checked it are not counted; validation.adjudicate push sets it back")
+    entry = state.get("adjudication") if (state.get("adjudication") or {}).get("id") == project.id else None
+    if entry is not None:
+        note_config(entry, bool(edited), now)
+    windows = (entry or {}).get("config_edited") or ([["", None]] if edited else [])
     found = collect(server, project.id, spec, read_task_map(ws), {s.sample_id: s.mixture for s in samples}, salt,
-                    demo_annotators(state))
+                    demo_annotators(state), windows)
     recorded = set((state.get("adjudication") or {}).get("adjudicators") or [])
     adjudicators = recorded | {pseudonym(e, salt) for e in (args.adjudicator or [])}
     if not adjudicators:  # a workspace pushed before adjudicators were named: the lead's account decides
@@ -190,8 +206,13 @@ def pull(ws: Workspace, args: argparse.Namespace) -> int:
                     for s in samples]
         decided = apply_adjudication(stripped, decisions, ConsensusRule())
         ws.write_manifest(INPUT_STAGE, decided)
-        if not current.get("pseudonym_salt"):
-            write_state(ws, {**current, "pseudonym_salt": salt})
+        save = not current.get("pseudonym_salt")
+        current["pseudonym_salt"] = salt
+        mine = current.get("adjudication") or {}
+        if mine.get("id") == project.id:
+            save |= note_config(mine, bool(edited), now)
+        if save:
+            write_state(ws, current)
     counts = Counter(a.label for a in decisions.values())
     waiting = found.task_count - len(found.unknown_tasks) - len(decisions)
     print(f"recorded {len(decisions)} adjudication decision(s) from {project.title!r} (id {project.id}) on "
