@@ -15,9 +15,9 @@ from a server's answer or an endpoint URL goes through here, and `RedactingFilte
 
 from __future__ import annotations
 
+import base64
 import logging
 import os
-import base64
 import re
 from collections.abc import Iterable
 from functools import lru_cache
