@@ -432,6 +432,27 @@ def test_only_the_named_adjudicators_decide(ls, admin, accounts, tokens, tmp_pat
     assert "1 answer(s) by accounts not named adjudicators were not counted" in out and who(ws, A) in out
 
 
+def test_without_adjudicator_the_lead_decides_and_the_demo_adjudicator_names_itself(ls, admin, accounts, tmp_path,
+                                                                                    capsys):
+    """The demo's path (scripts/demo.sh, the maintainer journey): push names no adjudicator, so the account of
+    the API token (the lead) decides; demo_annotators --adjudication names its scripted account, whose
+    decision then counts; another account's answer still does not."""
+    from tests.annotation_helpers import ADMIN_ENV
+
+    ws, server, sid = needs_adjudication(ls, admin, accounts, tmp_path, capsys, "Demo judge")
+    code, out, err = cli(adjudicate.main, "push", *server, capsys=capsys)
+    assert code == 0 and f"decided by: {ADMIN_ENV['LABEL_STUDIO_ADMIN_EMAIL']}" in out, err
+    _, judge_task = arm_tasks(admin, ws, "adjudication")
+    code, out, err = cli(demo_annotators.main, *server, "--adjudication", capsys=capsys)
+    assert code == 0 and "is named an adjudicator of this workspace" in out, err
+    annotate(accounts[A], judge_task[sid], "harmful")  # later, not named
+    code, out, err = cli(adjudicate.main, "pull", *server, capsys=capsys)
+    assert code == 0 and "recorded 1 adjudication decision(s)" in out, err
+    assert "1 answer(s) by accounts not named adjudicators were not counted" in out
+    final = [a for a in next(ws.read_samples("annotated")).annotations if a.source == "adjudication"]
+    assert [a.source for a in final] == ["adjudication"] and final[0].annotator != who(ws, A)
+
+
 def test_a_decision_under_an_edited_adjudication_config_is_not_counted(ls, admin, accounts, tokens, tmp_path,
                                                                        capsys):
     """Issue 35 item 1, the adjudication project: its Benign and Harmful swapped (the original kept in a
