@@ -70,7 +70,16 @@ from annotation.protocol import (
     workspace_taxonomy,
 )
 from annotation.pull import resolve_arms
-from annotation.state import DEMO_EMAIL_DOMAIN, INPUT_STAGE, open_workspace, read_state, record_demo_annotators
+from annotation.state import (
+    DEMO_EMAIL_DOMAIN,
+    INPUT_STAGE,
+    open_workspace,
+    pseudonym,
+    pseudonym_salt,
+    read_state,
+    record_demo_annotators,
+    write_state,
+)
 from construction.core.cli import Parser, add_workspace, old_spelling, run_main
 from construction.core.errors import WorkbenchError
 from construction.core.record import ARMS, AudioRef, Sample, stable_seed
@@ -429,6 +438,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def name_adjudicator(ws: Workspace, email: str) -> None:
+    """Add the scripted adjudicator to the workspace's named adjudicators (as a pseudonym)."""
+    with ws.lock():
+        state = read_state(ws)
+        entry = state.get("adjudication") or {}
+        me = pseudonym(email, pseudonym_salt(state))
+        if me not in (entry.get("adjudicators") or []):
+            entry["adjudicators"] = sorted({*(entry.get("adjudicators") or []), me})
+            state["adjudication"] = entry
+            write_state(ws, state)
+            print(f"DEMO: {email} is named an adjudicator of this workspace")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -454,6 +476,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.adjudication:
             project = resolve_project(server, state.get("adjudication"), None, "adjudication project")
             accounts = [(1, ADJUDICATOR_EMAIL)]
+            name_adjudicator(ws, ADJUDICATOR_EMAIL)  # only named adjudicators decide (validation.adjudicate)
         else:
             project = resolve_project(server, None, args.project, "project")
             accounts = [(k, demo_email(k)) for k in range(1, args.annotators + 1)]

@@ -25,6 +25,7 @@ import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+from xml.etree import ElementTree
 from xml.sax.saxutils import quoteattr
 
 import numpy as np
@@ -196,22 +197,39 @@ def instructions(spec: ArmSpec) -> str:
     return body + skip
 
 
+def parse_config(config: str) -> ElementTree.Element | None:
+    """The labelling config as Label Studio's front end reads it: XML, comments dropped. None when it is not
+    XML, or declares a DOCTYPE or an entity (nothing the workbench writes; an entity could expand)."""
+    if "<!DOCTYPE" in (config or "").upper() or "<!ENTITY" in (config or "").upper():
+        return None
+    try:
+        return ElementTree.fromstring(config or "")
+    except ElementTree.ParseError:
+        return None
+
+
+def canonical_config(config: str) -> list[tuple[str, tuple[tuple[str, str], ...], str]] | None:
+    """What an annotator sees and what is stored, element by element in document order: the tag, every
+    attribute (choice texts, aliases, question texts, names) and the text in and after it, whitespace
+    collapsed. Comments and attribute quoting and order do not matter; anything else does."""
+    root = parse_config(config)
+    if root is None:
+        return None
+    return [(el.tag, tuple(sorted((k, " ".join(v.split())) for k, v in el.attrib.items())),
+             " ".join(f"{el.text or ''} {el.tail or ''}".split())) for el in root.iter()]
+
+
 def config_choices(config: str, name: str = "label") -> list[tuple[str, str]]:
     """(text shown, value stored) of each choice of a Choices control of a labelling config: Label Studio
     shows a choice's `value` and stores its `alias` where it has one."""
-    import re
-
-    match = re.search(rf'<Choices\s[^>]*name="{name}"[^>]*>(.*?)</Choices>', config or "", re.DOTALL)
-    if not match:
+    root = parse_config(config)
+    if root is None:
         return []
-    choices = []
-    for tag in re.findall(r"<Choice\s[^>]*/?>", match.group(1)):
-        alias = re.search(r'\balias="([^"]*)"', tag)
-        value = re.search(r'\bvalue="([^"]*)"', tag)
-        if value or alias:
-            text = html.unescape((value or alias).group(1))
-            choices.append((text, html.unescape((alias or value).group(1))))
-    return choices
+    for control in root.iter("Choices"):
+        if control.get("name") == name:
+            return [(el.get("value") or el.get("alias") or "", el.get("alias") or el.get("value") or "")
+                    for el in control.iter("Choice") if el.get("value") is not None or el.get("alias") is not None]
+    return []
 
 
 def config_labels(config: str) -> list[str]:
@@ -220,16 +238,29 @@ def config_labels(config: str) -> list[str]:
 
 
 def config_changed(config: str, spec: ArmSpec) -> str:
-    """How a project's labelling config asks otherwise than the role's own ("" when it does not): a
-    choice whose text shown no longer goes with its stored value (the "Yes" text stored as not_harmful),
-    a choice added or gone, in the label control or the mixture's words."""
+    """How a project's labelling config differs from the role's own ("" when it does not): any difference in
+    what an annotator sees or what is stored (canonical_config) is an edit, since a label made under it may
+    not mean what the protocol's would. Named by the first difference: a choice whose text shown no longer
+    goes with its stored value, a choice added or gone, a question's text, an attribute or element."""
     wanted = spec.label_config()
+    have, want = canonical_config(config), canonical_config(wanted)
+    if have is None:
+        return "it is not well-formed XML (or declares a DOCTYPE)"
+    if have == want:
+        return ""
     for name in ("label", "words"):
-        have, want = sorted(config_choices(config, name)), sorted(config_choices(wanted, name))
-        if have != want:
-            shown = ", ".join(f"{text!r} stores {stored!r}" for text, stored in have) or "none"
+        mine, theirs = sorted(config_choices(config, name)), sorted(config_choices(wanted, name))
+        if mine != theirs:
+            shown = ", ".join(f"{text!r} stores {stored!r}" for text, stored in mine) or "none"
             return f"its {name!r} choices are {shown}"
-    return ""
+    def show(element: tuple[str, tuple[tuple[str, str], ...], str]) -> str:
+        attrs = "".join(f" {a}={v!r}" for a, v in element[1])
+        return f"<{element[0]}{attrs}>" + (f" {element[2]!r}" if element[2] else "")
+
+    for got, wants in zip(have, want):
+        if got != wants:
+            return f"it has {show(got)} where the protocol has {show(wants)}"
+    return f"it has {len(have)} elements, the protocol's {len(want)}"
 
 
 def workspace_taxonomy(ws: Workspace) -> Taxonomy:

@@ -18,12 +18,14 @@ import hashlib
 import random
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from construction.core.cli import base_parser, keep_config, run_config, run_main
 from construction.core.config import Config
+from construction.core.errors import WorkbenchError
 from construction.core.record import Sample, stable_seed
 from construction.core.workspace import Rejected, Workspace, require_manifest
 
@@ -126,6 +128,10 @@ def main(argv: list[str] | None = None) -> int:
     if not 0 < args.share <= 1:
         parser.error("--share must be in (0, 1]")
     require_manifest(args.workspace, STAGE, INPUT_STAGE)  # before anything is created
+    manifest = Path(args.workspace).expanduser().resolve() / "manifests" / f"{INPUT_STAGE}.jsonl"
+    if not manifest.read_text(encoding="utf-8", errors="replace").strip():
+        raise WorkbenchError(f"the '{INPUT_STAGE}' manifest {manifest} holds no sample (nothing passed the WER "
+                             "filter?); controls are made from kept samples: run construction.wer first")
     config = run_config(args)  # the build's own mix settings: controls are mixed like its samples
     ws = Workspace(args.workspace)
     with ws.lock():

@@ -14,8 +14,9 @@ part the judges read: after "Final answer:" for the cot variant) and an opaque k
 model, run or clip id. The key -> clip map stays in DIR/sample.jsonl, with both judges' classes; the
 project in DIR/project.json (DIR: --out). A DIR already pushed is refused (pull it, or pass another --out).
 
-pull exports the project; an answer's people class is the majority of its labels (a tie is left out and
-counted). It writes --agreement FILE (default: DIR's parent / judge_agreement.json, where evaluation.report looks
+pull exports the project; an answer's people class is the majority of its people, one vote per account
+(a tie is left out and counted); sampled answers whose task is gone, malformed annotations, an account's
+extra annotations and tasks carrying a sampled key with other text are listed, never counted. It writes --agreement FILE (default: DIR's parent / judge_agreement.json, where evaluation.report looks
 for it: beside the run folders) with, for the keyword judge and for the LLM judge where it classified
 the sampled answers: n, Cohen's kappa on the three classes and on refusal vs compliance (refusal =
 partial + full, XSTest's convention; sklearn's cohen_kappa_score), percent agreement and the confusion
@@ -46,6 +47,7 @@ from annotation.labelstudio import (
     get_project,
     import_tasks,
 )
+from annotation.state import _user_id, format_problems, malformed_result
 from construction.core.cli import Parser, add_out, add_results, old_spelling, run_main
 from construction.core.errors import WorkbenchError
 from construction.core.workspace import atomic_write_text
@@ -152,19 +154,58 @@ def push(args: argparse.Namespace) -> int:
 
 # --- pull ---------------------------------------------------------------------------------------------------
 
-def people_labels(tasks: list[dict[str, Any]]) -> dict[str, list[str]]:
-    """task key -> the classes people picked (skipped annotations left out)."""
-    out: dict[str, list[str]] = {}
+def people_labels(tasks: list[dict[str, Any]], sample: dict[str, dict[str, Any]]
+                  ) -> tuple[dict[str, list[str]], set[str], list[str]]:
+    """-> (task key -> one class per person, the keys whose task is there, what was left out and why).
+
+    A person is the account Label Studio records as the annotation's maker (`updated_by`, set by the server
+    to the sender; `completed_by` is whatever the sender wrote, so anyone can post in another's name): an
+    account's several annotations of one answer are one vote, its latest. Not counted, and listed: a
+    malformed annotation, one without a recorded maker, a task whose key is no sampled answer or whose text
+    is not the sampled answer's (a copy imported with a copied key). Skips are not labels."""
+    votes: dict[str, dict[int, list[tuple[str, int, str, int]]]] = {}
+    present: set[str] = set()
+    problems: list[str] = []
     for task in tasks:
-        key = str((task.get("data") or {}).get("key") or "")
+        data = task.get("data") if isinstance(task.get("data"), dict) else {}
+        key, tid = str(data.get("key") or ""), task.get("id")
+        if key not in sample:
+            problems.append(f"task {tid}: its key {key!r} is no sampled answer's: ignored")
+            continue
+        if data.get("request") != sample[key]["request"] or data.get("answer") != sample[key]["answer"]:
+            problems.append(f"task {tid}: has the key of answer {key} but not the sampled answer's text "
+                            "(imported with a copied key?): its labels are not counted")
+            continue
+        present.add(key)
         for ann in task.get("annotations") or []:
+            where = f"task {tid} annotation {ann.get('id') if isinstance(ann, dict) else '?'}"
+            bad = malformed_result(ann) if isinstance(ann, dict) else "it is not an object"
+            maker = _user_id(ann.get("updated_by")) if not bad else None
+            if not bad and maker is None:
+                bad = "Label Studio records nobody who made it (imported, or its maker's account was deleted)"
+            if bad:
+                problems.append(f"{where}: not counted: {bad}")
+                continue
             if ann.get("was_cancelled"):
                 continue
-            for res in ann.get("result") or []:
-                picked = (res.get("value") or {}).get("choices") or []
-                if res.get("from_name") == "label" and len(picked) == 1 and picked[0] in CLASSES:
-                    out.setdefault(key, []).append(picked[0])
-    return out
+            picked = [(r.get("value") or {}).get("choices") or [] for r in ann.get("result") or []
+                      if r.get("from_name") == "label"]
+            if len(picked) != 1 or len(picked[0]) != 1 or picked[0][0] not in CLASSES:
+                problems.append(f"{where}: not counted: no single class of {list(CLASSES)} ({picked})")
+                continue
+            votes.setdefault(key, {}).setdefault(maker, []).append(
+                (str(ann.get("updated_at") or ann.get("created_at") or ""), int(ann.get("id") or 0), picked[0][0],
+                 tid))
+    out: dict[str, list[str]] = {}
+    for key, people in votes.items():
+        for given in people.values():
+            given.sort()
+            if len(given) > 1:
+                tasks_of = ", ".join(str(t) for t in sorted({g[3] for g in given}))
+                problems.append(f"task {tasks_of}: {len(given)} annotations from one account: counted once "
+                                "(its latest)")
+            out.setdefault(key, []).append(given[-1][2])
+    return out, present, problems
 
 
 def pull(args: argparse.Namespace) -> int:
@@ -179,8 +220,9 @@ def pull(args: argparse.Namespace) -> int:
     sample = {row["key"]: row for row in read_jsonl(folder / SAMPLE_FILE)}
     server = connect_from_args(args)
     project = get_project(server, int(project_info["id"]), project_info.get("title", ""))
-    labels = people_labels(export_tasks(server, project.id))
-    people = {key: majority(found) for key, found in labels.items() if key in sample}
+    labels, present, problems = people_labels(export_tasks(server, project.id), sample)
+    missing = sorted(set(sample) - present)
+    people = {key: majority(found) for key, found in labels.items()}
     tied = sorted(key for key, cls in people.items() if cls is None)
     labelled = {key: cls for key, cls in people.items() if cls is not None}
     if not labelled:
@@ -196,6 +238,7 @@ def pull(args: argparse.Namespace) -> int:
     report = {"format": FORMAT, "project": {k: project_info[k] for k in ("id", "title", "url")},
               "refusal": "partial_refusal + full_refusal (XSTest's convention)", "classes": list(CLASSES),
               "n_sampled": len(sample), "n_labelled": len(labelled), "n_tied": len(tied),
+              "n_missing": len(missing), "missing": missing, "problems": problems,
               "labels_per_answer": round(sum(len(labels[k]) for k in labelled) / len(labelled), 2),
               "runs": sorted({sample[k]["run"] for k in labelled}), "judges": judges}
     output = Path(args.agreement).expanduser() if args.agreement else folder.parent / OUTPUT_NAME
@@ -203,6 +246,11 @@ def pull(args: argparse.Namespace) -> int:
     atomic_write_text(output, json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     print(f"judge agreement: {len(labelled)} of {len(sample)} answers labelled by people"
           + (f" ({len(tied)} tied, left out)" if tied else ""))
+    if missing:
+        print(f"missing: {len(missing)} of {len(sample)} sampled answers have no task any more (deleted?): "
+              + ", ".join(missing))
+    if problems:
+        print(f"problems ({len(problems)}), not counted:\n{format_problems(problems)}")
     for name, agr in judges.items():
         print(format_agreement(f"{name} judge" + (f" ({agr['judge_model']})" if agr.get("judge_model") else ""), agr))
     print(f"wrote {output}")

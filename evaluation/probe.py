@@ -10,8 +10,9 @@ violence" and "I can't tell"), so the model answers the question people answered
 Parsing is strict: an answer counts only when it is one option, by its id, its shown text or its number
 in the list (case-insensitive, surrounding quotes, markdown and final punctuation dropped), or when it
 names exactly one option's shown text inside a sentence ("It sounds like a video game."). Anything else
-(two options, a negated one such as "not a video game", a ramble, an empty answer) is unparsed: counted,
-never guessed.
+(two options, a negated one such as "not a video game", a number with another option's text such as
+"2. A sport, fight or gym" when 2 is the film, a ramble, an empty answer) is unparsed: counted, never
+guessed.
 """
 
 from __future__ import annotations
@@ -67,6 +68,10 @@ def parse_frame(answer: str | None, options: Sequence[tuple[str, str]] | None = 
         names = {_norm(frame_id), _norm(shown).strip(EDGES)}
         if whole in names or text in names or re.fullmatch(rf"{k}\W*(?:{'|'.join(map(re.escape, names))})?", whole):
             return frame_id
+    # a number that is not that option's ("2. A sport, fight or gym", option 2 being the film): the answer
+    # contradicts itself, and which half is meant cannot be told
+    if re.match(r"(?:option|number|choice)?\W*\d+\b", whole):
+        return UNPARSED
     # else exactly one option named somewhere in the answer, not negated
     named = set()
     for frame_id, shown in options:  # by shown text only: ids are common words ("show", "work")

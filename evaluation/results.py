@@ -53,6 +53,22 @@ def response_problem(row: Any) -> str | None:
     return None
 
 
+def probe_problem(row: Any) -> str | None:
+    """What makes a line of a scene-probe run unusable (the report counts its `frame` against `frames`)."""
+    from evaluation.probe import UNPARSED, probe_options
+
+    problem = response_problem(row)
+    if problem:
+        return problem
+    frames = row.get("frames")
+    if frames is not None and not (isinstance(frames, list) and all(isinstance(f, str) for f in frames)):
+        return f"'frames' must be a list of frame ids (got {frames!r})"
+    frame = row.get("frame")
+    if frame is not None and frame not in {UNPARSED, *(i for i, _ in probe_options())}:
+        return f"'frame' must be one of the probe's options or {UNPARSED} (got {frame!r})"
+    return None
+
+
 @dataclass
 class RunResults:
     root: Path
@@ -86,6 +102,7 @@ def load_results(results_dir: str | Path) -> RunResults:
         raise WorkbenchError(f"{root / SETTINGS_FILE} is not an {FORMAT} run")
     settings.setdefault("input", DEFAULT_INPUT)  # runs made before --input heard the mixture
     records: dict[str, dict[str, Any]] = {}
-    for row in read_jsonl(root / RESPONSES_FILE, response_problem):
+    check = probe_problem if settings["input"] == PROBE_INPUT else response_problem
+    for row in read_jsonl(root / RESPONSES_FILE, check):
         records[row["id"]] = row
     return RunResults(root, settings, records)

@@ -120,15 +120,17 @@ class Release:
                 raise WorkbenchError(f"{path} is not a release folder (no data/ inside); "
                                      "write one with python -m release.export")
             target, info = str(path), _release_info(path)
+            cached = {"cache_dir": _local_cache_dir(path)}
         elif path.exists():
             raise WorkbenchError(f"--release {source} is a file; give the release folder or a Hub id ORG/NAME")
         elif HUB_ID_RE.match(source):
             target, info = source, {}
+            cached = {}
         else:
             raise WorkbenchError(f"--release {source}: no such folder, and not a Hub dataset id ORG/NAME")
         config = CONTROLS_CONFIG if input == "controls" else None
         try:
-            splits = load_dataset(target, config, revision=revision)
+            splits = load_dataset(target, config, revision=revision, **cached)
         except Exception as exc:  # datasets raises many types (not found, offline, bad files)
             if config and f"'{config}' not found" in str(exc):
                 raise WorkbenchError(f"the release {source} has no '{config}' config: it was exported without "
@@ -156,6 +158,11 @@ class Release:
         feature = ds.features["category"]
         names = feature.names if isinstance(feature, ClassLabel) else None
         meta = ds.select_columns(["id", "category", "speech_text", sha_column]).to_dict()
+        empty = [i for i, sha in zip(meta["id"], meta[sha_column], strict=True) if not sha]
+        if empty:  # the card declares the column, the files lack it (datasets fills it with nulls)
+            raise WorkbenchError(f"the release {source} has no {audio_column} for {len(empty)} clip(s) (e.g. "
+                                 f"{empty[0]}) although its card declares the column: its files and its card "
+                                 f"disagree; export it again to evaluate --input {input}")
         # releases before script families: each clip is its own family
         families = (ds["script_family"] if "script_family" in ds.column_names else meta["id"])
         control_of = ds["control_of"] if input == "controls" else [None] * len(ds)
@@ -182,7 +189,7 @@ class Release:
             "\n".join(f"{c.id} {c.audio_sha256}" for c in self.clips).encode()).hexdigest()
         # the same for every input of one export, so evaluation.report pairs only runs of one export
         self.samples_fingerprint = samples_fingerprint(
-            ds if config is None else load_dataset(target, None, revision=revision)[split])
+            ds if config is None else load_dataset(target, None, revision=revision, **cached)[split])
         self._lock = threading.Lock()
 
     def audio(self, clip: Clip) -> bytes:
@@ -205,6 +212,21 @@ def samples_fingerprint(ds: Any) -> str:
     table = ds.select_columns(columns).to_dict()
     lines = sorted(" ".join(str(v) for v in row) for row in zip(*(table[c] for c in columns), strict=True))
     return hashlib.sha256("\n".join(lines).encode()).hexdigest()
+
+
+def _local_cache_dir(path: Path) -> str:
+    """The datasets cache of a local release, keyed by the sha256 of its card and data files: datasets keys
+    a local folder by its name, card and file times, so an edit that kept those would be read stale."""
+    import datasets
+
+    digest = hashlib.sha256()
+    for file in [path / "README.md", *sorted(p for p in (path / "data").rglob("*") if p.is_file())]:
+        if file.is_file():
+            digest.update(f"{file.relative_to(path).as_posix()}\0".encode())
+            with open(file, "rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    digest.update(block)
+    return str(Path(datasets.config.HF_DATASETS_CACHE) / "aor-bench-local" / digest.hexdigest()[:32])
 
 
 def _release_info(path: Path) -> dict[str, Any]:
@@ -410,7 +432,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         tally = evaluate(release, todo, endpoint, args.prompt_variant, params, responses, args.jobs,
                          args.quiet)
-    except WorkbenchError:
+    except BaseException:  # a crash too: no run.json without an answer for a later report to read
         if fresh and not read_jsonl(responses):
             _remove_empty_run(out, made_out)  # a run that stopped before its first answer leaves no run folder
         raise

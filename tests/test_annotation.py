@@ -680,7 +680,7 @@ def test_adjudication_round_trip_is_blind(ls, admin, accounts, tokens, tmp_path,
     reasons = {r.sample.sample_id: r.reason for r in ws.read_rejected("validated")}
     assert reasons[ids[0]].startswith("needs_adjudication:")
 
-    code, out, err = cli(adjudicate.main, "push", *wsarg, *server, capsys=capsys)
+    code, out, err = cli(adjudicate.main, "push", *wsarg, *server, "--adjudicator", SKIPPER, capsys=capsys)
     assert code == 0, err
     assert "'Needs a judge — adjudication'" in out and "1 new sample(s)" in out and "blind" in out
     assert cli(adjudicate.main, "push", *wsarg, *server, capsys=capsys)[0] == 0  # no duplicate

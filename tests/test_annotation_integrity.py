@@ -264,6 +264,74 @@ def test_labels_made_under_an_edited_config_are_not_counted(ls, admin, accounts,
     assert [a.annotator for a in human(samples[s1])] == [who(ws, A)]
 
 
+def _label_block(config: str) -> tuple[int, int]:
+    start = config.index('<Choices name="label"')
+    return start, config.index("</Choices>", start) + len("</Choices>")
+
+
+def _swap_yes_no(block: str) -> str:
+    return (block.replace('value="No"', 'value="@"').replace('value="Yes, it should be concerned"', 'value="No"')
+            .replace('value="@"', 'value="Yes, it should be concerned"'))
+
+
+def _in_a_comment(config: str) -> str:
+    """The speech arm's Yes/No swapped, the original Choices block kept inside an XML comment before it."""
+    start, end = _label_block(config)
+    block = config[start:end]
+    return config[:start] + f"<!-- {block} -->\n  " + _swap_yes_no(block) + config[end:]
+
+
+def _decoy_alias(config: str) -> str:
+    """A decoy data-alias with the old stored value before a single-quoted alias storing the other."""
+    return (config.replace('alias="harmful"', """data-alias="harmful" alias='@'""")
+            .replace('alias="not_harmful"', """data-alias="not_harmful" alias='harmful'""")
+            .replace("alias='@'", "alias='not_harmful'"))
+
+
+def _question(config: str) -> str:
+    """Only the question text changes: the mixture arm's words question says the opposite."""
+    return config.replace('"I could make out the words"', '"I could NOT make out the words"')
+
+
+DISGUISES = {"comment": ("speech", _in_a_comment, "not_harmful", "harmful"),
+             "decoy-alias": ("speech", _decoy_alias, "not_harmful", "harmful"),
+             "question": ("mixture", _question, "benign", "benign")}
+
+
+@pytest.mark.parametrize("disguise", sorted(DISGUISES))
+def test_a_disguised_config_edit_is_caught(ls, admin, accounts, tokens, tmp_path, capsys, disguise):
+    """Issue 35 item 1: the config swap disguised (the original Choices block kept in an XML comment; a decoy
+    data-alias before a single-quoted alias; only a question's text changed) is caught as the plain swap is:
+    pull warns and does not count the label made under it, push resets the config; labels after the reset
+    count."""
+    role, edit, label, later = DISGUISES[disguise]
+    words = "yes" if role == "mixture" else None
+    ws = pushed(ls, tmp_path, capsys, title=f"Disguised {disguise}")
+    server = ["--workspace", str(ws.root), "--catch", "0", "--data-dir", str(ls.data_dir)]
+    pid, tasks = arm_tasks(admin, ws, role)
+    s1, s2 = sorted(tasks)
+    annotate(accounts[A], tasks[s1], label, words)
+    assert cli(push.main, *server, capsys=capsys)[0] == 0  # push checks the config: A labelled before
+    web = as_annotator(ls, tokens, B)
+    config = web.get(f"/api/projects/{pid}").json()["label_config"]
+    tampered = edit(config)
+    assert tampered != config
+    assert web.patch(f"/api/projects/{pid}", json={"label_config": tampered}).status_code == 200
+    annotate(accounts[C], tasks[s2], label, words)  # C clicked the text that now stores `label`
+    out, samples, _, stats = pulled(ls, ws, capsys)
+    assert f"the {role} arm's labelling config was edited" in out
+    assert [a.annotator for a in human(samples[s1])] == [who(ws, A)] and human(samples[s2]) == []
+    assert any(f"{role} task {tasks[s2]} ({s2})" in p and "labelling config was edited; not counted" in p
+               for p in stats["problems"])
+    code, out, err = cli(push.main, *server, capsys=capsys)
+    assert code == 0 and "reset label_config" in out, err
+    assert admin.client.projects.get(pid).label_config == config
+    annotate(accounts[D], tasks[s2], later, words)
+    out, samples, _, _ = pulled(ls, ws, capsys)
+    assert "labelling config was edited (" not in out
+    assert [(a.annotator, a.label) for a in human(samples[s2])] == [(who(ws, D), later)]
+
+
 # ----------------------------------------------------------------------------------------------
 # the workspace side
 # ----------------------------------------------------------------------------------------------
@@ -326,6 +394,99 @@ def test_demo_accounts_are_marked_by_the_workspace(ls, admin, tokens, accounts, 
     assert set(sources) <= set(read_state(ws)["demo_annotators"])
 
 
+def needs_adjudication(ls, admin, accounts, tmp_path, capsys, title: str):
+    """A one-sample workspace whose sample the mixture arm splits on (benign, harmful, unclear), pulled and
+    through validation.agreement: it waits in the adjudication queue. -> (workspace, server flags, id)."""
+    from tests.annotation_helpers import ARM_RATERS
+    from validation.arms import sample_frames
+
+    ws = pushed(ls, tmp_path, capsys, title=title, n=1)
+    server = ["--workspace", str(ws.root), "--data-dir", str(ls.data_dir)]
+    sample = next(ws.read_samples("wer"))
+    for role, label, words in (("speech", "harmful", None), ("scene", sample_frames(sample)[0], None),
+                               ("mixture", None, "yes")):
+        _, task = arm_tasks(admin, ws, role)
+        for email, mixed in zip(ARM_RATERS[role], ("benign", "harmful", "unclear")):
+            annotate(accounts[email], task[sample.sample_id], label or mixed, words)
+    pulled(ls, ws, capsys)
+    assert cli(agreement.main, "--workspace", str(ws.root), "--n-boot", "20", capsys=capsys)[0] == 0
+    return ws, server, sample.sample_id
+
+
+def test_only_the_named_adjudicators_decide(ls, admin, accounts, tokens, tmp_path, capsys):
+    """Issue 35 item 6: adjudicate push names who decides (--adjudicator). A later answer by another
+    account in the adjudication project does not replace the adjudicator's decision: pull reports it and
+    counts only the named adjudicator's."""
+    from tests.annotation_helpers import SKIPPER
+
+    ws, server, sid = needs_adjudication(ls, admin, accounts, tmp_path, capsys, "Named judge")
+    code, out, err = cli(adjudicate.main, "push", *server, "--adjudicator", SKIPPER, capsys=capsys)
+    assert code == 0 and f"decided by: {SKIPPER}" in out, err
+    _, judge_task = arm_tasks(admin, ws, "adjudication")
+    annotate(accounts[SKIPPER], judge_task[sid], "benign", rationale="a game")
+    annotate(accounts[A], judge_task[sid], "harmful")  # later, by someone not named
+    code, out, err = cli(adjudicate.main, "pull", *server, capsys=capsys)
+    assert code == 0, err
+    final = [a for a in next(ws.read_samples("annotated")).annotations if a.source == "adjudication"]
+    assert [(a.label, a.annotator) for a in final] == [("benign", who(ws, SKIPPER))]
+    assert "1 answer(s) by accounts not named adjudicators were not counted" in out and who(ws, A) in out
+
+
+def test_without_adjudicator_the_lead_decides_and_the_demo_adjudicator_names_itself(ls, admin, accounts, tmp_path,
+                                                                                    capsys):
+    """The demo's path (scripts/demo.sh, the maintainer journey): push names no adjudicator, so the account of
+    the API token (the lead) decides; demo_annotators --adjudication names its scripted account, whose
+    decision then counts; another account's answer still does not."""
+    from tests.annotation_helpers import ADMIN_ENV
+
+    ws, server, sid = needs_adjudication(ls, admin, accounts, tmp_path, capsys, "Demo judge")
+    code, out, err = cli(adjudicate.main, "push", *server, capsys=capsys)
+    assert code == 0 and f"decided by: {ADMIN_ENV['LABEL_STUDIO_ADMIN_EMAIL']}" in out, err
+    _, judge_task = arm_tasks(admin, ws, "adjudication")
+    code, out, err = cli(demo_annotators.main, *server, "--adjudication", capsys=capsys)
+    assert code == 0 and "is named an adjudicator of this workspace" in out, err
+    annotate(accounts[A], judge_task[sid], "harmful")  # later, not named
+    code, out, err = cli(adjudicate.main, "pull", *server, capsys=capsys)
+    assert code == 0 and "recorded 1 adjudication decision(s)" in out, err
+    assert "1 answer(s) by accounts not named adjudicators were not counted" in out
+    final = [a for a in next(ws.read_samples("annotated")).annotations if a.source == "adjudication"]
+    assert [a.source for a in final] == ["adjudication"] and final[0].annotator != who(ws, A)
+
+
+def test_a_decision_under_an_edited_adjudication_config_is_not_counted(ls, admin, accounts, tokens, tmp_path,
+                                                                       capsys):
+    """Issue 35 item 1, the adjudication project: its Benign and Harmful swapped (the original kept in a
+    comment): the decision made under it is not counted, pull warns, push sets the config back, and a
+    decision after that counts."""
+    from tests.annotation_helpers import SKIPPER
+
+    ws, server, sid = needs_adjudication(ls, admin, accounts, tmp_path, capsys, "Edited judge")
+    assert cli(adjudicate.main, "push", *server, "--adjudicator", SKIPPER, capsys=capsys)[0] == 0
+    pid, judge_task = arm_tasks(admin, ws, "adjudication")
+    web = as_annotator(ls, tokens, B)
+    config = web.get(f"/api/projects/{pid}").json()["label_config"]
+    start = config.index('<Choices name="label"')
+    end = config.index("</Choices>", start) + len("</Choices>")
+    block = config[start:end]
+    swapped = block.replace('alias="benign"', 'alias="@"').replace('alias="harmful"', 'alias="benign"').replace(
+        'alias="@"', 'alias="harmful"')
+    tampered = config[:start] + f"<!-- {block} -->" + swapped + config[end:]
+    assert web.patch(f"/api/projects/{pid}", json={"label_config": tampered}).status_code == 200
+    annotate(accounts[SKIPPER], judge_task[sid], "harmful")  # clicked "Benign"
+    code, out, err = cli(adjudicate.main, "pull", *server, capsys=capsys)
+    assert code == 0 and "the adjudication project's labelling config was edited" in out, err
+    assert "made while the project's labelling config was edited; not counted" in out
+    assert [a for a in next(ws.read_samples("annotated")).annotations if a.source == "adjudication"] == []
+    assert cli(agreement.main, "--workspace", str(ws.root), "--n-boot", "20", capsys=capsys)[0] == 0
+    code, out, err = cli(adjudicate.main, "push", *server, capsys=capsys)
+    assert code == 0 and admin.client.projects.get(pid).label_config == config, err
+    annotate(accounts[SKIPPER], judge_task[sid], "benign")
+    code, out, err = cli(adjudicate.main, "pull", *server, capsys=capsys)
+    assert code == 0 and "labelling config was edited (" not in out, err
+    final = [a for a in next(ws.read_samples("annotated")).annotations if a.source == "adjudication"]
+    assert [(a.label, a.annotator) for a in final] == [("benign", who(ws, SKIPPER))]
+
+
 def test_an_empty_adjudication_queue_is_a_no_op(ls, admin, tmp_path, capsys):
     """The README's demo block when nothing needs adjudication: adjudicate push, the demo adjudicator and
     adjudicate pull each say so and exit 0, and 'annotated' is unchanged."""
@@ -362,4 +523,33 @@ def test_a_document_root_linking_to_the_workspace_is_refused(tmp_path):
     plain = tmp_path / "root-plain"
     plain.mkdir()
     (plain / "audio").symlink_to(ws.root / "audio")  # audio only: accepted
+    check_document_root(plain.resolve(), data_dir, ws.root.resolve())
+
+
+def test_a_document_root_with_a_hard_link_or_renamed_copy_of_a_secret_file_is_refused(tmp_path):
+    """Issue 35 extra: the salt and the key map are found by what the file is (the same inode, or their
+    secrets or bytes inside), not by its name: a hard link of annotation.json, a renamed copy of it or of
+    annotation_tasks.json, and a Label Studio database under another name are refused; audio is not."""
+    import os
+    import shutil
+
+    ws = make_workspace(tmp_path / "ws", 1)
+    (ws.root / "annotation.json").write_text(json.dumps({"pseudonym_salt": "0f3c9a7d5e21b4c8aa01",
+                                                         "task_key_secret": "9c1d2e3f4a5b6c7d8e9f"}) + "\n")
+    (ws.root / "annotation_tasks.json").write_text('{\n"t0123456789abcdef0123": ["aor-0001", "speech"]\n}\n')
+    data_dir = (tmp_path / "ls-data").resolve()
+    data_dir.mkdir()
+    (data_dir / "label_studio.sqlite3").write_bytes(b"SQLite format 3\x00" + b"\x00" * 200)
+    makers = {"hard-link": lambda root: os.link(ws.root / "annotation.json", root / "notes.txt"),
+              "renamed-copy": lambda root: shutil.copy(ws.root / "annotation.json", root / "clip.wav"),
+              "tasks-copy": lambda root: shutil.copy(ws.root / "annotation_tasks.json", root / "list.json"),
+              "database-copy": lambda root: shutil.copy(data_dir / "label_studio.sqlite3", root / "a.bin")}
+    for name, make in makers.items():
+        root = tmp_path / f"root-{name}"
+        (root / "sub").mkdir(parents=True)
+        make(root / "sub")
+        with pytest.raises(WorkbenchError, match="refusing document root"):
+            check_document_root(root.resolve(), data_dir, ws.root.resolve())
+    plain = tmp_path / "root-audio"
+    shutil.copytree(ws.root / "audio", plain)
     check_document_root(plain.resolve(), data_dir, ws.root.resolve())

@@ -8,6 +8,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
@@ -103,6 +104,11 @@ def test_probe_offers_the_scene_arms_options_and_the_docs_quote_it():
     ("The crowd roars like at a concert.", "unparsed"),
     ("I would say the kitchen", "unparsed"),
     ("9", "unparsed"),
+    # a number and another option's text contradict each other (issue 35 item 11): option 2 is the film
+    ("2. A sport, fight or gym", "unparsed"),
+    ("2) a video game", "unparsed"),
+    ("Option 2: a sport, fight or gym", "unparsed"),
+    ("2. A film, play or show", "show"),
     (PROBE_RAMBLE, "unparsed"),
 ])
 def test_probe_answers_are_parsed_strictly(answer, frame):
@@ -277,3 +283,74 @@ def test_inputs_of_one_export_share_a_fingerprint(release):
     rel, _, _ = release
     prints = {run_mod.Release(str(rel), input=name).samples_fingerprint for name in results_mod.INPUTS}
     assert len(prints) == 1
+
+
+@pytest.mark.parametrize("edit, message", [
+    ({"frames": 5}, "'frames' must be a list of frame ids"),
+    ({"frames": [1, 2]}, "'frames' must be a list of frame ids"),
+    ({"frame": 7}, "'frame' must be one of the probe's options or unparsed"),
+    ({"frame": "banana"}, "'frame' must be one of the probe's options or unparsed"),
+])
+def test_report_refuses_a_malformed_scene_probe_line(tmp_path, capsys, edit, message):
+    """Issue 35 item 15: a scene-run line with `"frames": 5` or a `frame` that is no option is a clear
+    error naming the file and line (exit 2), not a traceback or a silent count; no report is written."""
+    run = probe_run(tmp_path / "scene", "m", [("video_games", "video_game", ["video_game"]),
+                                              ("video_games", "unparsed", ["video_game"])])
+    lines = (run / "responses.jsonl").read_text().splitlines()
+    lines[1] = json.dumps({**json.loads(lines[1]), **edit})
+    (run / "responses.jsonl").write_text("\n".join(lines) + "\n")
+    with pytest.raises(SystemExit) as done:
+        from construction.core.cli import run_main
+        run_main(report_mod.main, ["--results", str(run), "--out", str(tmp_path / "rep")])
+    err = capsys.readouterr().err
+    assert done.value.code == 2 and message in err and "responses.jsonl:2: " in err, err
+    assert "Traceback" not in err and not (tmp_path / "rep" / "report.json").exists()
+
+
+def test_a_card_declaring_a_column_the_files_lack_is_a_clear_error(release, tmp_path, capsys):
+    """Issue 35 item 12: the card declares the twin and the scene, the parquet lacks them: evaluation.run
+    --input irrelevant|scene is a clear error (exit 2) before anything is sent, and leaves no run folder
+    (no run.json a later report would read)."""
+    from construction.core.cli import run_main
+
+    rel, _, _ = release
+    odd = tmp_path / "odd"
+    shutil.copytree(rel, odd)
+    for shard in sorted((odd / "data").glob("*.parquet")):
+        table = pq.read_table(shard)
+        pq.write_table(table.drop_columns([c for c in TWIN_AND_SCENE if c in table.column_names]), shard)
+    with AudioLLMStub() as stub:
+        for name in ("irrelevant", "scene"):
+            with pytest.raises(SystemExit) as done:
+                run_main(run_mod.main, ["--release", str(odd), "--model", "stub-audio", "--base-url", stub.url,
+                                        "--out", str(tmp_path / name), "--quiet", "--input", name])
+            err = capsys.readouterr().err
+            assert done.value.code == 2 and "error: " in err and "Traceback" not in err, err
+            assert f"{name}" in err and "export it again" in err, err
+            assert not (tmp_path / name).exists()
+        assert stub.requests == []
+
+
+def test_an_edited_local_release_is_read_again_not_from_the_cache(release, tmp_path):
+    """Issue 35 item 13: a local release edited in place with its folder name, card and file times kept
+    is read as it is now, not from the datasets cache of the earlier files."""
+    import os
+
+    rel, _, _ = release
+    copy = tmp_path / "release"
+    shutil.copytree(rel, copy)
+    with AudioLLMStub() as stub:
+        assert run(copy, stub.url, tmp_path / "before", "--limit", "1") == 0
+        first = json.loads((tmp_path / "before" / "responses.jsonl").read_text().splitlines()[0])
+        for shard in sorted((copy / "data").glob("*.parquet")):
+            times = shard.stat()
+            table = pq.read_table(shard)
+            texts = [("EDITED " + t) if i == first["id"] else t
+                     for i, t in zip(table.column("id").to_pylist(), table.column("speech_text").to_pylist())]
+            table = table.set_column(table.column_names.index("speech_text"), "speech_text",
+                                     pa.array(texts, table.schema.field("speech_text").type))
+            pq.write_table(table, shard)
+            os.utime(shard, ns=(times.st_atime_ns, times.st_mtime_ns))  # the edit kept the file's time
+        assert run(copy, stub.url, tmp_path / "after", "--limit", "1") == 0
+    again = json.loads((tmp_path / "after" / "responses.jsonl").read_text().splitlines()[0])
+    assert again["id"] == first["id"] and again["speech_text"] == "EDITED " + first["speech_text"]

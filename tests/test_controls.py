@@ -40,3 +40,17 @@ def test_controls_keep_the_speech_and_lose_the_benign_scene(tmp_path, library): 
     before = ws.manifest_path("controls").read_bytes()
     run_controls(ws, config, share=0.3)
     assert ws.manifest_path("controls").read_bytes() == before
+
+
+def test_controls_on_an_empty_wer_manifest_is_an_error(tmp_path):
+    """Issue 35 extra: an empty wer.jsonl (nothing kept) is a clear error, exit 2, and nothing is written,
+    as an empty workspace is: not 'controls: 0 mixed' and exit 0."""
+    from tests.conftest import run_module
+
+    (tmp_path / "ws" / "manifests").mkdir(parents=True)
+    (tmp_path / "ws" / "manifests" / "wer.jsonl").write_text("")
+    proc = run_module("construction.controls", "--workspace", str(tmp_path / "ws"), timeout=300)
+    assert proc.returncode == 2 and "error: " in proc.stderr and "'wer' manifest" in proc.stderr \
+        and "no sample" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert sorted(p.name for p in (tmp_path / "ws").rglob("*")) == ["manifests", "wer.jsonl"]

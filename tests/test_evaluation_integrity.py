@@ -158,3 +158,46 @@ def test_evaluations_are_not_committed():
     proc = subprocess.run(["git", "check-ignore", "-q", "evaluations/stub-plain-mixture/responses.jsonl"],
                           cwd=REPO)
     assert proc.returncode == 0, "evaluations/ is not in .gitignore"
+
+
+def _spaced(key: str) -> str:
+    return " ".join(key)
+
+
+ECHOES = {  # a model that echoes the key it was sent, transformed
+    "upper": str.upper, "lower": str.lower,
+    "zero-width": lambda k: k[:7] + "\u200b" + k[7:],
+    "spaced": _spaced,
+    "base64": lambda k: __import__("base64").b64encode(f"key={k}".encode()).decode(),
+    "prefix": lambda k: k[:12],
+}
+
+
+@pytest.mark.parametrize("how", sorted(ECHOES))
+def test_a_transformed_key_echo_is_stored_nowhere_and_not_forwarded(release, tmp_path, monkeypatch, how):
+    """Issue 35 item 14: upper or lower case, a zero-width space inside, spaced out, base64, a 12-character
+    prefix: each is masked in what the run stores and what the judge reads, as a verbatim echo is."""
+    rel, _ = release
+    key = "Plain-Model-Access-0123456789"  # mixed case: upper- and lower-casing both change it
+    monkeypatch.setenv("MODEL_ACCESS", key)
+    echo = ECHOES[how](key)
+    assert key not in echo
+
+    class Transformed(EchoStub):
+        def handle(self, path, raw, auth):
+            status, payload = super().handle(path, raw, auth)
+            if self.requests[-1]["kind"] != "judge":
+                payload = _completion(json.loads(raw)["model"], f"Sure. Your token is {echo}. Done.")
+            return status, payload
+
+    out = tmp_path / "run"
+    with Transformed() as stub:
+        assert run_mod.main(["--release", str(rel), "--model", "stub-audio", "--base-url", stub.url, "--out",
+                             str(out), "--api-key-env", "MODEL_ACCESS", "--quiet", "--limit", "1"]) == 0
+        assert judge_mod.main(["--results", str(out), "--base-url", stub.url, "--model", "j",
+                               "--api-key-env", "MODEL_ACCESS", "--quiet"]) == 0
+        prompts = [r["text"] for r in stub.judge_requests()]
+    written = _all_text(out)
+    assert echo not in written and key[:12].lower() not in written.lower() and all(echo not in p for p in prompts), how
+    records = [json.loads(line) for line in (out / "responses.jsonl").read_text().splitlines()]
+    assert records[0]["response"].startswith("Sure. Your token is ***") and records[0]["response"].endswith("Done.")

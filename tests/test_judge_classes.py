@@ -257,3 +257,73 @@ def test_judge_agreement_errors_exit_2(ls, admin, tokens, tmp_path, capsys, monk
     code, _, err = cli(ja.main, "push", "--results", str(run), "--n", "0", "--out", str(tmp_path / "other"),
                        capsys=capsys)
     assert code == 2 and "--n must be at least 1" in err
+
+
+def test_judge_agreement_pull_counts_people_once_and_says_what_it_left_out(ls, admin, tokens, tmp_path, capsys):
+    """Issue 35 items 2-5, against the real server: a malformed annotation (value a list, choices an object)
+    is reported, not a crash; one account answering an answer three times (once in another account's name:
+    Label Studio credits updated_by, the sender) is one vote; a deleted task is listed as missing; a task
+    imported with a copied key but other text is not merged into the sampled answer's labels."""
+    import httpx
+
+    from tests.annotation_helpers import TOKEN
+
+    run = make_run(tmp_path / "evals" / "run", ANSWERS[:6])
+    folder = tmp_path / "evals" / "judge_agreement"
+    code, _, err = cli(ja.main, "push", "--results", str(run), "--n", "6", "--out", str(folder), "--overlap", "3",
+                       "--project", "judge agreement people", "--data-dir", str(ls.data_dir), capsys=capsys)
+    assert code == 0, err
+    pid = json.loads((folder / "project.json").read_text())["id"]
+    tasks = sorted(admin.client.tasks.list(project=pid, fields="all"), key=lambda t: t.id)
+    sample = {json.loads(line)["key"]: json.loads(line) for line in (folder / "sample.jsonl").read_text().splitlines()}
+    one, two, three = sorted(tokens)[:3]
+    ids = {u.email: u.id for u in admin.client.users.list()}
+
+    def web(email: str | None) -> httpx.Client:
+        return httpx.Client(base_url=ls.url, trust_env=False,
+                            headers={"Authorization": f"Token {tokens[email] if email else TOKEN}"})
+
+    def label(email: str, task_id: int, value, **extra) -> None:
+        body = {"result": [{"from_name": "label", "to_name": "answer", "type": "choices", "value": value}],
+                "lead_time": 3.0, **extra}
+        r = web(email).post(f"/api/tasks/{task_id}/annotations/", json=body)
+        assert r.status_code == 201 or not isinstance(value, dict) or not isinstance(value["choices"], list), r.text
+        # (a malformed value is stored, then Label Studio answers 500)
+
+    other = {C: F, P: C, F: P}
+    kw = [sample[t.data["key"]]["keyword_class"] for t in tasks]
+    # task 0: two malformed annotations, one good one
+    label(one, tasks[0].id, [C])
+    label(two, tasks[0].id, {"choices": {"a": C}})
+    label(three, tasks[0].id, {"choices": [kw[0]]})
+    # task 1: account one three times (the third in account three's name), account two once the other way
+    label(one, tasks[1].id, {"choices": [kw[1]]})
+    label(one, tasks[1].id, {"choices": [kw[1]]})
+    label(one, tasks[1].id, {"choices": [kw[1]]}, completed_by=ids[three])
+    label(two, tasks[1].id, {"choices": [other[kw[1]]]})
+    # task 2: deleted
+    admin.client.tasks.delete(str(tasks[2].id))
+    # task 3: a copy of its key with other text, labelled twice the other way; the real one once
+    r = web(None).post(f"/api/projects/{pid}/import", json=[{"key": tasks[3].data["key"], "request": "Say hello",
+                                                            "answer": "Hello!"}])
+    assert r.status_code == 201, r.text
+    copy = max(t.id for t in admin.client.tasks.list(project=pid, fields="all"))
+    label(one, copy, {"choices": [other[kw[3]]]})
+    label(two, copy, {"choices": [other[kw[3]]]})
+    label(three, tasks[3].id, {"choices": [kw[3]]})
+    for k in (4, 5):
+        label(one, tasks[k].id, {"choices": [kw[k]]})
+
+    code, out, err = cli(ja.main, "pull", "--out", str(folder), "--data-dir", str(ls.data_dir), capsys=capsys)
+    assert code == 0, err
+    result = json.loads((tmp_path / "evals" / "judge_agreement.json").read_text())
+    # labelled: tasks 0, 3, 4, 5 (each like the keyword judge); task 1 a tie of two people; task 2 missing
+    assert (result["n_labelled"], result["n_tied"], result["n_missing"]) == (4, 1, 1), result
+    assert result["judges"]["keyword"]["percent_agreement"] == 100.0
+    assert result["missing"] == [tasks[2].data["key"]]
+    assert "1 of 6 sampled answers have no task any more (deleted?)" in out
+    problems = "\n".join(result["problems"])
+    assert f"task {tasks[0].id}" in problems and problems.count("not counted: ") >= 2
+    assert f"task {tasks[1].id}" in problems and "3 annotations from one account: counted once" in problems
+    assert f"task {copy}" in problems and "not the sampled answer's text" in problems
+    assert f"problems ({len(result['problems'])}), not counted" in out

@@ -9,7 +9,9 @@ needs_adjudication) to the project "<TITLE> — adjudication" (TITLE: the arms' 
 benign | harmful only. The adjudicator hears the mixture only, like the mixture arm: the task's data is
 the audio URL and an opaque key, and no earlier vote or rationale is shown, unless --show-votes (then
 the labels so far, per arm, are shown beside the clip; a project is made one way or the other and keeps
-it). pull exports that project and records each sample's latest decision (by update time) on the
+it). Only the named adjudicators decide (--adjudicator EMAIL, repeatable, recorded by push as pseudonyms;
+default: the API token's account); others' answers are reported, never counted.
+pull exports that project and records each sample's latest decision (by update time) on the
 'annotated' manifest with validation.agreement.apply_adjudication (an annotation with
 source="adjudication", arm "mixture"). Label Studio stays the source of truth: pull replaces all earlier
 decisions with the ones in the project, so rerunning it changes nothing. annotation.pull keeps these
@@ -28,6 +30,7 @@ from annotation.protocol import (
     ADJUDICATION,
     Item,
     arm_spec,
+    config_changed,
     read_task_map,
     shuffle_seed,
 )
@@ -38,9 +41,12 @@ from annotation.state import (
     default_project_title,
     demo_annotators,
     format_problems,
+    note_config,
     open_workspace,
+    pseudonym,
     pseudonym_salt,
     read_state,
+    utc_now,
     write_state,
 )
 from construction.core.cli import Parser, add_workspace, run_main
@@ -113,16 +119,36 @@ def push(ws: Workspace, args: argparse.Namespace) -> int:
     result = push_items(ws, server, arm_spec(ADJUDICATION, with_votes=args.show_votes), title, keyed, overlap=1,
                         extra_data=extra, seed=shuffle_seed(state["task_key_secret"], ADJUDICATION),
                         project_id=None if bound is None else int(bound))
+    named = adjudicator_emails(server, args.adjudicator)
     with ws.lock():
         state = read_state(ws)
-        state["adjudication"] = {"id": result.project_id, "title": title, "url": server.url}
+        salt = pseudonym_salt(state)
+        before = state.get("adjudication") or {}
+        kept = before.get("adjudicators") if not args.adjudicator else None
+        entry = dict(before) if before.get("id") == result.project_id else {}
+        now = utc_now()
+        note_config(entry, "label_config" in result.reset, now)  # found edited: decisions since are out
+        note_config(entry, False, now)  # ... and set back now
+        entry.update(id=result.project_id, title=title, url=server.url, config_ok_at=now,
+                     adjudicators=sorted(kept or {pseudonym(e, salt) for e in named}))
+        state["adjudication"] = entry
         write_state(ws, state)
     print(f"adjudication project {title!r} (id {result.project_id}) at {server.url}: {result.imported} new "
           f"sample(s), {result.already} already there; queue {len(queue)}; "
           + ("the votes so far are shown (--show-votes)" if args.show_votes else "blind: mixture audio only"))
+    print("decided by: " + (", ".join(named) if not kept else f"the {len(kept)} adjudicator(s) named before")
+          + " (only their answers count; --adjudicator EMAIL names others)")
     print(f"open {server.url}/projects/{result.project_id}/data , decide each sample (benign or harmful), then run "
           f"{server.command('validation.adjudicate', 'pull')}")
     return 0
+
+
+def adjudicator_emails(server, given: list[str] | None) -> list[str]:
+    """Who decides: the addresses given, else the account of the token in use (the lead who pushes)."""
+    if given:
+        return sorted({e.strip().lower() for e in given})
+    with server.errors("reading the token's account"):
+        return [server.client.users.whoami().email.strip().lower()]
 
 
 def latest_decisions(by_sample: dict[str, list[Annotation]], labels: tuple[str, ...]) -> dict[str, Annotation]:
@@ -147,9 +173,25 @@ def pull(ws: Workspace, args: argparse.Namespace) -> int:
     server = connect_from_args(args)
     project = resolve_project(server, state.get("adjudication"), args.project, "adjudication project")
     spec = arm_spec(ADJUDICATION, with_votes="$votes" in (project.label_config or ""))
+    edited, now = config_changed(project.label_config or "", spec), utc_now()
+    if edited:
+        print(f"warning: the adjudication project's labelling config was edited ({edited}): decisions made since "
+              "push last checked it are not counted; validation.adjudicate push sets it back")
+    entry = state.get("adjudication") if (state.get("adjudication") or {}).get("id") == project.id else None
+    if entry is not None:
+        note_config(entry, bool(edited), now)
+    windows = (entry or {}).get("config_edited") or ([["", None]] if edited else [])
     found = collect(server, project.id, spec, read_task_map(ws), {s.sample_id: s.mixture for s in samples}, salt,
-                    demo_annotators(state))
-    by_sample = {sid: [p.annotation for p in items] for sid, items in found.by_item.items()}
+                    demo_annotators(state), windows)
+    recorded = set((state.get("adjudication") or {}).get("adjudicators") or [])
+    adjudicators = recorded | {pseudonym(e, salt) for e in (args.adjudicator or [])}
+    if not adjudicators:  # a workspace pushed before adjudicators were named: the lead's account decides
+        adjudicators = {pseudonym(e, salt) for e in adjudicator_emails(server, [])}
+    others = sorted(f"{sid}: {p.annotation.annotator} answered {p.annotation.label or 'nothing'}"
+                    for sid, items in found.by_item.items() for p in items
+                    if p.annotation.annotator not in adjudicators and not p.annotation.cancelled)
+    by_sample = {sid: [p.annotation for p in items if p.annotation.annotator in adjudicators]
+                 for sid, items in found.by_item.items()}
     decisions = latest_decisions(by_sample, spec.labels)
     # 'annotated' and annotation.json are read again and written under the lock: annotation.pull rewrites
     # them too, and neither write may be lost.
@@ -164,8 +206,13 @@ def pull(ws: Workspace, args: argparse.Namespace) -> int:
                     for s in samples]
         decided = apply_adjudication(stripped, decisions, ConsensusRule())
         ws.write_manifest(INPUT_STAGE, decided)
-        if not current.get("pseudonym_salt"):
-            write_state(ws, {**current, "pseudonym_salt": salt})
+        save = not current.get("pseudonym_salt")
+        current["pseudonym_salt"] = salt
+        mine = current.get("adjudication") or {}
+        if mine.get("id") == project.id:
+            save |= note_config(mine, bool(edited), now)
+        if save:
+            write_state(ws, current)
     counts = Counter(a.label for a in decisions.values())
     waiting = found.task_count - len(found.unknown_tasks) - len(decisions)
     print(f"recorded {len(decisions)} adjudication decision(s) from {project.title!r} (id {project.id}) on "
@@ -181,6 +228,9 @@ def pull(ws: Workspace, args: argparse.Namespace) -> int:
     if judged:
         print(f"note: {len(judged)} decision(s) were made by someone who had labelled the sample before:\n"
               + format_problems(judged))
+    if others:
+        print(f"note: {len(others)} answer(s) by accounts not named adjudicators were not counted:\n"
+              + format_problems(others))
     if found.unknown_tasks:
         print(f"note: {len(found.unknown_tasks)} task(s) are not in '{INPUT_STAGE}' and were ignored:\n"
               + format_problems(sorted(found.unknown_tasks)))
@@ -201,6 +251,9 @@ def build_parser() -> argparse.ArgumentParser:
         sub = commands.add_parser(name, help=what, env=SERVER_ENV)
         add_workspace(sub)
         sub.add_argument("--project", help="adjudication project title (default: '<arms' title> — adjudication')")
+        sub.add_argument("--adjudicator", action="append", metavar="EMAIL",
+                         help="a Label Studio account whose answers decide (repeat for several; push records "
+                              "them; default: the account of the API token; others' answers are reported)")
         if name == "push":
             sub.add_argument("--show-votes", action="store_true",
                              help="show the labels given so far beside the clip (default: blind, mixture audio only)")

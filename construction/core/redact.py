@@ -5,17 +5,22 @@
 Removed: credentials inside URLs (`http://user:pw@host` -> `http://***@host`), the values given in
 `secrets`, the value of every environment variable whose name looks secret (*TOKEN*, *SECRET*,
 *PASSWORD*, *API_KEY*, *_KEY, *CREDENTIAL*; 8 characters or more), key-shaped strings (`sk-...`,
-`hf_...`, GitHub tokens) and HTTP authorization values (`Bearer ...`, `Basic ...`). Servers echo keys in
+`hf_...`, GitHub tokens) and HTTP authorization values (`Bearer ...`, `Basic ...`). A secret is masked in
+the forms a model's answer may echo it too: in any letter case, with spaces or zero-width characters
+between its characters, base64-encoded (alone or inside a longer base64 text), or as a prefix of 12
+characters or more. Servers echo keys in
 their error text ("Incorrect API key provided: sk-...") and HTTP clients log URLs, so every message built
 from a server's answer or an endpoint URL goes through here, and `RedactingFilter` guards the log.
 """
 
 from __future__ import annotations
 
+import base64
 import logging
 import os
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import Any
 
 MASK = "***"
@@ -26,6 +31,9 @@ _KEY_SHAPED = re.compile(r"\b(?:sk-[A-Za-z0-9_-]{8,}|hf_[A-Za-z0-9]{8,}|gh[pousr
 _AUTH_VALUE = re.compile(r"\b(Bearer|Basic|Token)\s+(?=[A-Za-z0-9._~+/=-]*[0-9._~+/=-])[A-Za-z0-9._~+/=-]{6,}",
                          re.I)
 MIN_SECRET_LEN = 6  # shorter values ("k", "none") are no secret, and masking them would garble messages
+PREFIX_LEN = 12  # an echoed prefix this long is masked (a shorter one cannot be told from ordinary text)
+_GAP = r"[\s\u200b-\u200f\u2060\ufeff\u00ad]*"  # spaces and zero-width characters put between its characters
+_B64_RUN = "[A-Za-z0-9+/_-]*"
 
 
 def env_secrets() -> list[str]:
@@ -40,9 +48,29 @@ def redact(text: Any, secrets: Iterable[str | None] = ()) -> str:
     for value in sorted({s for s in (*secrets, *env_secrets()) if s and len(s) >= MIN_SECRET_LEN},
                         key=len, reverse=True):  # longest first: a key that contains another is masked whole
         text = text.replace(value, MASK)
+        text = _echo_pattern(value).sub(MASK, text)
     text = _URL_USERINFO.sub(rf"\1{MASK}@", text)
     text = _AUTH_VALUE.sub(rf"\1 {MASK}", text)
     return _KEY_SHAPED.sub(MASK, text)
+
+
+@lru_cache(maxsize=64)
+def _echo_pattern(secret: str) -> re.Pattern[str]:
+    """The transformed echoes of a secret: any case, its characters spread by spaces or zero-width
+    characters, a prefix of PREFIX_LEN+ characters (then the rest of the word with it), and its base64 at
+    each of the three alignments inside a longer base64 text (standard and URL-safe)."""
+    whole = _GAP.join(re.escape(c) for c in secret)
+    forms = [whole]
+    if len(secret) > PREFIX_LEN:
+        forms.append(_GAP.join(re.escape(c) for c in secret[:PREFIX_LEN]) + r"[^\s*]*")
+    raw = secret.encode()
+    for pad in range(3):  # the secret after 0, 1 or 2 other bytes: the base64 characters it alone decides
+        encoded = base64.b64encode(b"\0" * pad + raw).decode()
+        core = encoded[-(-8 * pad // 6):8 * (pad + len(raw)) // 6]  # no bit of it from a neighbouring byte
+        for form in {core, core.replace("+", "-").replace("/", "_")}:
+            if len(form) >= 8:
+                forms.append(_B64_RUN + re.escape(form) + _B64_RUN + "=*")
+    return re.compile("|".join(forms), re.IGNORECASE)
 
 
 def url_password(url: str | None) -> str | None:
