@@ -189,10 +189,12 @@ def test_one_shots_are_scattered_not_looped(tmp_path, library):
     run_stage(ws, MixStage(str(ws.root), _config(library)), jobs=1, progress=False)
     [sample] = ws.read_samples("mix")
     [shot] = sample.mix.sounds
-    assert shot.kind == "event" and len(shot.onsets_s) >= 3
+    # one recording plays at most 3 times in a sample (mix.MAX_REPEATS): the first alone, one under the
+    # speech, the last after it
+    assert shot.kind == "event" and len(shot.onsets_s) == 3
     assert shot.onsets_s[0] < 0.4  # heard while the scene is alone
     gaps = np.diff(shot.onsets_s)
-    assert np.all(gaps >= 0.25 + 0.3 - 1e-6) and np.all(gaps <= 0.25 + 1.2 + 1e-6)  # clip + gap, never overlapping
+    assert np.all(gaps >= 0.25 + 0.3 - 1e-6)  # clip + gap, never overlapping
     # between copies the scene is silent: a burst, not a buzz
     _, scene_part, start, _ = _parts(ws, sample)
     frames = scene_part[: start].reshape(-1, 160) if start % 160 == 0 else scene_part[: start // 160 * 160].reshape(-1, 160)
