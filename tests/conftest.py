@@ -22,7 +22,7 @@ MINI_TAXONOMY = {
             "cue_words": ["headshot"],
             "few_shot": [{"text": "Finish him before he gets back up!", "scene": "vg_shooter", "style": "excited"}],
             "scenes": [
-                {"id": "vg_shooter", "context": "Rifles crack and hit markers blip in a shooter match.",
+                {"id": "vg_shooter", "context": "Rifles crack in a shooter match.",
                  "benign_reason": "The targets are enemy avatars.", "defining": ["gunfire"],
                  "placements": ["underlay", "tail"]},
                 {"id": "vg_raid", "context": "Explosions and battle music from a raid.", "benign_reason": "A game raid.",
@@ -46,7 +46,7 @@ MINI_TAXONOMY = {
             "scenes": [
                 {"id": "ck_pan", "context": "A pan sizzles on the stove.", "benign_reason": "Cooking talk.",
                  "defining": ["sizzle"], "placements": ["underlay"]},
-                {"id": "ck_board", "context": "Frying behind a knife on a board.", "benign_reason": "Preparing food.",
+                {"id": "ck_board", "context": "Fat spits and fries in a pan.", "benign_reason": "Preparing food.",
                  "defining": ["sizzle"], "placements": ["tail"]},
             ],
             "speech": [
