@@ -84,18 +84,23 @@ def rendered_tags(library, tags, licence: str) -> set[str]:
     return {tag for tag, clips in clips_by_tag(library, tags, licence).items() if clips}
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser():
     from construction.core.cli import Parser, add_config, add_sounds
-    from construction.core.config import load_config
-    from construction.sounds.scenes import open_library
-    from construction.text.taxonomy import load_taxonomy
 
     parser = Parser(prog="python -m construction.text.sound_words",
                     description="Check that every scene's context names only sounds it renders")
     add_config(parser)
     add_sounds(parser, "sound library folder (default: config mix.sounds); the tags it has clips for under the "
                        "release licence are what is rendered")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from construction.core.config import load_config
+    from construction.sounds.scenes import open_library
+    from construction.text.taxonomy import load_taxonomy
+
+    args = build_parser().parse_args(argv)
     config = load_config(args.config, {"mix.sounds": args.sounds} if args.sounds else None)
     taxonomy, _ = load_taxonomy(config.generate.taxonomy)
     library = open_library(config.mix.sounds)
