@@ -79,7 +79,9 @@ def envelope(total: int, alone: int, speech: int, alone_db: float, under_db: flo
         ramp_up = np.arange(end, min(total, end + fade))
         db[ramp_up] = np.linspace(under_db, alone_db, ramp_up.size, endpoint=False)
     else:
-        attack, release = int(DUCK_ATTACK_S * sample_rate), int(DUCK_RELEASE_S * sample_rate)
+        # no faster than 1 dB per 2.5 ms, so a deep duck is never itself a step (construction.levels.steps)
+        slow = abs(alone_db - under_db) * 0.0025
+        attack, release = (int(max(x, slow) * sample_rate) for x in (DUCK_ATTACK_S, DUCK_RELEASE_S))
         for start, end in voiced:
             db[start:end] = under_db
             a = np.arange(max(0, start - attack), start)
@@ -90,7 +92,9 @@ def envelope(total: int, alone: int, speech: int, alone_db: float, under_db: flo
     edge = min(fade, total // 2)
     if edge:
         gain[:edge] *= np.linspace(0.0, 1.0, edge, endpoint=False)
-        gain[total - edge:] *= np.linspace(1.0, 0.0, edge)
+        # out evenly in dB to -60 dB, then 0: a linear fade plunges in its last milliseconds (a step)
+        gain[total - edge:] *= 10 ** (np.linspace(0.0, -60.0, edge) / 20)
+        gain[-1] = 0.0
     return gain
 
 
@@ -124,18 +128,35 @@ def step_times(audio: np.ndarray, sample_rate: int) -> np.ndarray:
     return t[(before > 10 ** (STEP_FLOOR_DBFS / 10)) & (fall > STEP_DB)]
 
 
-def steps(audio: np.ndarray, sample_rate: int, speech: np.ndarray | None = None) -> int:
+def events(hits: np.ndarray, sample_rate: int) -> int:
+    """Step times counted once per 50 ms."""
+    return 0 if hits.size == 0 else int(1 + np.count_nonzero(np.diff(hits) > int(0.05 * sample_rate)))
+
+
+def steps(audio: np.ndarray, sample_rate: int, speech: np.ndarray | None = None,
+          sources: list[np.ndarray] = ()) -> int:
     """Clicks: falls of more than STEP_DB within STEP_WITHIN_S (step_times), counted once per 50 ms. A
     fall that fast is a cut, never a natural decay (a shot's tail falls 40 dB in about 0.1 s). Rises are
     not counted: a blow, a shot or a clap starts that fast by nature. `speech`: the speech track as
     placed in `audio`; a fall the speech itself makes (a stop consonant closing) is the voice, not the
-    rendering, and is not counted."""
+    rendering, and is not counted. `sources`: the scene's layers as placed; a fall one of them makes on
+    its own (a beep's gate, a syllable's end) is the sound's, counted by source_steps, not here."""
+    return events(_rendered(audio, sample_rate, speech, sources), sample_rate)
+
+
+def source_steps(audio: np.ndarray, sample_rate: int, sources: list[np.ndarray]) -> int:
+    """Falls in `audio` that one of its `sources` makes on its own (what steps leaves out)."""
+    every = step_times(audio, sample_rate)
+    return events(np.setdiff1d(every, _rendered(audio, sample_rate, None, sources)), sample_rate)
+
+
+def _rendered(audio, sample_rate, speech, sources) -> np.ndarray:
     hits = step_times(audio, sample_rate)
-    if speech is not None and hits.size:
-        own = step_times(speech, sample_rate)
-        if own.size:
-            near = np.abs(hits[:, None] - own[None, :]).min(axis=1) <= int(0.01 * sample_rate)
-            hits = hits[~near]
-    if hits.size == 0:
-        return 0
-    return int(1 + np.count_nonzero(np.diff(hits) > int(0.05 * sample_rate)))
+    own = [step_times(speech, sample_rate)] if speech is not None else []
+    # a layer's own falls, found at a level of its own (its peak at -6 dBFS), whatever its gain in the mix
+    own += [step_times(s * (0.5 / peak), sample_rate) for s in sources if (peak := float(np.max(np.abs(s)))) > 0]
+    own = [o for o in own if o.size]
+    if own and hits.size:
+        near = np.abs(hits[:, None] - np.concatenate(own)[None, :]).min(axis=1) <= int(0.01 * sample_rate)
+        hits = hits[~near]
+    return hits

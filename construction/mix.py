@@ -48,7 +48,7 @@ from construction.sounds.library import loudness_lufs
 from construction.sounds.scenes import Pick, is_procedural, scene_sounds, take_span
 from construction.sounds.variation import change_rate, colour, draw_variation
 from construction.text.taxonomy import EventPattern
-from construction.levels import envelope, gain_to, render, steps, voiced_runs
+from construction.levels import envelope, gain_to, render, source_steps, steps, voiced_runs
 from construction.twin import ambience_for, assign_ambiences, library_entry, make_twin, twin_stats
 from construction.core.workspace import Rejected, Workspace, require_manifest
 
@@ -445,7 +445,9 @@ class MixStage:
         mixture, guard_db = render(speech_track, scene, gain, cfg.peak_dbfs)
         ref = self.ws.store_audio(mixture, sr)
         scene_alone = (scene * gain * 10 ** (guard_db / 20)).astype(np.float32)  # as heard in the mixture
-        clicks = {"mixture": steps(mixture, sr, speech_track), "scene": steps(scene_alone, sr)}
+        layers = [t * 10 ** (sound.gain_db / 20) for sound, t in zip(recipe.sounds, tracks)]
+        clicks = {"mixture": steps(mixture, sr, speech_track, layers), "scene": steps(scene_alone, sr, None, layers),
+                  "in_sources": source_steps(scene_alone, sr, layers)}
         twin = None
         if cfg.irrelevant_twin:  # the same speech track over a neutral ambience (construction.twin)
             ambience = ambience_for(sample.sample_id, self.ambiences, self.config.seed)
@@ -494,7 +496,7 @@ def mix_stats(ws: Workspace, config: Config, procedural: frozenset[str] = frozen
             check["support_lowered"] += "support_lowered_db" in dom
             check["redrawn"] += bool(prov.get("redrawn"))
         for track, n in prov.get("clicks", {}).items():
-            check[f"clicks_{track}"] += n
+            check[f"clicks_{track}" if track != "in_sources" else "steps_in_sources"] += n
         copies: Counter = Counter()
         for sound in s.mix.sounds:
             if sound.clip_id not in procedural and sound.kind != "bed" and sound.pattern != "burst":
@@ -538,7 +540,7 @@ def mix_stats(ws: Workspace, config: Config, procedural: frozenset[str] = frozen
         row = {k: c[k] for k in ("measured", "dominant_as_drawn", "support_lowered", "redrawn")}
         row["rejected_not_dominant"] = rejected[category]
         row["share_dominant_as_drawn"] = round(c["dominant_as_drawn"] / c["measured"], 3) if c["measured"] else None
-        row.update({k: c[k] for k in ("clicks_mixture", "clicks_scene", "clicks_twin",
+        row.update({k: c[k] for k in ("clicks_mixture", "clicks_scene", "clicks_twin", "steps_in_sources",
                                       "samples_repeating_a_recording_over_3")})
         quality[category] = row
     return {"scene_checks_per_category": quality,

@@ -86,7 +86,7 @@ def test_a_clip_that_ends_at_full_level_is_faded_not_cut(tmp_path):
                       progress=False)
     assert stats["kept"] == 1 and stats["clicks"] == 0
     [sample] = ws.read_samples("mix")
-    assert sample.provenance["mix"]["clicks"] == {"mixture": 0, "scene": 0}
+    assert sample.provenance["mix"]["clicks"] == {"mixture": 0, "scene": 0, "in_sources": 0}
     assert json.loads(ws.stats_path("mix").read_text())["scene_checks_per_category"]["video_games"]["clicks_mixture"] == 0
 
 

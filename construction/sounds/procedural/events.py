@@ -198,15 +198,16 @@ def chopping_choose(rng: np.random.Generator, duration_s: float, sr: int) -> dic
     return {"rate_hz": r(rate), "spread": r(spread), "chops": chops, "food": food,
             "times_s": [r(x) for x in times], "strengths": [r(rng.uniform(0.5, 1.0)) for _ in range(chops)],
             "cut_s": [r(rng.uniform(*FOODS[food][0])) for _ in range(chops)],
-            "board_hz": r(rng.uniform(150, 400)), "damping_s": r(rng.uniform(0.003, 0.007)),
+            "board_hz": r(rng.uniform(150, 400)), "damping_s": r(rng.uniform(0.008, 0.016)),
             "thump": r(rng.uniform(0.6, 1.0)), "duration_s": r(duration_s if duration_s > 0 else float(times[-1]) + 0.15)}
 
 
 def chopping_render(p: dict[str, Any], rng: np.random.Generator, sr: int) -> np.ndarray:
     """Each chop is the blade going through the food and then meeting the board. The cut is broadband
     noise shaped by a rising envelope and roughened by a train of crunch impulses (fibres giving way)
-    ringing briefly in 2-6 kHz; the board answers with a heavily damped thump (its modes die within
-    10 ms, so it reads as wood struck through food, not a pitched block) and a sharp contact click."""
+    ringing briefly in 2-6 kHz, easing into the hit; the board answers with a dull thump (low-passed
+    noise dying over 8-16 ms with a trace of its mode: wood struck through food, not a pitched block)
+    and a contact click. Nothing in it falls faster than a natural decay (construction.levels.steps)."""
     n = int(p["duration_s"] * sr)
     out = np.zeros(n)
     _, crunch_hz, (lo, hi) = FOODS[p["food"]]
@@ -215,7 +216,7 @@ def chopping_render(p: dict[str, Any], rng: np.random.Generator, sr: int) -> np.
         k = int(t0 * sr)
         if k + m >= n:
             continue
-        rise = np.linspace(0.2, 1.0, m) ** 2
+        rise = np.linspace(0.2, 1.0, m) ** 2 * ramp(m, 0, min(m // 3, int(0.004 * sr)))  # eases into the hit
         cut = band(rng.standard_normal(m), lo, hi, sr) * rise
         crunch = impulses_at(rng, crunch_hz * cut_s, m) * rise
         crunch = resonator(crunch, rng.uniform(2000, min(6000, 0.4 * sr)), 0.0006, sr)
@@ -225,11 +226,12 @@ def chopping_render(p: dict[str, Any], rng: np.random.Generator, sr: int) -> np.
         tail = min(int(0.05 * sr), n - hit)
         impulse = np.zeros(tail)
         impulse[0] = 1.0
-        thump = resonator(impulse, p["board_hz"], p["damping_s"], sr) + 0.5 * resonator(
-            impulse, p["board_hz"] * 2.3, p["damping_s"] / 2, sr)
+        decay = np.exp(-np.arange(tail) / (p["damping_s"] * sr))
+        thump = band(rng.standard_normal(tail) * decay, None, 2.5 * p["board_hz"], sr) + 0.3 * resonator(
+            impulse, p["board_hz"], p["damping_s"] / 2, sr)
         click = np.zeros(tail)
-        c = min(int(0.002 * sr), tail)
-        click[:c] = rng.standard_normal(c) * np.exp(-np.arange(c) / (0.0005 * sr))
+        c = min(int(0.008 * sr), tail)
+        click[:c] = rng.standard_normal(c) * np.exp(-np.arange(c) / (0.0015 * sr))
         click = band(click, 1500, 0.45 * sr, sr)
         out[hit:hit + tail] += s * (p["thump"] * thump / (np.max(np.abs(thump)) or 1.0)
                                     + 0.8 * click / (np.max(np.abs(click)) or 1.0))
