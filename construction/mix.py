@@ -271,8 +271,8 @@ class MixStage:
                      speech: tuple[float, float], seed: int) -> list[SceneSound]:
         """Every picked clip placed: a bed's offset inside its take, an event's onsets as the scene's
         pattern says, and each use's variation. Sounds that come `after` another are placed after it; if
-        nothing in the scene would play alone before the speech (no bed, no continuous sound), the first
-        single sound goes right before the speech (construction.mix.draw_onsets)."""
+        no defining sound would play alone before the speech (no defining bed or continuous sound), the
+        first defining single sound goes right before the speech (construction.mix.draw_onsets)."""
         cfg: MixConfig = self.config.mix
         home = self.taxonomy.scene_home.get(sample.scene_id or "")
         spec = (lambda tag: home[1].event(tag)) if home else (lambda tag: EventPattern())
@@ -286,9 +286,12 @@ class MixStage:
         def depth(tag: str) -> int:
             return 0 if after(tag) is None else 1 + depth(after(tag))
 
+        # a DEFINING sound must play alone before the speech: a support bed there does not count (it would
+        # leave a single till ring under the speech, and the support alone before it)
         early = any((p.clip.kind == "bed" or spec(t).pattern in ("continuous", "burst")) and after(t) is None
-                    for t, _ in roles for p in chosen[t])
-        lead = None if early else next(t for t, _ in roles if after(t) is None)
+                    for t, role in roles if role == "defining" for p in chosen[t])
+        lead = None if early else next((t for t, role in roles if role == "defining" and after(t) is None),
+                                       next(t for t, _ in roles if after(t) is None))
         ready: dict[str, float] = {}  # tag -> when a sound ordered after it may start
         placed: dict[str, list[SceneSound]] = {}
         for tag, role in sorted(roles, key=lambda tr: depth(tr[0])):
