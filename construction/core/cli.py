@@ -141,7 +141,6 @@ def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentP
 ENTRY_POINTS = {
     "construction.pipeline": "construction.pipeline",
     "construction.generate": "construction.generate",
-    "construction.text.sound_words": "construction.text.sound_words",
     "construction.synthesize": "construction.synthesize",
     "construction.mix": "construction.mix",
     "construction.wer": "construction.wer",

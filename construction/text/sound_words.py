@@ -8,13 +8,12 @@ and every defining sound played is one the text names). Where words overlap ("ro
 "boil") the longest match wins. generate pairs speech only with conforming scenes; the others are
 listed with their reasons (stats/generate.json `nonconforming_scenes`).
 
-    python -m construction.text.sound_words [--sounds LIBRARY_DIR]   # every scene's result
+    python -m construction.sounds scenes --sounds LIBRARY_DIR   # the scenes that do not conform
 """
 
 from __future__ import annotations
 
 import re
-import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -82,38 +81,3 @@ def rendered_tags(library, tags, licence: str) -> set[str]:
     from construction.sounds.scenes import clips_by_tag
 
     return {tag for tag, clips in clips_by_tag(library, tags, licence).items() if clips}
-
-
-def build_parser():
-    from construction.core.cli import Parser, add_config, add_sounds
-
-    parser = Parser(prog="python -m construction.text.sound_words",
-                    description="Check that every scene's context names only sounds it renders")
-    add_config(parser)
-    add_sounds(parser, "sound library folder (default: config mix.sounds); the tags it has clips for under the "
-                       "release licence are what is rendered")
-    return parser
-
-
-def main(argv: list[str] | None = None) -> int:
-    from construction.core.config import load_config
-    from construction.sounds.scenes import open_library
-    from construction.text.taxonomy import load_taxonomy
-
-    args = build_parser().parse_args(argv)
-    config = load_config(args.config, {"mix.sounds": args.sounds} if args.sounds else None)
-    taxonomy, _ = load_taxonomy(config.generate.taxonomy)
-    library = open_library(config.mix.sounds)
-    tags = {t for c in taxonomy.categories for s in c.scenes for t in s.defining + s.support}
-    bad = nonconforming_scenes(taxonomy, rendered_tags(library, tags, config.release_licence))
-    total = sum(len(c.scenes) for c in taxonomy.categories)
-    for scene, problems in bad.items():
-        print(f"{scene}: " + "; ".join(problems))
-    print(f"{total - len(bad)} of {total} scenes render their text; {len(bad)} are not paired by generate")
-    return 0
-
-
-if __name__ == "__main__":
-    from construction.core.cli import run_main
-
-    run_main(main, sys.argv[1:])
