@@ -109,12 +109,12 @@ def render(speech_track: np.ndarray, scene_track: np.ndarray, gain: np.ndarray, 
 
 
 STEP_DB, STEP_WITHIN_S, STEP_FLOOR_DBFS = 12.0, 0.005, -50.0
-STEP_WINDOW_S = 0.01  # level windows of 10 ms: half a period of 50 Hz, so a low tone reads steady
+STEP_WINDOW_S = 0.005  # level windows of 5 ms (half a period of 100 Hz): the level 5 ms apart, as the rule says
 
 
-def step_times(audio: np.ndarray, sample_rate: int) -> np.ndarray:
+def step_times(audio: np.ndarray, sample_rate: int, db: float = STEP_DB) -> np.ndarray:
     """Where the level falls more than STEP_DB within STEP_WITHIN_S (sample indices on a 1 ms grid):
-    the RMS of the 10 ms before t against that of the 10 ms from t + 5 ms, from above -50 dBFS."""
+    the RMS of the 5 ms before t against that of the 5 ms from t + 5 ms, from above -50 dBFS."""
     win, gap, hop = (max(1, int(x * sample_rate)) for x in (STEP_WINDOW_S, STEP_WITHIN_S, 0.001))
     x = np.asarray(audio, dtype=np.float64)
     if x.size < 2 * win + gap:
@@ -125,7 +125,7 @@ def step_times(audio: np.ndarray, sample_rate: int) -> np.ndarray:
     after = (c[t + gap + win] - c[t + gap]) / win
     with np.errstate(divide="ignore"):
         fall = 10 * np.log10(np.maximum(before, 1e-20) / np.maximum(after, 1e-20))
-    return t[(before > 10 ** (STEP_FLOOR_DBFS / 10)) & (fall > STEP_DB)]
+    return t[(before > 10 ** (STEP_FLOOR_DBFS / 10)) & (fall > db)]
 
 
 def events(hits: np.ndarray, sample_rate: int) -> int:
@@ -152,9 +152,12 @@ def source_steps(audio: np.ndarray, sample_rate: int, sources: list[np.ndarray])
 
 def _rendered(audio, sample_rate, speech, sources) -> np.ndarray:
     hits = step_times(audio, sample_rate)
-    own = [step_times(speech, sample_rate)] if speech is not None else []
-    # a layer's own falls, found at a level of its own (its peak at -6 dBFS), whatever its gain in the mix
-    own += [step_times(s * (0.5 / peak), sample_rate) for s in sources if (peak := float(np.max(np.abs(s)))) > 0]
+    # a fall of which the speech or a layer makes half or more on its own (over STEP_DB / 2, found at the
+    # layer's own level: its peak at -6 dBFS) is the content's: the rendering's ramps fall at most 3 dB
+    # in 5 ms, so what is left is a fall the rendering made (a cut)
+    own = [step_times(speech, sample_rate, STEP_DB / 2)] if speech is not None else []
+    own += [step_times(s * (0.5 / peak), sample_rate, STEP_DB / 2) for s in sources
+            if (peak := float(np.max(np.abs(s)))) > 0]
     own = [o for o in own if o.size]
     if own and hits.size:
         near = np.abs(hits[:, None] - np.concatenate(own)[None, :]).min(axis=1) <= int(0.01 * sample_rate)
