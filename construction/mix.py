@@ -84,14 +84,16 @@ def loud_end(clip: np.ndarray, sample_rate: int) -> bool:
 
 def event_track(clip: np.ndarray, length: int, onsets: list[int], gains_db: list[float], fade: int,
                 sample_rate: int = 16000) -> np.ndarray:
-    """Copies of a one-shot at `onsets` (samples), each at its own gain; a copy the clip's end cuts
-    short, or whose clip ends still sounding (loud_end), is faded out over its last `fade` samples,
+    """Copies of a one-shot at `onsets` (samples), each at its own gain; a copy whose clip ends still
+    sounding (loud_end) is faded out over its last `fade` samples,
     evenly in dB to -60 dB as a natural decay falls (a linear fade plunges at its end: a click itself)."""
     out = np.zeros(length)
     cut_end = loud_end(clip, sample_rate)
     for onset, gain in zip(onsets, gains_db):
         piece = clip[:max(0, length - onset)].astype(np.float64) * 10 ** (gain / 20)
-        if (piece.size < clip.size or cut_end) and fade:
+        # a copy the track's end cuts is faded by the mixture's own end fade (two fades at once would fall
+        # twice as fast: a step); one that stops inside the track while still sounding is faded here
+        if cut_end and piece.size == clip.size and fade:
             tail = min(fade, piece.size)
             piece[piece.size - tail:] *= 10 ** (np.linspace(0, -60, tail) / 20)
         out[onset:onset + piece.size] += piece
