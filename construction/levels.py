@@ -133,33 +133,35 @@ def events(hits: np.ndarray, sample_rate: int) -> int:
     return 0 if hits.size == 0 else int(1 + np.count_nonzero(np.diff(hits) > int(0.05 * sample_rate)))
 
 
-def steps(audio: np.ndarray, sample_rate: int, speech: np.ndarray | None = None,
-          sources: list[np.ndarray] = ()) -> int:
+def content_steps(sample_rate: int, *tracks: np.ndarray | None) -> np.ndarray:
+    """The falls the speech or a scene layer makes on its own: over STEP_DB / 2, each found at its own
+    level (its peak at -6 dBFS). A fall of which a track makes half or more is the content's (a stop
+    consonant, a beep's gate, a knife's click): the rendering's ramps fall at most 3 dB in 5 ms, so a
+    fall left over is one the rendering made (a cut). Computed once per sample, passed to steps."""
+    found = [step_times(t * (0.5 / peak), sample_rate, STEP_DB / 2) for t in tracks
+             if t is not None and (peak := float(np.max(np.abs(t)))) > 0]
+    return np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=int)
+
+
+def _rendered(audio: np.ndarray, sample_rate: int, content: np.ndarray) -> np.ndarray:
+    hits = step_times(audio, sample_rate)
+    if content.size and hits.size:
+        pos = np.searchsorted(content, hits)  # content is sorted: its nearest fall on either side
+        nearest = np.minimum(np.abs(content[np.minimum(pos, content.size - 1)] - hits),
+                             np.abs(content[np.maximum(pos - 1, 0)] - hits))
+        hits = hits[nearest > int(0.01 * sample_rate)]
+    return hits
+
+
+def steps(audio: np.ndarray, sample_rate: int, content: np.ndarray | None = None) -> int:
     """Clicks: falls of more than STEP_DB within STEP_WITHIN_S (step_times), counted once per 50 ms. A
     fall that fast is a cut, never a natural decay (a shot's tail falls 40 dB in about 0.1 s). Rises are
-    not counted: a blow, a shot or a clap starts that fast by nature. `speech`: the speech track as
-    placed in `audio`; a fall the speech itself makes (a stop consonant closing) is the voice, not the
-    rendering, and is not counted. `sources`: the scene's layers as placed; a fall one of them makes on
-    its own (a beep's gate, a syllable's end) is the sound's, counted by source_steps, not here."""
-    return events(_rendered(audio, sample_rate, speech, sources), sample_rate)
+    not counted: a blow, a shot or a clap starts that fast by nature. `content`: content_steps of the
+    speech and the scene's layers as placed in `audio`; a fall they make is theirs, counted by
+    source_steps, not here."""
+    return events(_rendered(audio, sample_rate, np.zeros(0, dtype=int) if content is None else content), sample_rate)
 
 
-def source_steps(audio: np.ndarray, sample_rate: int, sources: list[np.ndarray]) -> int:
-    """Falls in `audio` that one of its `sources` makes on its own (what steps leaves out)."""
-    every = step_times(audio, sample_rate)
-    return events(np.setdiff1d(every, _rendered(audio, sample_rate, None, sources)), sample_rate)
-
-
-def _rendered(audio, sample_rate, speech, sources) -> np.ndarray:
-    hits = step_times(audio, sample_rate)
-    # a fall of which the speech or a layer makes half or more on its own (over STEP_DB / 2, found at the
-    # layer's own level: its peak at -6 dBFS) is the content's: the rendering's ramps fall at most 3 dB
-    # in 5 ms, so what is left is a fall the rendering made (a cut)
-    own = [step_times(speech, sample_rate, STEP_DB / 2)] if speech is not None else []
-    own += [step_times(s * (0.5 / peak), sample_rate, STEP_DB / 2) for s in sources
-            if (peak := float(np.max(np.abs(s)))) > 0]
-    own = [o for o in own if o.size]
-    if own and hits.size:
-        near = np.abs(hits[:, None] - np.concatenate(own)[None, :]).min(axis=1) <= int(0.01 * sample_rate)
-        hits = hits[~near]
-    return hits
+def source_steps(audio: np.ndarray, sample_rate: int, content: np.ndarray) -> int:
+    """Falls in `audio` that its content makes on its own (what steps leaves out)."""
+    return events(np.setdiff1d(step_times(audio, sample_rate), _rendered(audio, sample_rate, content)), sample_rate)

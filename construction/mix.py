@@ -48,7 +48,7 @@ from construction.sounds.library import loudness_lufs
 from construction.sounds.scenes import Pick, is_procedural, scene_sounds, take_span
 from construction.sounds.variation import change_rate, colour, draw_variation
 from construction.text.taxonomy import EventPattern
-from construction.levels import envelope, gain_to, render, source_steps, steps, voiced_runs
+from construction.levels import content_steps, envelope, gain_to, render, source_steps, steps, voiced_runs
 from construction.twin import ambience_for, assign_ambiences, library_entry, make_twin, twin_stats
 from construction.core.workspace import Rejected, Workspace, require_manifest
 
@@ -450,16 +450,18 @@ class MixStage:
         mixture, guard_db = render(speech_track, scene, gain, cfg.peak_dbfs)
         ref = self.ws.store_audio(mixture, sr)
         scene_alone = (scene * gain * 10 ** (guard_db / 20)).astype(np.float32)  # as heard in the mixture
-        layers = [t * 10 ** (sound.gain_db / 20) for sound, t in zip(recipe.sounds, tracks)]
-        clicks = {"mixture": steps(mixture, sr, speech_track, layers), "scene": steps(scene_alone, sr, None, layers),
-                  "in_sources": source_steps(scene_alone, sr, layers)}
+        in_scene = content_steps(sr, *tracks)  # the falls the sounds make on their own (not clicks)
+        said = content_steps(sr, speech_track)
+        with_speech = np.union1d(in_scene, said)
+        clicks = {"mixture": steps(mixture, sr, with_speech), "scene": steps(scene_alone, sr, in_scene),
+                  "in_sources": source_steps(scene_alone, sr, in_scene)}
         twin = None
         if cfg.irrelevant_twin:  # the same speech track over a neutral ambience (construction.twin)
             ambience = ambience_for(sample.sample_id, self.ambiences, self.config.seed)
             audio, recipe.irrelevant = make_twin(speech_track, recipe, (alone, alone + speech.size), ambience,
                                                  library_entry(self.library, ambience), sr, cfg.fade_s, cfg.peak_dbfs)
             twin = self.ws.store_audio(audio, sr)
-            clicks["twin"] = steps(audio, sr, speech_track)
+            clicks["twin"] = steps(audio, sr, said)
         provenance = {**sample.provenance, STAGE: {"peak_guard_db": round(guard_db, 3), "dominance": dominance,
                                                    "clicks": clicks}}
         return sample.model_copy(update={"mix": recipe, "mixture": ref, "scene_audio": self.ws.store_audio(scene_alone, sr),
