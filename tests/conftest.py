@@ -190,3 +190,22 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.section("journeys: time per journey and per step")
         for text in timings:
             terminalreporter.write_line(text)
+
+
+def current_starter_library(root: Path) -> Path:
+    """The starter library (set-up builds it) with its procedural entries as this code draws them: a
+    changed model is a changed clip, and the shared library is rebuilt only by set-up."""
+    import json
+
+    from construction.core.config import Config
+    from construction.sounds.procedural import CLASSES, catalog_row
+
+    shared = Path(Config().mix.sounds).expanduser()
+    root.mkdir()
+    for entry in shared.iterdir():
+        if entry.name != "catalog.jsonl":
+            (root / entry.name).symlink_to(entry)
+    rows = [json.loads(line) for line in (shared / "catalog.jsonl").read_text().splitlines()]
+    rows = [{**r, **catalog_row(CLASSES[r["procedural"]])} if r.get("procedural") else r for r in rows]
+    (root / "catalog.jsonl").write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
+    return root

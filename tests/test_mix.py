@@ -25,7 +25,7 @@ from construction.sounds.library import (
     write_catalog,
 )
 from construction.core.workspace import Workspace
-from tests.conftest import MINI_TAXONOMY, run_module
+from tests.conftest import MINI_TAXONOMY, current_starter_library, run_module
 
 SR = 16000
 
@@ -365,7 +365,8 @@ def test_layout_levels_on_real_clips_of_the_starter_library(tmp_path):
                             speaker_style="calm", scene_id=scene.id)
             samples.append(sample.model_copy(update={"speech": ws.store_audio(_speechlike(i, 1.0 + 0.1 * j), SR)}))
     ws.write_manifest("synthesize", samples)
-    config = load_config(None, {"mix.min_clips_per_defining_tag": 1})
+    current = current_starter_library(tmp_path / "lib")  # its procedural entries as this code draws them
+    config = load_config(None, {"mix.min_clips_per_defining_tag": 1, "mix.sounds": str(current)})
     stats = run_stage(ws, MixStage(str(ws.root), config), jobs=2, progress=False)
     assert stats["kept"] == len(samples), [r.reason for r in ws.read_rejected("mix")]
     fade = int(config.mix.fade_s * SR)

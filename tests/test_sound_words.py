@@ -11,7 +11,7 @@ import yaml
 
 from construction.text.sound_words import conformance, named_sounds, nonconforming_scenes
 from construction.text.taxonomy import Scene, load_taxonomy
-from tests.conftest import MINI_TAXONOMY, noise_library, run_module
+from tests.conftest import MINI_TAXONOMY, current_starter_library, noise_library, run_module
 
 # the scenes of the shipped taxonomy whose text names a sound no offline source renders: kept as
 # written (the text is what the scene means) and not paired by generate until a source exists
@@ -50,23 +50,6 @@ def test_the_lexicon_reads_what_a_context_promises():
     # with a library: a tag with no clip under the release licence does not render its words
     assert conformance(_scene("Gunfire, children laughing.", ["gunfire"], ["laughter"]), {"gunfire"})
     assert conformance(_scene("Gunfire, then laughing.", ["gunfire"], ["laughter"]), {"gunfire", "laughter"}) == []
-
-
-def current_starter_library(root: Path) -> Path:
-    """The starter library (set-up builds it) with its procedural entries as this code draws them: a
-    changed model is a changed clip, and the shared library is rebuilt only by set-up."""
-    from construction.core.config import Config
-    from construction.sounds.procedural import CLASSES, catalog_row
-
-    shared = Path(Config().mix.sounds).expanduser()
-    root.mkdir()
-    for entry in shared.iterdir():
-        if entry.name != "catalog.jsonl":
-            (root / entry.name).symlink_to(entry)
-    rows = [json.loads(line) for line in (shared / "catalog.jsonl").read_text().splitlines()]
-    rows = [{**r, **catalog_row(CLASSES[r["procedural"]])} if r.get("procedural") else r for r in rows]
-    (root / "catalog.jsonl").write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
-    return root
 
 
 def test_the_command_lists_every_scene_that_does_not_conform(tmp_path):
