@@ -5,13 +5,21 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 
 import yaml
 
-from construction.text.sound_words import conformance, named_sounds, nonconforming_scenes
+from construction.text.sound_words import (
+    conformance,
+    named_sounds,
+    nonconforming_scenes,
+)
 from construction.text.taxonomy import Scene, load_taxonomy
-from tests.conftest import MINI_TAXONOMY, current_starter_library, noise_library, run_module
+from tests.conftest import (
+    MINI_TAXONOMY,
+    current_starter_library,
+    noise_library,
+    run_module,
+)
 
 # the scenes of the shipped taxonomy whose text names a sound no offline source renders: kept as
 # written (the text is what the scene means) and not paired by generate until a source exists

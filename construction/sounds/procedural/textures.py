@@ -155,7 +155,7 @@ def sizzle_render(p: dict[str, Any], rng: np.random.Generator, sr: int) -> np.nd
         pops[k:k + m] += size * rng.standard_normal(m) * shape[:m]
     pops = band(pops, 600, hi, sr)
     hiss = band(rng.standard_normal(n), lo, hi, sr, order=3)
-    unit = lambda x: x / (np.std(x) or 1.0)  # noqa: E731
+    unit = lambda x: x / (np.std(x) or 1.0)
     mix = unit(crackle) + p["pop_level"] * 0.25 * unit(pops) + p["hiss"] * unit(hiss)
     mix *= 10 ** (p["swell_db"] / 20 * np.clip(slow_walk(rng, n, sr, p["swell_hz"]), -1.5, 1.5))
     ceiling = np.sqrt(np.mean(mix ** 2)) * 10 ** ((SIZZLE_CREST_DB - 2) / 20)
