@@ -32,6 +32,7 @@ from annotation.labelstudio import (
     add_server_args,
     check_config,
     connect_from_args,
+    ensure_local_storage,
     export_tasks,
     get_project,
     resolve_project,
@@ -59,6 +60,7 @@ from annotation.push import check_pushable, push_items, record_keys
 from annotation.state import (
     default_project_title,
     demo_annotators,
+    local_file_url,
     one_per_annotator,
     open_workspace,
     parse_annotation,
@@ -110,16 +112,67 @@ def used_clip_ids(ws: Workspace) -> set[str]:
     return used
 
 
-def render(ws: Workspace, library: Path, clip: Any, draws: int) -> list[tuple[ReviewItem, AudioRef]]:
+SPECTROGRAM_PX, SPECTROGRAM_DPI, SPECTROGRAM_MAX_HZ = (900, 320), 100, 10000
+
+
+def spectrogram_png(audio: np.ndarray, sample_rate: int) -> bytes:
+    """The clip's spectrogram as a small PNG: time (s) across, frequency (Hz) up, in dB. No title and
+    no file name: the picture shows what the audio holds and names nothing (the review is blind)."""
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from PIL import Image
+
+    x = np.asarray(audio, dtype=np.float64)
+    fig, ax = plt.subplots(figsize=(SPECTROGRAM_PX[0] / SPECTROGRAM_DPI, SPECTROGRAM_PX[1] / SPECTROGRAM_DPI),
+                           dpi=SPECTROGRAM_DPI)
+    nfft = 512 if sample_rate <= 24000 else 1024
+    with np.errstate(divide="ignore"):  # digital silence is exact zeros
+        ax.specgram(x + 1e-9, NFFT=nfft, Fs=sample_rate, noverlap=nfft * 3 // 4, cmap="magma", vmin=-120)
+    ax.set_ylim(0, min(SPECTROGRAM_MAX_HZ, sample_rate / 2))
+    ax.set_xlabel("time (s)", fontsize=8)
+    ax.set_ylabel("Hz", fontsize=8)
+    ax.tick_params(labelsize=7)
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=SPECTROGRAM_DPI)
+    plt.close(fig)
+    small = io.BytesIO()  # a 64-colour palette: a noise spectrogram in full colour is large
+    Image.open(io.BytesIO(buffer.getvalue())).convert("RGB").quantize(64).save(small, format="PNG", optimize=True)
+    return small.getvalue()
+
+
+def store_image(ws: Workspace, data: bytes) -> Path:
+    """A PNG in the workspace's audio store, named by its content hash like the audio beside it (so
+    the server's local-files storage serves it, and a name says nothing)."""
+    import hashlib
+
+    from construction.core.workspace import atomic_write_bytes
+
+    digest = hashlib.sha256(data).hexdigest()
+    path = ws.root / "audio" / digest[:2] / f"{digest}.png"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(path, data)
+    return path
+
+
+def render(ws: Workspace, library: Path, clip: Any, draws: int) -> list[tuple[ReviewItem, AudioRef, Path]]:
     """The audio a clip's tasks play, stored in the workspace: the recording (its first MAX_REVIEW_S), or
-    `draws` seeded draws of a procedural class (construction.sounds.procedural, imported only then)."""
+    `draws` seeded draws of a procedural class (construction.sounds.procedural, imported only then);
+    each with its spectrogram (a PNG in the store)."""
     procedural = str(getattr(clip, "procedural", "") or "")
     if not procedural:
         from construction.sounds.library import read_mono
 
-        audio = read_mono(library / clip.path)[: int(MAX_REVIEW_S * clip.sample_rate)]
-        ref = ws.store_audio(np.asarray(audio, dtype=np.float32), clip.sample_rate)
-        return [(ReviewItem(item_id(clip.clip_id, clip.sha256), clip.clip_id, clip.sha256, tuple(clip.tags)), ref)]
+        audio = np.asarray(read_mono(library / clip.path)[: int(MAX_REVIEW_S * clip.sample_rate)], dtype=np.float32)
+        ref = ws.store_audio(audio, clip.sample_rate)
+        image = store_image(ws, spectrogram_png(audio, clip.sample_rate))
+        return [(ReviewItem(item_id(clip.clip_id, clip.sha256), clip.clip_id, clip.sha256, tuple(clip.tags)), ref,
+                 image)]
     from construction.sounds.procedural import draw as draw_procedural
 
     out = []
@@ -128,8 +181,9 @@ def render(ws: Workspace, library: Path, clip: Any, draws: int) -> list[tuple[Re
         audio, _params = draw_procedural(procedural, seed, min(float(clip.duration_s), MAX_REVIEW_S),
                                          int(clip.sample_rate))
         ref = ws.store_audio(np.asarray(audio, dtype=np.float32), int(clip.sample_rate))
+        image = store_image(ws, spectrogram_png(audio, int(clip.sample_rate)))
         out.append((ReviewItem(item_id(clip.clip_id, clip.sha256, k), clip.clip_id, clip.sha256, tuple(clip.tags),
-                               procedural, k, seed), ref))
+                               procedural, k, seed), ref, image))
     return out
 
 
@@ -159,15 +213,19 @@ def push(args: argparse.Namespace) -> int:
     rendered = [pair for clip in tqdm(clips, desc="storing the clips' review audio", unit="clip", file=sys.stderr,
                                       disable=args.quiet)
                 for pair in render(ws, library, clip, args.draws)]
-    items = [Item(r.item_id, ROLE, "clip", ref) for r, ref in rendered]
+    items = [Item(r.item_id, ROLE, "clip", ref) for r, ref, _ in rendered]
     check_pushable(ws, items, server)
     with ws.lock():
         known = read_items(ws)
-        known.update({r.item_id: {**r.to_json(), "audio": ref.model_dump()} for r, ref in rendered})
+        known.update({r.item_id: {**r.to_json(), "audio": ref.model_dump()} for r, ref, _ in rendered})
         write_items(ws, known)
     keyed = record_keys(ws, state, items)
+    images = {r.item_id: image for r, _, image in rendered}  # each task shows its clip's spectrogram
     result = push_items(ws, server, spec, title, keyed, args.overlap, seed=shuffle_seed(state["task_key_secret"], ROLE),
-                        project_id=None if bound is None else int(bound))
+                        project_id=None if bound is None else int(bound),
+                        extra_data={iid: {"image": local_file_url(path, server.document_root)}
+                                    for iid, path in images.items()})
+    ensure_local_storage(server, result.project_id, ws.root / "audio", list(images.values()))
     with ws.lock():
         current = read_state(ws)
         current[STATE_KEY] = {"id": result.project_id, "title": title, "url": server.url, "pushed_at": utc_now()}

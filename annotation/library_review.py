@@ -50,6 +50,9 @@ ITEMS_FILE = "library_review_items.json"  # in the workspace: item id -> what it
 DEFAULT_DRAWS = 3  # rendered draws of each procedural class
 MAX_REVIEW_S = 30.0  # a long bed is played for its first 30 s: enough to name it, not an evening's work
 QUESTION = "Which sound is this?"
+# the clip as a picture beside the audio: a reviewer can look as well as listen (a hard cut, a thud
+# where a ring was expected, beeps where ticks were promised show at a glance)
+SPECTROGRAM_CAPTION = "What you hear, as a picture: time runs left to right, pitch goes up, brighter is louder."
 
 
 class LibrarySpec(ArmSpec):
@@ -66,6 +69,8 @@ class LibrarySpec(ArmSpec):
                           for value, text in self.choices)
         return ("<View>\n  <Header value=\"Play the whole clip, from start to end, before you answer.\"/>\n"
                 '  <Audio name="audio" value="$audio" hotkey="space"/>\n'
+                f"  <Header value={quoteattr(SPECTROGRAM_CAPTION)}/>\n"
+                '  <Image name="spectrogram" value="$image"/>\n'
                 f"  <Header value={quoteattr(QUESTION)}/>\n"
                 f'  <Choices name="label" toName="audio" choice="single-radio" required="true">\n{items}\n'
                 "  </Choices>\n</View>")
@@ -75,7 +80,9 @@ class LibrarySpec(ArmSpec):
                 "Use headphones in a quiet place and <b>play the whole clip</b> before you answer.</p>"
                 "<p>Choose the one sound from the list that the clip is. Choose <b>None of these</b> when it is "
                 "none of them, or when you cannot tell: an honest \"none\" is worth more than a guess.</p>"
-                "<p>Skip a clip only when it does not play.</p>")
+                "<p>Below the player is the clip's spectrogram: time runs left to right, pitch goes up, brighter "
+                "is louder. Use it to check what you hear (a click, a ring, a steady hiss), not in place of "
+                "listening.</p><p>Skip a clip only when it does not play.</p>")
 
 
 def review_spec(tags: dict[str, str]) -> LibrarySpec:

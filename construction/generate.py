@@ -52,8 +52,8 @@ def catalog_candidates(category: Category, taxonomy: Taxonomy, seed: int,
         by_line[line.id].append((line, home, scene))
     if not by_line:
         raise WorkbenchError(f"category '{category.id}' has no speech line paired with a scene the sound "
-                             "library can render and a listener can tell apart: see 'unrenderable_scenes', 'thin_scenes' "
-                             "(python -m construction.sounds check, or add clips for the missing defining "
+                             "library can render and a listener can tell apart: see 'unrenderable_scenes', "
+                             "'thin_scenes', 'nonconforming_scenes' (python -m construction.sounds check, or add clips for the missing defining "
                              "sounds) and the ambiguous scenes of 'frames' (generate.allow_ambiguous_scenes)")
     rng = random.Random(stable_seed("catalog", seed, category.id))
     while True:
@@ -206,7 +206,13 @@ def run_generate(ws: Workspace, config: Config, progress: bool = True, restart: 
     rendered = {tag for tag, clips in clips_by_tag(library, defining, config.release_licence).items() if clips}
     frames = distinctiveness(taxonomy, rendered, category_ids)
     ambiguous = {scene for c in frames["per_category"].values() for scene in c["ambiguous"]}
-    skipped = set(unrenderable) | set(thin) | (set() if cfg.allow_ambiguous_scenes else ambiguous)
+    # and only scenes whose text names no sound they do not render (construction.text.sound_words)
+    from construction.text.sound_words import nonconforming_scenes, rendered_tags
+
+    every = {t for c in taxonomy.categories for s in c.scenes for t in s.defining + s.support}
+    nonconforming = nonconforming_scenes(taxonomy, rendered_tags(library, every, config.release_licence))
+    skipped = (set(unrenderable) | set(thin) | set(nonconforming)
+               | (set() if cfg.allow_ambiguous_scenes else ambiguous))
     with ws.lock():
         llm = make_llm(cfg, ws, config.seed) if cfg.backend == "openai" else None
         screen = HarmScreen(cfg.harm_screen, ws, config.seed) if cfg.harm_screen else None
@@ -239,6 +245,8 @@ def run_generate(ws: Workspace, config: Config, progress: bool = True, restart: 
                                          (s.id for s in c.scenes) if scene in unrenderable},
                  "thin_scenes": {scene: thin[scene] for c in categories for scene in (s.id for s in c.scenes)
                                  if scene in thin},
+                 "nonconforming_scenes": {scene: nonconforming[scene] for c in categories
+                                          for scene in (s.id for s in c.scenes) if scene in nonconforming},
                  "min_recordings_per_defining_sound": config.mix.min_clips_per_defining_tag,
                  # per category: scenes, distinctive scenes and their share, ambiguous scenes and what they share
                  "frames": {**frames, "ambiguous_scenes_used": cfg.allow_ambiguous_scenes},
@@ -319,6 +327,9 @@ def print_generate_summary(stats: dict[str, Any]) -> None:
         counts = ", ".join(f"{tag} {n}" for tag, n in thin.items())
         print(f"  scene {scene} not used: too few recordings ({counts}; mix.min_clips_per_defining_tag "
               f"{stats['min_recordings_per_defining_sound']})")
+    for scene, problems in stats.get("nonconforming_scenes", {}).items():
+        print(f"  scene {scene} not used: its text names sounds it does not render ({problems[0]}"
+              f"{f'; {len(problems) - 1} more' if len(problems) > 1 else ''})")
     frames = stats.get("frames")
     if frames and frames["scenes"]:
         ambiguous = sum(len(c["ambiguous"]) for c in frames["per_category"].values())

@@ -1,5 +1,6 @@
 """The level tools of a mixture, shared by the mix and its irrelevant twin (construction.twin): the
-gain that reaches a loudness, the scene's gain envelope, and the final peak guard."""
+gain that reaches a loudness, where the speech is voiced (a VAD), the scene's gain envelope, the final
+peak guard, and the click check every rendered track passes."""
 
 from __future__ import annotations
 
@@ -20,21 +21,80 @@ def gain_to(audio: np.ndarray, target_lufs: float, sample_rate: int) -> float:
     return gain
 
 
-def envelope(total: int, alone: int, speech: int, alone_db: float, under_db: float, fade: int) -> np.ndarray:
-    """The scene's gain per sample: alone_db, ramped down to under_db by the time the speech starts and
-    back up after it ends; faded in and out at the clip's ends."""
+VAD_FRAME_S = 0.01
+VAD_CORE_DB = -35.0  # a frame this close to the loudest frame is speech
+VAD_EDGE_DB = -50.0  # ... and a quieter neighbour with many zero crossings (a fricative) extends it
+VAD_EDGE_ZCR = 0.25  # zero crossings per sample of a fricative (voiced speech has far fewer)
+VAD_BRIDGE_S = 0.3  # a pause shorter than this between words stays ducked (no pumping)
+DUCK_ATTACK_S, DUCK_RELEASE_S = 0.03, 0.08  # the scene goes down before a word and comes back after it
+
+
+def voiced_runs(speech: np.ndarray, sample_rate: int) -> list[tuple[int, int]]:
+    """Where the speech is active, as (start, end) sample spans: an energy and zero-crossing endpoint
+    detector (Rabiner and Sambur, 'An algorithm for determining the endpoints of isolated utterances',
+    Bell Syst. Tech. J. 54(2), 1975) on 10 ms frames. Frames within 35 dB of the loudest are speech;
+    a run extends over neighbours within 50 dB that cross zero often (s, f, sh); runs closer than 0.3 s
+    merge. TTS output has clean silence before and after the voice, so the thresholds are relative."""
+    hop = max(1, int(VAD_FRAME_S * sample_rate))
+    n = speech.size // hop
+    if n == 0:
+        return []
+    frames = speech[:n * hop].astype(np.float64).reshape(n, hop)
+    with np.errstate(divide="ignore"):
+        level = 10 * np.log10(np.mean(frames ** 2, axis=1) + 1e-20)
+    zcr = np.mean(np.abs(np.diff(np.sign(frames), axis=1)) > 0, axis=1)
+    top = float(level.max())
+    if top < -90:
+        return []
+    active = level >= top + VAD_CORE_DB
+    edge = (level >= top + VAD_EDGE_DB) & (zcr >= VAD_EDGE_ZCR)
+    for order in (range(1, n), range(n - 2, -1, -1)):  # grow runs into fricative neighbours, both ways
+        for i in order:
+            j = i - 1 if order.step == 1 else i + 1
+            active[i] = active[i] or (edge[i] and active[j])
+    runs: list[list[int]] = []
+    bridge = int(VAD_BRIDGE_S / VAD_FRAME_S)
+    for i in np.flatnonzero(active):
+        if runs and i - runs[-1][1] <= bridge:
+            runs[-1][1] = i + 1
+        else:
+            runs.append([i, i + 1])
+    return [(a * hop, min(speech.size, b * hop)) for a, b in runs]
+
+
+def envelope(total: int, alone: int, speech: int, alone_db: float, under_db: float, fade: int,
+             voiced: list[tuple[int, int]] | None = None, sample_rate: int = 16000) -> np.ndarray:
+    """The scene's gain per sample: alone_db, down to under_db while the speech plays and back up after
+    it; faded in and out at the clip's ends. With `voiced` (spans in the clip, construction.levels.
+    voiced_runs shifted by the speech's start) the scene is ducked only there: it reaches under_db at
+    each run's start (a DUCK_ATTACK_S ramp before it) and returns over DUCK_RELEASE_S after its end, so
+    the TTS silence around the words carries the scene at its alone level. Without, over the whole
+    speech file (ramped over `fade` before and after it)."""
     db = np.full(total, alone_db)
-    db[alone:alone + speech] = under_db
-    ramp_down = np.arange(max(0, alone - fade), alone)
-    db[ramp_down] = np.linspace(alone_db, under_db, ramp_down.size, endpoint=False)
-    end = alone + speech
-    ramp_up = np.arange(end, min(total, end + fade))
-    db[ramp_up] = np.linspace(under_db, alone_db, ramp_up.size, endpoint=False)
+    if voiced is None:
+        db[alone:alone + speech] = under_db
+        ramp_down = np.arange(max(0, alone - fade), alone)
+        db[ramp_down] = np.linspace(alone_db, under_db, ramp_down.size, endpoint=False)
+        end = alone + speech
+        ramp_up = np.arange(end, min(total, end + fade))
+        db[ramp_up] = np.linspace(under_db, alone_db, ramp_up.size, endpoint=False)
+    else:
+        # no faster than 1 dB per 2.5 ms, so a deep duck is never itself a step (construction.levels.steps)
+        slow = abs(alone_db - under_db) * 0.0025
+        attack, release = (int(max(x, slow) * sample_rate) for x in (DUCK_ATTACK_S, DUCK_RELEASE_S))
+        for start, end in voiced:
+            db[start:end] = under_db
+            a = np.arange(max(0, start - attack), start)
+            db[a] = np.minimum(db[a], np.linspace(alone_db, under_db, a.size, endpoint=False))
+            b = np.arange(end, min(total, end + release))
+            db[b] = np.minimum(db[b], np.linspace(under_db, alone_db, b.size, endpoint=False))
     gain = 10 ** (db / 20)
     edge = min(fade, total // 2)
     if edge:
         gain[:edge] *= np.linspace(0.0, 1.0, edge, endpoint=False)
-        gain[total - edge:] *= np.linspace(1.0, 0.0, edge)
+        # out evenly in dB to -60 dB, then 0: a linear fade plunges in its last milliseconds (a step)
+        gain[total - edge:] *= 10 ** (np.linspace(0.0, -60.0, edge) / 20)
+        gain[-1] = 0.0
     return gain
 
 
@@ -46,3 +106,62 @@ def render(speech_track: np.ndarray, scene_track: np.ndarray, gain: np.ndarray, 
     limit = 10 ** ((peak_dbfs - 0.05) / 20)  # 0.05 dB of headroom for 16-bit rounding
     guard = min(1.0, limit / peak) if peak > 0 else 1.0
     return (mixture * guard).astype(np.float32), 20 * float(np.log10(guard))
+
+
+STEP_DB, STEP_WITHIN_S, STEP_FLOOR_DBFS = 12.0, 0.005, -50.0
+STEP_WINDOW_S = 0.005  # level windows of 5 ms (half a period of 100 Hz): the level 5 ms apart, as the rule says
+
+
+def step_times(audio: np.ndarray, sample_rate: int, db: float = STEP_DB) -> np.ndarray:
+    """Where the level falls more than STEP_DB within STEP_WITHIN_S (sample indices on a 1 ms grid):
+    the RMS of the 5 ms before t against that of the 5 ms from t + 5 ms, from above -50 dBFS."""
+    win, gap, hop = (max(1, int(x * sample_rate)) for x in (STEP_WINDOW_S, STEP_WITHIN_S, 0.001))
+    x = np.asarray(audio, dtype=np.float64)
+    if x.size < 2 * win + gap:
+        return np.zeros(0, dtype=int)
+    c = np.concatenate([[0.0], np.cumsum(x * x)])
+    t = np.arange(win, x.size - win - gap + 1, hop)
+    before = (c[t] - c[t - win]) / win
+    after = (c[t + gap + win] - c[t + gap]) / win
+    with np.errstate(divide="ignore"):
+        fall = 10 * np.log10(np.maximum(before, 1e-20) / np.maximum(after, 1e-20))
+    return t[(before > 10 ** (STEP_FLOOR_DBFS / 10)) & (fall > db)]
+
+
+def events(hits: np.ndarray, sample_rate: int) -> int:
+    """Step times counted once per 50 ms."""
+    return 0 if hits.size == 0 else int(1 + np.count_nonzero(np.diff(hits) > int(0.05 * sample_rate)))
+
+
+def content_steps(sample_rate: int, *tracks: np.ndarray | None) -> np.ndarray:
+    """The falls the speech or a scene layer makes on its own: over STEP_DB / 2, each found at its own
+    level (its peak at -6 dBFS). A fall of which a track makes half or more is the content's (a stop
+    consonant, a beep's gate, a knife's click): the rendering's ramps fall at most 3 dB in 5 ms, so a
+    fall left over is one the rendering made (a cut). Computed once per sample, passed to steps."""
+    found = [step_times(t * (0.5 / peak), sample_rate, STEP_DB / 2) for t in tracks
+             if t is not None and (peak := float(np.max(np.abs(t)))) > 0]
+    return np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=int)
+
+
+def _rendered(audio: np.ndarray, sample_rate: int, content: np.ndarray) -> np.ndarray:
+    hits = step_times(audio, sample_rate)
+    if content.size and hits.size:
+        pos = np.searchsorted(content, hits)  # content is sorted: its nearest fall on either side
+        nearest = np.minimum(np.abs(content[np.minimum(pos, content.size - 1)] - hits),
+                             np.abs(content[np.maximum(pos - 1, 0)] - hits))
+        hits = hits[nearest > int(0.01 * sample_rate)]
+    return hits
+
+
+def steps(audio: np.ndarray, sample_rate: int, content: np.ndarray | None = None) -> int:
+    """Clicks: falls of more than STEP_DB within STEP_WITHIN_S (step_times), counted once per 50 ms. A
+    fall that fast is a cut, never a natural decay (a shot's tail falls 40 dB in about 0.1 s). Rises are
+    not counted: a blow, a shot or a clap starts that fast by nature. `content`: content_steps of the
+    speech and the scene's layers as placed in `audio`; a fall they make is theirs, counted by
+    source_steps, not here."""
+    return events(_rendered(audio, sample_rate, np.zeros(0, dtype=int) if content is None else content), sample_rate)
+
+
+def source_steps(audio: np.ndarray, sample_rate: int, content: np.ndarray) -> int:
+    """Falls in `audio` that its content makes on its own (what steps leaves out)."""
+    return events(np.setdiff1d(step_times(audio, sample_rate), _rendered(audio, sample_rate, content)), sample_rate)

@@ -38,98 +38,87 @@ from typing import Any
 
 import numpy as np
 
-from construction.core.cli import add_sounds, base_parser, keep_config, run_config, run_main
+from construction.core.cli import (
+    add_sounds,
+    base_parser,
+    keep_config,
+    run_config,
+    run_main,
+)
 from construction.core.config import Config, MixConfig
 from construction.core.errors import WorkbenchError
 from construction.core.record import MixRecipe, Sample, SceneSound, stable_seed
 from construction.core.runner import print_summary, run_configured
 from construction.core.timing import Clock
+from construction.core.workspace import Rejected, Workspace, require_manifest
+from construction.levels import (
+    content_steps,
+    envelope,
+    gain_to,
+    render,
+    source_steps,
+    steps,
+    voiced_runs,
+)
 from construction.sounds.library import loudness_lufs
 from construction.sounds.scenes import Pick, is_procedural, scene_sounds, take_span
 from construction.sounds.variation import change_rate, colour, draw_variation
 from construction.text.taxonomy import EventPattern
-from construction.levels import envelope, gain_to, render
-from construction.twin import ambience_for, assign_ambiences, library_entry, make_twin, twin_stats
-from construction.core.workspace import Rejected, Workspace, require_manifest
+from construction.tracks import (  # noqa: F401
+    MAX_REPEATS,
+    bed_track,
+    cap_repeats,
+    draw_onsets,
+    event_track,
+    loud_end,
+)
+from construction.twin import (
+    ambience_for,
+    assign_ambiences,
+    library_entry,
+    make_twin,
+    twin_stats,
+)
 
 STAGE = "mix"
 log = logging.getLogger(__name__)
 
 
-def bed_track(clip: np.ndarray, length: int, offset: int, crossfade: int) -> np.ndarray:
-    """`length` samples of a bed from `offset`; a clip that runs out starts again with an equal-power
-    crossfade (no hard cut, no click)."""
-    out = clip[offset:offset + length].astype(np.float64)
-    while out.size < length:
-        fade = min(crossfade, out.size // 4, clip.size // 4)
-        if fade > 0:
-            ramp = np.linspace(0.0, 1.0, fade)
-            joined = out[-fade:] * np.sqrt(1 - ramp) + clip[:fade] * np.sqrt(ramp)
-            out = np.concatenate([out[:-fade], joined, clip[fade:]])
-        else:
-            out = np.concatenate([out, clip])
-    return out[:length]
+MAX_REDRAWS = 3  # draws of a recipe before a sample whose defining sounds never dominate is rejected
+DOMINANT_SHARE = 0.6  # of the scene's energy, carried by its defining layers alone and under the speech
+SUPPORT_CUT_MAX_DB = 20.0  # support may be lowered this much to let the defining sounds dominate
 
 
-def event_track(clip: np.ndarray, length: int, onsets: list[int], gains_db: list[float], fade: int) -> np.ndarray:
-    """Copies of a one-shot at `onsets` (samples), each at its own gain; a copy the clip's end cuts
-    short is faded out."""
-    out = np.zeros(length)
-    for onset, gain in zip(onsets, gains_db):
-        piece = clip[:max(0, length - onset)].astype(np.float64) * 10 ** (gain / 20)
-        if piece.size < clip.size and fade:
-            tail = min(fade, piece.size)
-            piece[piece.size - tail:] *= np.linspace(1.0, 0.0, tail)
-        out[onset:onset + piece.size] += piece
+def dominate(sounds: list[SceneSound], tracks: list[np.ndarray], parts: list[Any]) -> dict[str, Any]:
+    """The defining sounds dominate what is heard: in each part (the scene alone, the scene under the
+    voiced speech), the defining layers carry at least DOMINANT_SHARE of the scene's energy, and every
+    defining layer that sounds there is louder than every support layer. Support sounds are lowered
+    (together, up to SUPPORT_CUT_MAX_DB) where that makes the rule hold; their gains change in
+    `sounds`. Returns the measures, with `fails` set when lowering cannot make it hold (a defining
+    sound that is silent in a part next to a sounding support, or defining layers too sparse)."""
+    energy = [[float(np.mean((t[part] * 10 ** (s.gain_db / 20)) ** 2)) for s, t in zip(sounds, tracks)] for part in parts]
+    cut = 1.0  # the support layers' energy factor
+    for e in energy:
+        d = [x for s, x in zip(sounds, e) if s.role == "defining"]
+        sup = [x for s, x in zip(sounds, e) if s.role == "support"]
+        if not sup or not max(sup):
+            continue
+        sounding = [x for x in d if x > 1e-4 * sum(e)]  # a defining layer silent in this part is not compared
+        need = min(0.9 * min(sounding) / max(sup), (sum(d) / DOMINANT_SHARE - sum(d)) / sum(sup)) if sounding else 0.0
+        cut = min(cut, need)
+    out: dict[str, Any] = {}
+    if cut < 10 ** (-SUPPORT_CUT_MAX_DB / 10):
+        out["fails"] = True
+    elif cut < 1.0:
+        out["support_lowered_db"] = round(-10 * np.log10(cut), 2)
+        for s in sounds:
+            if s.role == "support":
+                s.gain_db = round(s.gain_db + 10 * np.log10(cut), 3)
+    for name, e in zip(("alone", "under"), energy):
+        d = sum(x for s, x in zip(sounds, e) if s.role == "defining")
+        sup = sum(x for s, x in zip(sounds, e) if s.role == "support") * min(cut, 1.0)
+        out[f"defining_share_{name}"] = round(d / (d + sup), 3) if d + sup > 0 else 0.0
     return out
-
-
-def draw_onsets(rng: random.Random, event_s: float, total_s: float, speech: tuple[float, float],
-                cfg: MixConfig, pattern: str = "continuous", *, count: int | None = None, not_before: float = 0.0,
-                lead: bool = False) -> list[float]:
-    """Where each copy of a one-shot starts (`speech`: its start and end, s), as the scene's pattern says.
-
-    continuous: the first copy within 0.4 s (so the scene is heard alone), then one after another, each
-    after the last has ended and a gap. burst: the same with strings of `count` (3-5) rapid copies in
-    place of single copies. single / pair: one copy, or two a gap apart. A copy is always heard with the
-    speech: one plays under it, or (single, pair) right before it; `lead` puts the single right before
-    the speech (ending 0.1-0.5 s before it), for a scene with nothing else to hear alone. `not_before`:
-    nothing starts earlier (a then-ordered sound), unless that would keep it from the speech."""
-    start, end = speech
-    enough = 0.5 * min(event_s, end - start)  # a copy is heard under the speech if it overlaps this much
-    latest = max(start, end - enough)  # the last onset still heard under the speech
-    if pattern in ("single", "pair"):
-        low = max(0.05, not_before, start - event_s - 0.5)
-        high = max(0.05, start - event_s - 0.1) if lead else latest
-        low = min(low, latest)
-        first = round(rng.uniform(low, max(low, min(high, latest))), 3)
-        if pattern == "single":
-            return [first]
-        gap = event_s + rng.uniform(cfg.event_gap_s_min, cfg.event_gap_s_max)
-        if first + gap < total_s - 0.1:
-            second = first + gap
-        elif first - gap >= max(0.05, not_before):
-            second = first - gap
-        else:  # neither fits a whole gap: the second copy as late as the clip allows, still a pair
-            second = max(first + event_s, total_s - event_s - 0.1)
-        return sorted([first, round(second, 3)])
-    unit = [0.0]
-    if pattern == "burst":  # a string of rapid copies plays as one unit
-        for _ in range((count or rng.randint(3, 5)) - 1):
-            unit.append(round(unit[-1] + rng.uniform(*cfg.burst_spacing_s), 3))
-    unit_s = unit[-1] + event_s
-    enough = 0.5 * min(unit_s, end - start)
-    starts, heard_under = [], False
-    t = not_before + rng.uniform(0.05, 0.4) if not_before else rng.uniform(0.05, 0.4)
-    while t < total_s - 0.1:
-        if not heard_under and t > end - enough:  # the gap jumped over the speech: put a unit inside it
-            t = min(max(not_before, start + rng.uniform(0, (end - start) / 2)), max(start, end - enough))
-        starts.append(t)
-        heard_under = heard_under or min(t + unit_s, end) - max(t, start) >= enough
-        t += unit_s + rng.uniform(cfg.event_gap_s_min, cfg.event_gap_s_max)
-    if not heard_under:  # the last gap ran past the clip's end
-        starts.append(min(max(not_before, start + rng.uniform(0, (end - start) / 2)), max(start, end - enough)))
-    return sorted({round(u + d, 3) for u in starts for d in unit if u + d < total_s - 0.05})
 
 
 class MixStage:
@@ -170,11 +159,12 @@ class MixStage:
             self._audio[clip.clip_id] = self.library.load_audio(clip, self.config.sample_rate)
         return self._audio[clip.clip_id]
 
-    def recipe(self, sample: Sample, speech_s: float, attempt: int = 0) -> MixRecipe | str:
-        """Draw the recipe from the sample id, seed and attempt alone, so run order never matters.
-        Layer gains are left at 0: mix_one sets them from the clips' loudness."""
+    def recipe(self, sample: Sample, speech_s: float, attempt: int = 0, redraw: int = 0) -> MixRecipe | str:
+        """Draw the recipe from the sample id, seed, attempt and redraw alone, so run order never
+        matters. Layer gains are left at 0: mix_one sets them from the clips' loudness."""
         cfg: MixConfig = self.config.mix
-        seed = stable_seed("mix", self.config.seed, sample.sample_id, *([attempt] if attempt else []))
+        seed = stable_seed("mix", self.config.seed, sample.sample_id, *([attempt] if attempt else []),
+                           *(["redraw", redraw] if redraw else []))
         rng = random.Random(seed)
         defining, _ = scene_sounds(sample, self.taxonomy)
         chosen = self.assignment.get(sample.sample_id)
@@ -202,8 +192,8 @@ class MixStage:
                      speech: tuple[float, float], seed: int) -> list[SceneSound]:
         """Every picked clip placed: a bed's offset inside its take, an event's onsets as the scene's
         pattern says, and each use's variation. Sounds that come `after` another are placed after it; if
-        nothing in the scene would play alone before the speech (no bed, no continuous sound), the first
-        single sound goes right before the speech (construction.mix.draw_onsets)."""
+        no defining sound would play alone before the speech (no defining bed or continuous sound), the
+        first defining single sound goes right before the speech (construction.tracks.draw_onsets)."""
         cfg: MixConfig = self.config.mix
         home = self.taxonomy.scene_home.get(sample.scene_id or "")
         spec = (lambda tag: home[1].event(tag)) if home else (lambda tag: EventPattern())
@@ -217,9 +207,12 @@ class MixStage:
         def depth(tag: str) -> int:
             return 0 if after(tag) is None else 1 + depth(after(tag))
 
+        # a DEFINING sound must play alone before the speech: a support bed there does not count (it would
+        # leave a single till ring under the speech, and the support alone before it)
         early = any((p.clip.kind == "bed" or spec(t).pattern in ("continuous", "burst")) and after(t) is None
-                    for t, _ in roles for p in chosen[t])
-        lead = None if early else next(t for t, _ in roles if after(t) is None)
+                    for t, role in roles if role == "defining" for p in chosen[t])
+        lead = None if early else next((t for t, role in roles if role == "defining" and after(t) is None),
+                                       next(t for t, _ in roles if after(t) is None))
         ready: dict[str, float] = {}  # tag -> when a sound ordered after it may start
         placed: dict[str, list[SceneSound]] = {}
         for tag, role in sorted(roles, key=lambda tr: depth(tr[0])):
@@ -249,6 +242,8 @@ class MixStage:
                     sound.onsets_s = draw_onsets(rng, event_s, total_s, speech, cfg, pattern.pattern,
                                                  count=pattern.count, not_before=not_before,
                                                  lead=tag == lead and n == 0)
+                    if not is_procedural(clip) and pattern.pattern != "burst":  # a draw is fresh each copy
+                        sound.onsets_s = cap_repeats(sound.onsets_s, event_s, speech)
                     first = sound.onsets_s[0] + min(event_s, 1.0) + 0.2  # a beat after its first copy
                     ready[tag] = min(ready.get(tag, first), first)
                 if is_procedural(clip):  # a fresh draw per copy (a bed: one), seeded from the recipe
@@ -289,9 +284,9 @@ class MixStage:
             gains = [round(jitter.uniform(-cfg.event_jitter_db, cfg.event_jitter_db), 2) for _ in sound.onsets_s]
             onsets, fade = [int(t * sr) for t in sound.onsets_s], int(cfg.fade_s * sr)
             if len(pieces) == 1:
-                track = event_track(change_rate(pieces[0], rate, sr), total, onsets, gains, fade)
+                track = event_track(change_rate(pieces[0], rate, sr), total, onsets, gains, fade, sr)
             else:  # each copy its own draw
-                track = sum(event_track(change_rate(piece, rate, sr), total, [onset], [gain], fade)
+                track = sum(event_track(change_rate(piece, rate, sr), total, [onset], [gain], fade, sr)
                             for piece, onset, gain in zip(pieces, onsets, gains))
         track = colour(track, sound.variation, sr)
         if sound.start_s > 0:  # a bed that comes in after another sound: silent until then, faded in
@@ -303,9 +298,23 @@ class MixStage:
 
     def mix_one(self, sample: Sample, attempt: int = 0) -> Sample | Rejected:
         with self.clock.timed("mix"):
-            return self._mix_one(sample, attempt)
+            failed: list[dict[str, Any]] = []
+            for redraw in range(MAX_REDRAWS + 1):  # a draw whose defining sounds do not dominate is redrawn
+                out = self._mix_one(sample, attempt, redraw)
+                if not isinstance(out, dict):
+                    break
+                failed.append(out)
+            else:
+                worst = failed[0]
+                return Rejected(sample, f"defining_not_dominant: in {MAX_REDRAWS + 1} draws the scene's defining "
+                                        f"sounds never carried {DOMINANT_SHARE:.0%} of its energy and more than any "
+                                        f"support sound (first draw: {worst})")
+            if isinstance(out, Sample) and failed:
+                out.provenance[STAGE]["redrawn"] = len(failed)
+            return out
 
-    def _mix_one(self, sample: Sample, attempt: int = 0) -> Sample | Rejected:
+    def _mix_one(self, sample: Sample, attempt: int = 0, redraw: int = 0) -> Sample | Rejected | dict[str, Any]:
+        """The mixture of one draw; a dict (the dominance measures) when the draw fails dominance."""
         cfg: MixConfig = self.config.mix
         sr = self.config.sample_rate
         if sample.speech is None:
@@ -317,14 +326,17 @@ class MixStage:
             speech = self.ws.load_audio(sample.speech)
         except WorkbenchError as exc:
             return Rejected(sample, f"speech_unreadable: {exc}")
-        recipe = self.recipe(sample, speech.size / sr, attempt)
+        recipe = self.recipe(sample, speech.size / sr, attempt, redraw)
         if isinstance(recipe, str):
             return Rejected(sample, recipe)
         alone, after = int(recipe.scene_alone_s * sr), int(recipe.scene_after_s * sr)
         total = alone + speech.size + after
         speech_track = np.zeros(total)
         speech_track[alone:alone + speech.size] = speech * 10 ** ((recipe.speech_lufs - loudness_lufs(speech, sr)) / 20)
-        scene = np.zeros(total)
+        # the scene is ducked only where the speech is voiced, not over the TTS silence around it
+        voiced = [(alone + a, alone + b) for a, b in voiced_runs(speech, sr)] or [(alone, alone + speech.size)]
+        recipe.voiced_s = [(round(a / sr, 3), round(b / sr, 3)) for a, b in voiced]
+        tracks = []
         for sound in recipe.sounds:
             try:
                 track = self.layer(sound, total, recipe.seed)
@@ -336,26 +348,41 @@ class MixStage:
             # defining sounds at equal loudness, support sounds below them
             sound.gain_db = round(recipe.speech_lufs - level + (cfg.support_level_db if sound.role == "support" else 0)
                                   + float(sound.variation.get("gain_db", 0.0)), 3)
-            scene += track * 10 ** (sound.gain_db / 20)
+            tracks.append(track)
         # measured where the envelope is flat: the scene alone between the fade-in and the ramp down, and
-        # the scene under the speech
+        # the scene under the voiced speech
         fade = int(cfg.fade_s * sr)
-        alone_part, under_part = scene[fade:max(fade + 1, alone - fade)], scene[alone:alone + speech.size]
+        alone_span = slice(fade, max(fade + 1, alone - fade))
+        under_idx = np.concatenate([np.arange(a, b) for a, b in voiced])
+        dominance = dominate(recipe.sounds, tracks, [alone_span, under_idx])
+        if dominance.get("fails"):
+            return dominance
+        scene = np.zeros(total)
+        for sound, track in zip(recipe.sounds, tracks):
+            scene += track * 10 ** (sound.gain_db / 20)
+        alone_part, under_part = scene[alone_span], scene[under_idx]
         if not (np.isfinite(loudness_lufs(alone_part, sr)) and np.isfinite(loudness_lufs(under_part, sr))):
             return Rejected(sample, "silent_background: the scene is silent before or under the speech")
         recipe.alone_gain_db = round(gain_to(alone_part, recipe.speech_lufs + recipe.scene_level_db, sr), 3)
         recipe.under_gain_db = round(gain_to(under_part, recipe.speech_lufs - recipe.snr_db, sr), 3)
-        gain = envelope(total, alone, speech.size, recipe.alone_gain_db, recipe.under_gain_db, fade)
+        gain = envelope(total, alone, speech.size, recipe.alone_gain_db, recipe.under_gain_db, fade, voiced, sr)
         mixture, guard_db = render(speech_track, scene, gain, cfg.peak_dbfs)
         ref = self.ws.store_audio(mixture, sr)
         scene_alone = (scene * gain * 10 ** (guard_db / 20)).astype(np.float32)  # as heard in the mixture
-        provenance = {**sample.provenance, STAGE: {"peak_guard_db": round(guard_db, 3)}}
+        in_scene = content_steps(sr, *tracks)  # the falls the sounds make on their own (not clicks)
+        said = content_steps(sr, speech_track)
+        with_speech = np.union1d(in_scene, said)
+        clicks = {"mixture": steps(mixture, sr, with_speech), "scene": steps(scene_alone, sr, in_scene),
+                  "in_sources": source_steps(scene_alone, sr, in_scene)}
         twin = None
         if cfg.irrelevant_twin:  # the same speech track over a neutral ambience (construction.twin)
             ambience = ambience_for(sample.sample_id, self.ambiences, self.config.seed)
             audio, recipe.irrelevant = make_twin(speech_track, recipe, (alone, alone + speech.size), ambience,
                                                  library_entry(self.library, ambience), sr, cfg.fade_s, cfg.peak_dbfs)
             twin = self.ws.store_audio(audio, sr)
+            clicks["twin"] = steps(audio, sr, said)
+        provenance = {**sample.provenance, STAGE: {"peak_guard_db": round(guard_db, 3), "dominance": dominance,
+                                                   "clicks": clicks}}
         return sample.model_copy(update={"mix": recipe, "mixture": ref, "scene_audio": self.ws.store_audio(scene_alone, sr),
                                          "irrelevant_audio": twin, "provenance": provenance})
 
@@ -382,8 +409,25 @@ def mix_stats(ws: Workspace, config: Config, procedural: frozenset[str] = frozen
     n_category: Counter = Counter()
     n_scene: Counter = Counter()
     snrs, alone = [], []
+    checks: dict[str, Counter] = defaultdict(Counter)  # category -> dominance, clicks, repeats
     for s in ws.read_samples(STAGE):
         n_category[s.category] += 1
+        check = checks[s.category]
+        prov = s.provenance.get(STAGE, {})
+        dom = prov.get("dominance")
+        if dom is not None:
+            check["measured"] += 1
+            first = not prov.get("redrawn") and "support_lowered_db" not in dom
+            check["dominant_as_drawn"] += first
+            check["support_lowered"] += "support_lowered_db" in dom
+            check["redrawn"] += bool(prov.get("redrawn"))
+        for track, n in prov.get("clicks", {}).items():
+            check[f"clicks_{track}" if track != "in_sources" else "steps_in_sources"] += n
+        copies: Counter = Counter()
+        for sound in s.mix.sounds:
+            if sound.clip_id not in procedural and sound.kind != "bed" and sound.pattern != "burst":
+                copies[sound.recording or sound.clip_id] += len(sound.onsets_s)
+        check["samples_repeating_a_recording_over_3"] += bool(copies) and max(copies.values()) > MAX_REPEATS
         n_scene[s.mix.scene_id or "-"] += 1
         for clip in {sound.clip_id for sound in s.mix.sounds}:
             per_category[s.category][clip] += 1
@@ -416,7 +460,19 @@ def mix_stats(ws: Workspace, config: Config, procedural: frozenset[str] = frozen
                             for tag, u in sorted(tags.items())}
                  for category, tags in sorted(defining.items())}
     cap = config.mix.max_clip_share
-    return {**(twin_stats(ws.read_samples(STAGE)) if config.mix.irrelevant_twin else {}),
+    rejected = Counter(r.sample.category for r in ws.read_rejected(STAGE) if r.reason.startswith("defining_not_dominant"))
+    quality = {}
+    for category, c in sorted(checks.items()):
+        row = {k: c[k] for k in ("measured", "dominant_as_drawn", "support_lowered", "redrawn")}
+        row["rejected_not_dominant"] = rejected[category]
+        row["share_dominant_as_drawn"] = round(c["dominant_as_drawn"] / c["measured"], 3) if c["measured"] else None
+        row.update({k: c[k] for k in ("clicks_mixture", "clicks_scene", "clicks_twin", "steps_in_sources",
+                                      "samples_repeating_a_recording_over_3")})
+        quality[category] = row
+    return {"scene_checks_per_category": quality,
+            "clicks": sum(c[k] for c in checks.values() for k in ("clicks_mixture", "clicks_scene", "clicks_twin")),
+            "samples_repeating_a_recording_over_3": sum(c["samples_repeating_a_recording_over_3"] for c in checks.values()),
+            **(twin_stats(ws.read_samples(STAGE)) if config.mix.irrelevant_twin else {}),
             "clips_per_category": by_category, "clips_per_scene": use(per_scene, n_scene),
             "defining_sounds_per_category": per_sound,
             "categories_over_clip_share": sorted(c for c, u in by_category.items() if u["top_clip_share"] > cap),

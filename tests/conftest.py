@@ -22,7 +22,7 @@ MINI_TAXONOMY = {
             "cue_words": ["headshot"],
             "few_shot": [{"text": "Finish him before he gets back up!", "scene": "vg_shooter", "style": "excited"}],
             "scenes": [
-                {"id": "vg_shooter", "context": "Rifles crack and hit markers blip in a shooter match.",
+                {"id": "vg_shooter", "context": "Rifles crack in a shooter match.",
                  "benign_reason": "The targets are enemy avatars.", "defining": ["gunfire"],
                  "placements": ["underlay", "tail"]},
                 {"id": "vg_raid", "context": "Explosions and battle music from a raid.", "benign_reason": "A game raid.",
@@ -46,7 +46,7 @@ MINI_TAXONOMY = {
             "scenes": [
                 {"id": "ck_pan", "context": "A pan sizzles on the stove.", "benign_reason": "Cooking talk.",
                  "defining": ["sizzle"], "placements": ["underlay"]},
-                {"id": "ck_board", "context": "Frying behind a knife on a board.", "benign_reason": "Preparing food.",
+                {"id": "ck_board", "context": "Fat spits and fries in a pan.", "benign_reason": "Preparing food.",
                  "defining": ["sizzle"], "placements": ["tail"]},
             ],
             "speech": [
@@ -190,3 +190,22 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.section("journeys: time per journey and per step")
         for text in timings:
             terminalreporter.write_line(text)
+
+
+def current_starter_library(root: Path) -> Path:
+    """The starter library (set-up builds it) with its procedural entries as this code draws them: a
+    changed model is a changed clip, and the shared library is rebuilt only by set-up."""
+    import json
+
+    from construction.core.config import Config
+    from construction.sounds.procedural import CLASSES, catalog_row
+
+    shared = Path(Config().mix.sounds).expanduser()
+    root.mkdir()
+    for entry in shared.iterdir():
+        if entry.name != "catalog.jsonl":
+            (root / entry.name).symlink_to(entry)
+    rows = [json.loads(line) for line in (shared / "catalog.jsonl").read_text().splitlines()]
+    rows = [{**r, **catalog_row(CLASSES[r["procedural"]])} if r.get("procedural") else r for r in rows]
+    (root / "catalog.jsonl").write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
+    return root

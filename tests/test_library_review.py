@@ -3,12 +3,16 @@ demo reviewers), and release.export's gate on clips the review did not confirm."
 
 from __future__ import annotations
 
+import io
 import json
+import re
 import tempfile
 from pathlib import Path
 
+import httpx
 import numpy as np
 import soundfile as sf
+from PIL import Image
 
 from annotation import demo_annotators, library
 from annotation.labelstudio import export_tasks, task_keys
@@ -66,7 +70,7 @@ def clip_tasks(admin, ws: Workspace) -> dict[str, int]:  # noqa: F811
     return {mapping[key][0].split("@")[0]: ids[0] for key, ids in task_keys(admin, project_id).items()}
 
 
-def test_push_shows_only_audio_and_answers_make_the_review(ls, admin, accounts, tmp_path, capsys):  # noqa: F811
+def test_push_shows_only_audio_and_answers_make_the_review(ls, admin, accounts, tokens, tmp_path, capsys):  # noqa: F811
     sounds = noise_library(tmp_path / "lib", prefix="lib-")
     ws = served_workspace(tmp_path / "ws", ls.document_root)
     code, out, err = review_push(ls, ws, sounds, capsys, "--project", "Library review test")
@@ -80,9 +84,17 @@ def test_push_shows_only_audio_and_answers_make_the_review(ls, admin, accounts, 
     catalog, _ = read_catalog(sounds)
     secret = [c.clip_id for c in catalog] + [c.path for c in catalog] + [c.attribution for c in catalog]
     for task in tasks:
-        assert set(task["data"]) == {"audio", "key"}
+        assert set(task["data"]) == {"audio", "key", "image"}
         shown = json.dumps(task["data"]) + project.label_config + (project.expert_instruction or "")
         assert not [s for s in secret if s in shown], shown
+        # reviewers look as well as listen: the clip's spectrogram, served to a reviewer's token like its audio
+        assert re.fullmatch(r"/data/local-files/\?d=[^&]*/[0-9a-f]{2}/[0-9a-f]{64}\.png", task["data"]["image"])
+        got = httpx.get(ls.url + task["data"]["image"], headers={"Authorization": f"Token {tokens[RATERS[0]]}"},
+                        trust_env=False)
+        assert got.status_code == 200 and got.content.startswith(b"\x89PNG")
+        with Image.open(io.BytesIO(got.content)) as image:
+            assert image.size == library.SPECTROGRAM_PX
+    assert '<Image name="spectrogram" value="$image"/>' in project.label_config
     assert "None of these" in project.label_config and "game, film or shooting-range gunshots" in project.label_config
     assert project.maximum_annotations == 3
 

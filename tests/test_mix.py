@@ -25,7 +25,7 @@ from construction.sounds.library import (
     write_catalog,
 )
 from construction.core.workspace import Workspace
-from tests.conftest import MINI_TAXONOMY, run_module
+from tests.conftest import MINI_TAXONOMY, current_starter_library, run_module
 
 SR = 16000
 
@@ -189,10 +189,12 @@ def test_one_shots_are_scattered_not_looped(tmp_path, library):
     run_stage(ws, MixStage(str(ws.root), _config(library)), jobs=1, progress=False)
     [sample] = ws.read_samples("mix")
     [shot] = sample.mix.sounds
-    assert shot.kind == "event" and len(shot.onsets_s) >= 3
+    # one recording plays at most 3 times in a sample (mix.MAX_REPEATS): the first alone, one under the
+    # speech, the last after it
+    assert shot.kind == "event" and len(shot.onsets_s) == 3
     assert shot.onsets_s[0] < 0.4  # heard while the scene is alone
     gaps = np.diff(shot.onsets_s)
-    assert np.all(gaps >= 0.25 + 0.3 - 1e-6) and np.all(gaps <= 0.25 + 1.2 + 1e-6)  # clip + gap, never overlapping
+    assert np.all(gaps >= 0.25 + 0.3 - 1e-6)  # clip + gap, never overlapping
     # between copies the scene is silent: a burst, not a buzz
     _, scene_part, start, _ = _parts(ws, sample)
     frames = scene_part[: start].reshape(-1, 160) if start % 160 == 0 else scene_part[: start // 160 * 160].reshape(-1, 160)
@@ -363,7 +365,8 @@ def test_layout_levels_on_real_clips_of_the_starter_library(tmp_path):
                             speaker_style="calm", scene_id=scene.id)
             samples.append(sample.model_copy(update={"speech": ws.store_audio(_speechlike(i, 1.0 + 0.1 * j), SR)}))
     ws.write_manifest("synthesize", samples)
-    config = load_config(None, {"mix.min_clips_per_defining_tag": 1})
+    current = current_starter_library(tmp_path / "lib")  # its procedural entries as this code draws them
+    config = load_config(None, {"mix.min_clips_per_defining_tag": 1, "mix.sounds": str(current)})
     stats = run_stage(ws, MixStage(str(ws.root), config), jobs=2, progress=False)
     assert stats["kept"] == len(samples), [r.reason for r in ws.read_rejected("mix")]
     fade = int(config.mix.fade_s * SR)

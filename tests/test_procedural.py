@@ -313,3 +313,41 @@ def test_the_spectrogram_sheet_script_writes_a_grid(tmp_path):
     bad = subprocess.run([sys.executable, "scripts/procedural_sheet.py", "--out", str(tmp_path / "x.png"),
                           "--seconds", "0"], capture_output=True, text=True, check=False, cwd=Path(__file__).resolve().parents[1])
     assert bad.returncode == 2 and "error:" in bad.stderr and not (tmp_path / "x.png").exists()
+
+
+def _sheet_measures():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("procedural_sheet", Path(__file__).resolve().parents[1]
+                                                  / "scripts/procedural_sheet.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.measures
+
+
+def test_sizzle_is_a_dense_crackle_with_a_bounded_crest():
+    """The audit's sizzle was hiss with 7-13 pops in 8 s and one draw at a 43 dB crest factor; real
+    frying recordings measure 21-23 dB. Every draw now stays within SIZZLE_CREST_DB and crackles."""
+    from construction.sounds.procedural.textures import SIZZLE_CREST_DB
+
+    measures = _sheet_measures()
+    rows = [measures(draw("sizzle", seed, 8.0, SR)[0], SR) for seed in SEEDS]
+    assert max(m["crest_db"] for m in rows) <= SIZZLE_CREST_DB + 0.5
+    assert min(m["pops_per_s"] for m in rows) >= 4 and np.median([m["pops_per_s"] for m in rows]) >= 8
+    assert all(m["tonal_db"] < 5 for m in rows)  # noise, no pitch
+    assert all(CLASSES["sizzle"].params(seed, 8.0, SR)["crackle_hz"] >= 400 for seed in SEEDS)
+
+
+def test_chopping_is_a_broadband_cut_at_irregular_times_not_a_woodblock():
+    """The audit's chops were a pitched 'tok' (12-15 dB tonal prominence at 16 kHz; 21-23 by this
+    measure) at near-metronomic 2.9-4.9 Hz. Now: broadband, barely tonal, and the intervals vary."""
+    measures = _sheet_measures()
+    rows, spreads = [], []
+    for seed in SEEDS:
+        audio, params = draw("chopping", seed, 0, SR)
+        rows.append(measures(audio, SR))
+        gaps = np.diff(params["times_s"])
+        spreads.append(float(np.std(gaps) / np.mean(gaps)))
+    assert all(m["tonal_db"] < 15 for m in rows) and np.median([m["tonal_db"] for m in rows]) < 12
+    assert all(m["centroid_hz"] > 1500 for m in rows)  # the cut's noise, not a board mode, carries the energy
+    assert np.median(spreads) > 0.2 and min(spreads) > 0.05

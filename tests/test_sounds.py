@@ -1046,7 +1046,7 @@ def subset_config(tmp_path: Path, ids: list[str], edit: Callable[[str], str] = l
 
 
 SUBSET = ["opensfx-29-applause", "freedoom-dsbarexp", "freedoom-dspistol", "openclonk-balloon-pop",
-          "openclonk-music-cavern", "stk-gp-end-applause", "lincity-school1", "freedink-denube"]
+          "openclonk-music-cavern", "stk-gp-end-applause", "lincity-school1", "freedink-lovin"]
 
 
 @needs_packages

@@ -112,6 +112,9 @@ class MixRecipe(BaseModel):
     under_gain_db: float  # ... and under the speech
     fade_s: float
     seed: int
+    # where the speech is voiced (s, in the clip; construction.levels.voiced_runs): the scene is ducked only
+    # there (empty: a recipe from before, ducked over the whole speech file)
+    voiced_s: list[tuple[float, float]] = Field(default_factory=list)
     # the irrelevant-background twin's recipe (None: mixed with mix.irrelevant_twin off, or before twins)
     irrelevant: IrrelevantTwin | None = None
 

@@ -297,6 +297,14 @@ def build_parser() -> argparse.ArgumentParser:
     chk.add_argument("--release-licence", default="CC-BY-4.0", choices=sorted(RELEASE_RULES),
                      help="the release's licence: counts the clips usable under it")
     chk.add_argument("--quick", action="store_true", help="skip decoding and sha256 checks")
+    scn = sub.add_parser("scenes", help="list the scenes whose text names a sound they do not render",
+                         description="List the taxonomy's scenes whose context names a sound that none of their "
+                                     "tags renders with this library (construction.text.sound_words): generate "
+                                     "does not pair speech with them.")
+    add_sounds(scn, "library directory (holds catalog.jsonl) (required)")
+    scn.add_argument("--release-licence", default="CC-BY-4.0", choices=sorted(RELEASE_RULES),
+                     help="the release's licence: a tag renders only with a clip usable under it")
+    scn.add_argument("--taxonomy", help="taxonomy file (default: the shipped construction/data/taxonomy.yaml)")
     return parser
 
 
@@ -315,6 +323,19 @@ def main(argv: list[str] | None = None) -> int:
         print("by licence: " + ", ".join(f"{k}={v}" for k, v in sorted(by_licence.items())))
         if report.skipped:
             print("skipped: " + ", ".join(f"{k}={v}" for k, v in sorted(report.skipped.items())))
+        return 0
+    if args.command == "scenes":
+        from construction.text.sound_words import nonconforming_scenes, rendered_tags
+        from construction.text.taxonomy import load_taxonomy
+
+        taxonomy, _ = load_taxonomy(args.taxonomy)
+        library = load_library(args.sounds, check_audio=False)
+        tags = {t for c in taxonomy.categories for s in c.scenes for t in s.defining + s.support}
+        bad = nonconforming_scenes(taxonomy, rendered_tags(library, tags, args.release_licence))
+        total = sum(len(c.scenes) for c in taxonomy.categories)
+        for scene, problems in bad.items():
+            print(f"{scene}: " + "; ".join(problems))
+        print(f"{total - len(bad)} of {total} scenes render their text; {len(bad)} are not paired by generate")
         return 0
     library = load_library(args.sounds, check_audio=not args.quick)
     usable = library.select([], args.release_licence)

@@ -118,38 +118,54 @@ BUBBLES = ProceduralClass(
 
 # --- sizzle ---------------------------------------------------------------------------------------
 
+SIZZLE_CREST_DB = 18.0  # a draw's peak over its RMS at most this (real frying measures 21-22 dB; one old draw 43)
+
 
 def sizzle_choose(rng: np.random.Generator, duration_s: float, sr: int) -> dict[str, Any]:
-    low = rng.uniform(1500, 3000)
-    return {"crackle_hz": r(rng.uniform(80, 500)), "band_hz": [r(low), r(nyquist_cap(rng.uniform(6000, 10000), sr))],
-            "hiss": r(rng.uniform(0.25, 0.6)), "swell_hz": r(rng.uniform(0.2, 1.0)),
-            "swell_db": r(rng.uniform(2, 6)), "duration_s": r(duration_s)}
+    low = rng.uniform(1200, 2500)
+    return {"crackle_hz": r(rng.uniform(400, 1500)), "pop_hz": r(rng.uniform(15, 50)),
+            "band_hz": [r(low), r(nyquist_cap(rng.uniform(6000, 9000), sr))],
+            "hiss": r(rng.uniform(0.15, 0.4)), "pop_level": r(rng.uniform(2.0, 4.0)),
+            "swell_hz": r(rng.uniform(0.2, 1.0)), "swell_db": r(rng.uniform(1.5, 4)), "duration_s": r(duration_s)}
 
 
 def sizzle_render(p: dict[str, Any], rng: np.random.Generator, sr: int) -> np.ndarray:
-    """Sparse crackle (impulses with heavy-tailed sizes, each ringing in a short resonance) over
-    band-passed noise, the whole swelling slowly as the fat spits more or less."""
+    """Frying: a dense crackle (hundreds of tiny bursts a second, each a few-sample impulse ringing in
+    one of eight short resonances across the band: the bursting steam bubbles) with louder spits and
+    pops (tens a second, a millisecond of broadband noise each, log-normal sizes capped at 4x the
+    median), over a band-passed hiss; the whole swells slowly. The sum is soft-limited (tanh) so its
+    crest factor stays within SIZZLE_CREST_DB: one pop may not stand 40 dB over the rest."""
     n = int(p["duration_s"] * sr)
     lo, hi = p["band_hz"]
     times = poisson_times(rng, p["crackle_hz"], p["duration_s"])
-    amps = (rng.pareto(2.5, times.size) + 0.2) * rng.choice([-1, 1], times.size)
-    pops = impulses(times, amps, n, sr)
+    amps = np.exp(rng.normal(0, 0.5, times.size)) * rng.choice([-1, 1], times.size)
     which = rng.integers(0, 8, times.size)
     crackle = np.zeros(n)
-    for i, f in enumerate(np.geomspace(lo * 1.2, hi * 0.9, 8)):
+    for i, f in enumerate(np.geomspace(lo * 1.1, hi * 0.9, 8)):
         part = impulses(times[which == i], amps[which == i], n, sr)
-        crackle += resonator(part, f, rng.uniform(0.0004, 0.0015), sr)
-    crackle += 0.3 * band(pops, lo, hi, sr)
+        crackle += resonator(part, f, rng.uniform(0.0003, 0.0008), sr)
+    pops = np.zeros(n)
+    burst = max(2, int(0.0012 * sr))
+    shape = np.exp(-np.arange(burst) / (0.3 * burst))
+    pop_times = poisson_times(rng, p["pop_hz"], p["duration_s"])
+    sizes = np.minimum(np.exp(rng.normal(0, 0.6, pop_times.size)), 4.0)
+    for t0, size in zip(pop_times, sizes):
+        k = int(t0 * sr)
+        m = min(burst, n - k)
+        pops[k:k + m] += size * rng.standard_normal(m) * shape[:m]
+    pops = band(pops, 600, hi, sr)
     hiss = band(rng.standard_normal(n), lo, hi, sr, order=3)
-    mix = crackle / (np.std(crackle) or 1.0) + p["hiss"] * 3 * hiss / (np.std(hiss) or 1.0)
-    level = 10 ** (p["swell_db"] / 20 * np.clip(slow_walk(rng, n, sr, p["swell_hz"]), -1.5, 1.5))
-    return mix * level
+    unit = lambda x: x / (np.std(x) or 1.0)
+    mix = unit(crackle) + p["pop_level"] * 0.25 * unit(pops) + p["hiss"] * unit(hiss)
+    mix *= 10 ** (p["swell_db"] / 20 * np.clip(slow_walk(rng, n, sr, p["swell_hz"]), -1.5, 1.5))
+    ceiling = np.sqrt(np.mean(mix ** 2)) * 10 ** ((SIZZLE_CREST_DB - 2) / 20)
+    return ceiling * np.tanh(mix / ceiling)
 
 
 SIZZLE = ProceduralClass(
     name="sizzle", kind="bed", duration_s=30.0,
-    model="frying: sparse crackle (random impulses through short resonances) over band-passed noise "
-          "with a slow level swell (Farnell, Designing Sound, 2010, 'Practical: fire')",
+    model="frying: a dense crackle of tiny resonant bursts plus spits and pops over band-passed hiss, soft-"
+          "limited (Farnell, Designing Sound, 2010, 'Practical: fire' crackle model, at frying density)",
     choose=sizzle_choose, render=sizzle_render)
 
 TEXTURES = (APPLAUSE, BUBBLES, SIZZLE)

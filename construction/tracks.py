@@ -1,0 +1,120 @@
+"""How one clip becomes a track of a mixture: a bed looped with crossfades, a one-shot's copies placed
+as the scene's pattern says (and faded where a clip ends still sounding), and the cap on how often one
+recording repeats in a sample. Used by construction.mix."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+
+from construction.core.config import MixConfig
+
+
+def bed_track(clip: np.ndarray, length: int, offset: int, crossfade: int) -> np.ndarray:
+    """`length` samples of a bed from `offset`; a clip that runs out starts again with an equal-power
+    crossfade (no hard cut, no click)."""
+    out = clip[offset:offset + length].astype(np.float64)
+    while out.size < length:
+        fade = min(crossfade, out.size // 4, clip.size // 4)
+        if fade > 0:
+            ramp = np.linspace(0.0, 1.0, fade)
+            joined = out[-fade:] * np.sqrt(1 - ramp) + clip[:fade] * np.sqrt(ramp)
+            out = np.concatenate([out[:-fade], joined, clip[fade:]])
+        else:
+            out = np.concatenate([out, clip])
+    return out[:length]
+
+
+TAIL_S, TAIL_DB = 0.01, -40.0  # a clip whose last 10 ms are above -40 dB re its peak ends in a cut
+
+
+def loud_end(clip: np.ndarray, sample_rate: int) -> bool:
+    """Whether a clip stops while still sounding (its last 10 ms above TAIL_DB re its peak): played as
+    it is, its end would be a click (fluid-gs-applause ends at full level)."""
+    tail = clip[-max(1, int(TAIL_S * sample_rate)):].astype(np.float64)
+    peak = float(np.max(np.abs(clip))) if clip.size else 0.0
+    return peak > 0 and float(np.sqrt(np.mean(tail ** 2))) > peak * 10 ** (TAIL_DB / 20)
+
+
+def event_track(clip: np.ndarray, length: int, onsets: list[int], gains_db: list[float], fade: int,
+                sample_rate: int = 16000) -> np.ndarray:
+    """Copies of a one-shot at `onsets` (samples), each at its own gain; a copy whose clip ends still
+    sounding (loud_end) is faded out over its last `fade` samples,
+    evenly in dB to -60 dB as a natural decay falls (a linear fade plunges at its end: a click itself)."""
+    out = np.zeros(length)
+    cut_end = loud_end(clip, sample_rate)
+    for onset, gain in zip(onsets, gains_db):
+        piece = clip[:max(0, length - onset)].astype(np.float64) * 10 ** (gain / 20)
+        # a copy the track's end cuts is faded by the mixture's own end fade (two fades at once would fall
+        # twice as fast: a step); one that stops inside the track while still sounding is faded here
+        if cut_end and piece.size == clip.size and fade:
+            tail = min(fade, piece.size)
+            piece[piece.size - tail:] *= 10 ** (np.linspace(0, -60, tail) / 20)
+        out[onset:onset + piece.size] += piece
+    return out
+
+
+def draw_onsets(rng: random.Random, event_s: float, total_s: float, speech: tuple[float, float],
+                cfg: MixConfig, pattern: str = "continuous", *, count: int | None = None, not_before: float = 0.0,
+                lead: bool = False) -> list[float]:
+    """Where each copy of a one-shot starts (`speech`: its start and end, s), as the scene's pattern says.
+
+    continuous: the first copy within 0.4 s (so the scene is heard alone), then one after another, each
+    after the last has ended and a gap. burst: the same with strings of `count` (3-5) rapid copies in
+    place of single copies. single / pair: one copy, or two a gap apart. A copy is always heard with the
+    speech: one plays under it, or (single, pair) right before it; `lead` puts the single right before
+    the speech (ending 0.1-0.5 s before it), for a scene with nothing else to hear alone. `not_before`:
+    nothing starts earlier (a then-ordered sound), unless that would keep it from the speech."""
+    start, end = speech
+    enough = 0.5 * min(event_s, end - start)  # a copy is heard under the speech if it overlaps this much
+    latest = max(start, end - enough)  # the last onset still heard under the speech
+    if pattern in ("single", "pair"):
+        low = max(0.05, not_before, start - event_s - 0.5)
+        high = max(0.05, start - event_s - 0.1) if lead else latest
+        low = min(low, latest)
+        first = round(rng.uniform(low, max(low, min(high, latest))), 3)
+        if pattern == "single":
+            return [first]
+        gap = event_s + rng.uniform(cfg.event_gap_s_min, cfg.event_gap_s_max)
+        if first + gap < total_s - 0.1:
+            second = first + gap
+        elif first - gap >= max(0.05, not_before):
+            second = first - gap
+        else:  # neither fits a whole gap: the second copy as late as the clip allows, still a pair
+            second = max(first + event_s, total_s - event_s - 0.1)
+        return sorted([first, round(second, 3)])
+    unit = [0.0]
+    if pattern == "burst":  # a string of rapid copies plays as one unit
+        for _ in range((count or rng.randint(3, 5)) - 1):
+            unit.append(round(unit[-1] + rng.uniform(*cfg.burst_spacing_s), 3))
+    unit_s = unit[-1] + event_s
+    enough = 0.5 * min(unit_s, end - start)
+    starts, heard_under = [], False
+    t = not_before + rng.uniform(0.05, 0.4) if not_before else rng.uniform(0.05, 0.4)
+    while t < total_s - 0.1:
+        if not heard_under and t > end - enough:  # the gap jumped over the speech: put a unit inside it
+            t = min(max(not_before, start + rng.uniform(0, (end - start) / 2)), max(start, end - enough))
+        starts.append(t)
+        heard_under = heard_under or min(t + unit_s, end) - max(t, start) >= enough
+        t += unit_s + rng.uniform(cfg.event_gap_s_min, cfg.event_gap_s_max)
+    if not heard_under:  # the last gap ran past the clip's end
+        starts.append(min(max(not_before, start + rng.uniform(0, (end - start) / 2)), max(start, end - enough)))
+    return sorted({round(u + d, 3) for u in starts for d in unit if u + d < total_s - 0.05})
+
+
+MAX_REPEATS = 3  # copies of one recording in a sample, unless the scene's events ask for a burst
+
+
+def cap_repeats(onsets: list[float], event_s: float, speech: tuple[float, float], cap: int = MAX_REPEATS
+                ) -> list[float]:
+    """At most `cap` copies of a recording: the first (heard alone before the speech), the one that
+    overlaps the speech most (one copy is always heard with it) and the last; the rest are dropped, so
+    a recording is not heard as a loop (identical copies ×4-12 in one sample were heard as one clank)."""
+    if len(onsets) <= cap:
+        return onsets
+    start, end = speech
+    under = max(onsets, key=lambda t: min(t + event_s, end) - max(t, start))
+    keep = list(dict.fromkeys([onsets[0], under, onsets[-1]]))
+    keep += [t for t in onsets if t not in keep][:cap - len(keep)]
+    return sorted(keep[:cap])

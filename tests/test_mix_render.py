@@ -1,0 +1,116 @@
+"""Rendering defects the spectrogram audit found, each checked: the scene ducks only where the speech
+is voiced (not over TTS silence), a clip that ends still sounding is faded (no click), the click
+check counts a cut and not a natural decay, and the defining sounds dominate the scene."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from construction.core.record import Sample, SceneSound, make_sample_id
+from construction.core.runner import run_stage
+from construction.core.workspace import Workspace
+from construction.levels import steps, voiced_runs
+from construction.mix import MixStage, dominate, event_track
+from tests.test_mix import SR, TAXONOMY, _config, _library, _speechlike, _tone
+
+
+def _one_sample(root, scene_id: str, speech: np.ndarray) -> Workspace:
+    ws = Workspace(root)
+    scene = next(s for c in TAXONOMY["categories"] for s in c["scenes"] if s["id"] == scene_id)
+    tags = scene["defining"] + scene.get("support", [])
+    sample = Sample(sample_id=make_sample_id("video_games", "x", scene_id, "underlay", tags, "calm"),
+                    category="video_games", speech_text="x", context=scene["context"], background_tags=tags,
+                    placement="underlay", benign_reason="test", speaker_style="calm", scene_id=scene_id)
+    ws.write_manifest("synthesize", [sample.model_copy(update={"speech": ws.store_audio(speech, SR), "voice_id": "t"})])
+    return ws
+
+
+def _level(x: np.ndarray) -> float:
+    return 10 * np.log10(np.mean(x.astype(np.float64) ** 2))
+
+
+def test_the_scene_is_not_held_down_over_tts_silence(tmp_path):
+    """TTS leaves up to 0.8 s of silence after the last word: the scene comes back up there."""
+    library = _library(tmp_path / "sounds", [("music", "game_music", "CC0-1.0", _tone(440, 8.0), SR, "bed")])
+    voice = _speechlike(3, 1.2)
+    speech = np.concatenate([np.zeros(int(0.2 * SR)), voice, np.zeros(int(0.7 * SR))]).astype(np.float32)
+    ws = _one_sample(tmp_path / "ws", "vg_music", speech)
+    stats = run_stage(ws, MixStage(str(ws.root), _config(library)), jobs=1, progress=False)
+    assert stats["kept"] == 1
+    [sample] = ws.read_samples("mix")
+    recipe = sample.mix
+    [(start, end)] = recipe.voiced_s  # one run: the words, not the silence around them
+    assert abs(start - (recipe.scene_alone_s + 0.2)) < 0.05 and abs(end - (recipe.scene_alone_s + 1.4)) < 0.1
+    scene = ws.load_audio(sample.scene_audio)
+    under = scene[int((start + 0.1) * SR):int((end - 0.1) * SR)]
+    silence_after = scene[int((end + 0.15) * SR):int((end + 0.6) * SR)]
+    alone = scene[int(0.2 * SR):int((recipe.scene_alone_s - 0.1) * SR)]
+    duck = recipe.alone_gain_db - recipe.under_gain_db
+    assert abs(_level(alone) - _level(silence_after)) < 1.0  # back at the alone level while nobody speaks
+    assert abs(_level(alone) - _level(under) - duck) < 1.0
+    assert abs(duck) > 3  # the test means something only if the scene does duck
+
+
+def test_voiced_runs_bridge_short_pauses_and_skip_silence():
+    t = np.arange(SR) / SR
+    word = 0.3 * np.sin(2 * np.pi * 200 * t[: int(0.3 * SR)])
+    gap, long_gap = np.zeros(int(0.15 * SR)), np.zeros(int(0.6 * SR))
+    speech = np.concatenate([long_gap, word, gap, word, long_gap, word, long_gap])
+    runs = [(a / SR, b / SR) for a, b in voiced_runs(speech, SR)]
+    assert len(runs) == 2  # the 0.15 s pause stays ducked, the 0.6 s one does not
+    assert abs(runs[0][0] - 0.6) < 0.02 and abs(runs[0][1] - 1.35) < 0.02 and abs(runs[1][0] - 1.95) < 0.02
+
+
+def test_click_check_counts_a_cut_not_a_decay_or_an_attack():
+    rng = np.random.default_rng(0)
+    noise = 0.3 * rng.standard_normal(SR)
+    cut = np.concatenate([noise, np.zeros(SR // 2)])
+    decay = np.concatenate([noise * np.exp(-np.arange(SR) / (0.1 * SR / 4.6)), np.zeros(SR // 2)])  # -40 dB in 0.1 s
+    attack = np.concatenate([np.zeros(SR // 2), noise * np.exp(-np.arange(SR) / (0.05 * SR))])
+    assert steps(cut, SR) == 1
+    assert steps(decay, SR) == 0 and steps(attack, SR) == 0
+
+
+def test_a_clip_that_ends_at_full_level_is_faded_not_cut(tmp_path):
+    rng = np.random.default_rng(1)
+    applause = (0.3 * rng.standard_normal(int(0.8 * SR))).astype(np.float32)  # stops at full level
+    raw = event_track(applause, 3 * SR, [SR // 2], [0.0], fade=0, sample_rate=SR)
+    faded = event_track(applause, 3 * SR, [SR // 2], [0.0], fade=int(0.1 * SR), sample_rate=SR)
+    assert steps(raw, SR) == 1 and steps(faded, SR) == 0
+    # through the stage: a loud-ending shot in a whole mixture, its scene and its twin: no click anywhere
+    library = _library(tmp_path / "sounds", [("shot", "gunfire", "CC0-1.0", applause, SR, "event")])
+    ws = _one_sample(tmp_path / "ws", "vg_shooter", _speechlike(2, 2.0))
+    stats = run_stage(ws, MixStage(str(ws.root), _config(library, **{"mix.irrelevant_twin": False})), jobs=1,
+                      progress=False)
+    assert stats["kept"] == 1 and stats["clicks"] == 0
+    [sample] = ws.read_samples("mix")
+    assert sample.provenance["mix"]["clicks"] == {"mixture": 0, "scene": 0, "in_sources": 0}
+    assert json.loads(ws.stats_path("mix").read_text())["scene_checks_per_category"]["video_games"]["clicks_mixture"] == 0
+
+
+def _sound(role: str, gain_db: float = 0.0) -> SceneSound:
+    return SceneSound(clip_id=role, sha256="0" * 64, tag=role, role=role, kind="bed", clip_tags=[role],
+                      licence="CC0-1.0", attribution="t", gain_db=gain_db)
+
+
+def test_defining_sounds_dominate_or_the_draw_fails():
+    rng = np.random.default_rng(2)
+    n = 2 * SR
+    steady = rng.standard_normal(n)
+    parts = [slice(0, SR), slice(SR, n)]
+    # a support hiss louder than the defining sound: it is lowered until the defining sound carries 60 %
+    sounds = [_sound("defining", -6.0), _sound("support", 0.0)]
+    out = dominate(sounds, [steady, rng.standard_normal(n)], parts)
+    assert "fails" not in out and out["support_lowered_db"] > 6
+    assert out["defining_share_alone"] >= 0.6 and out["defining_share_under"] >= 0.6
+    assert sounds[1].gain_db < sounds[0].gain_db
+    # a defining event silent in the scene-alone part while the support sounds there: no lowering helps
+    late = np.concatenate([np.zeros(SR), steady[SR:]])
+    out = dominate([_sound("defining"), _sound("support", -6.0)], [late, rng.standard_normal(n)], parts)
+    assert out["fails"]
+    # already dominant: nothing changes
+    sounds = [_sound("defining"), _sound("support", -12.0)]
+    out = dominate(sounds, [steady, rng.standard_normal(n)], parts)
+    assert "support_lowered_db" not in out and sounds[1].gain_db == -12.0
