@@ -49,7 +49,9 @@ from construction.sounds.scenes import Pick, is_procedural, scene_sounds, take_s
 from construction.sounds.variation import change_rate, colour, draw_variation
 from construction.text.taxonomy import EventPattern
 from construction.levels import envelope, gain_to, render
-from construction.twin import ambience_for, assign_ambiences, library_entry, make_twin, twin_stats
+from construction import masking
+from construction.twin import (ambience_distances, ambience_for, assign_ambiences, assign_danger, library_entry,
+                               make_danger, make_twin, pick, twin_stats)
 from construction.core.workspace import Rejected, Workspace, require_manifest
 
 STAGE = "mix"
@@ -162,7 +164,12 @@ class MixStage:
                 "build (the dataset card then says so)")
         self.assignment = assign_clips(samples, self.taxonomy, self.library, licence, self.config.seed,
                                        self.config.mix.take_s)
-        self.ambiences = assign_ambiences(samples, self.config.seed)
+        # each category's twin ambiences: those far (in spectrum) from its defining sounds (construction.twin)
+        self.distances = ambience_distances(self.taxonomy, self.library, licence, self.config.sample_rate,
+                                            self.ws.cache_dir("twin")) if self.config.mix.irrelevant_twin else {}
+        self.ambiences = assign_ambiences(samples, self.config.seed,
+                                          {c: d["allowed"] for c, d in self.distances.items()})
+        self.dangers = assign_danger(samples, self.config.seed)
         self._audio: dict[str, np.ndarray] = {}
 
     def _clip_audio(self, clip) -> np.ndarray:
@@ -350,14 +357,36 @@ class MixStage:
         ref = self.ws.store_audio(mixture, sr)
         scene_alone = (scene * gain * 10 ** (guard_db / 20)).astype(np.float32)  # as heard in the mixture
         provenance = {**sample.provenance, STAGE: {"peak_guard_db": round(guard_db, 3)}}
-        twin = None
-        if cfg.irrelevant_twin:  # the same speech track over a neutral ambience (construction.twin)
+        update = {"mix": recipe, "mixture": ref, "scene_audio": self.ws.store_audio(scene_alone, sr),
+                  "irrelevant_audio": None, "danger_audio": None, "danger_scene_audio": None, "provenance": provenance}
+        if cfg.irrelevant_twin or cfg.danger_twin:
+            update.update(self.twins(sample, recipe, speech_track, scene, gain, (alone, alone + speech.size)))
+        return sample.model_copy(update=update)
+
+    def twins(self, sample: Sample, recipe: MixRecipe, speech_track: np.ndarray, scene: np.ndarray,
+              gain: np.ndarray, span: tuple[int, int]) -> dict[str, Any]:
+        """The mixture's masking (glimpse proportion, background loudness under the speech) on the recipe,
+        and the twins matched to it (construction.twin): the audio refs to store on the sample."""
+        cfg, sr = self.config.mix, self.config.sample_rate
+        start, end = span
+        heard = scene * gain
+        recipe.glimpse_proportion = round(masking.glimpse_proportion(speech_track[start:end], heard[start:end], sr), 4)
+        recipe.background_lufs = round(loudness_lufs(heard[start:end], sr), 2)
+        out: dict[str, Any] = {}
+        if cfg.irrelevant_twin:  # the same speech track over a neutral ambience
             ambience = ambience_for(sample.sample_id, self.ambiences, self.config.seed)
-            audio, recipe.irrelevant = make_twin(speech_track, recipe, (alone, alone + speech.size), ambience,
-                                                 library_entry(self.library, ambience), sr, cfg.fade_s, cfg.peak_dbfs)
-            twin = self.ws.store_audio(audio, sr)
-        return sample.model_copy(update={"mix": recipe, "mixture": ref, "scene_audio": self.ws.store_audio(scene_alone, sr),
-                                         "irrelevant_audio": twin, "provenance": provenance})
+            distance = self.distances.get(sample.category, {}).get("ambiences", {}).get(ambience, {}).get("distance_db")
+            audio, recipe.irrelevant = make_twin(speech_track, recipe, span, ambience,
+                                                 library_entry(self.library, ambience), sr, cfg.fade_s, cfg.peak_dbfs,
+                                                 gate=masking.on_off_gate(scene, sr), distance_db=distance)
+            out["irrelevant_audio"] = self.ws.store_audio(audio, sr)
+        if cfg.danger_twin:  # and over a real-danger scene
+            from construction.sounds.procedural import DANGER_SCENES
+
+            name = pick(sample.sample_id, self.dangers, self.config.seed, sorted(DANGER_SCENES), "danger-scene")
+            audio, alone, recipe.danger = make_danger(speech_track, recipe, span, name, sr, cfg.fade_s, cfg.peak_dbfs)
+            out["danger_audio"], out["danger_scene_audio"] = self.ws.store_audio(audio, sr), self.ws.store_audio(alone, sr)
+        return out
 
     def process(self, batch: list[Sample]) -> list[Sample | Rejected]:
         return [self.mix_one(sample) for sample in batch]
@@ -366,10 +395,18 @@ class MixStage:
         from construction.sounds.scenes import is_procedural, open_library
 
         library = getattr(self, "library", None) or open_library(self.config.mix.sounds)  # workers ran setup
-        return mix_stats(ws, self.config, frozenset(c.clip_id for c in library.clips if is_procedural(c)))
+        distances = getattr(self, "distances", None)
+        if distances is None and self.config.mix.irrelevant_twin:  # setup ran in the workers only
+            from construction.text.taxonomy import load_taxonomy
+
+            distances = ambience_distances(load_taxonomy(self.config.generate.taxonomy)[0], library,
+                                           self.config.release_licence, self.config.sample_rate,
+                                           ws.cache_dir("twin"))
+        return mix_stats(ws, self.config, frozenset(c.clip_id for c in library.clips if is_procedural(c)), distances)
 
 
-def mix_stats(ws: Workspace, config: Config, procedural: frozenset[str] = frozenset()) -> dict[str, Any]:
+def mix_stats(ws: Workspace, config: Config, procedural: frozenset[str] = frozenset(),
+              distances: dict[str, Any] | None = None) -> dict[str, Any]:
     """What was mixed: per category and scene the distinct clips, RECORDINGS (clips cut from one recording
     count once) and TAKES, and the top clip's and top recording's share of the samples; per category and
     defining sound the recordings, takes and procedural draws (`procedural`: the clip ids that are
@@ -417,6 +454,7 @@ def mix_stats(ws: Workspace, config: Config, procedural: frozenset[str] = frozen
                  for category, tags in sorted(defining.items())}
     cap = config.mix.max_clip_share
     return {**(twin_stats(ws.read_samples(STAGE)) if config.mix.irrelevant_twin else {}),
+            **({"twin_ambience_distance_db": distances} if distances else {}),
             "clips_per_category": by_category, "clips_per_scene": use(per_scene, n_scene),
             "defining_sounds_per_category": per_sound,
             "categories_over_clip_share": sorted(c for c, u in by_category.items() if u["top_clip_share"] > cap),
