@@ -313,7 +313,7 @@ def test_the_spectrogram_sheet_script_writes_a_grid(tmp_path):
 
     with Image.open(out) as image:
         width, height = image.size
-    assert image.format == "PNG" and (width, height) == (1800, 1800)  # 3 x 5 panels of 600 x 360 px
+    assert image.format == "PNG" and (width, height) == (1800, 2520)  # 3 x 7 panels of 600 x 360 px (19 classes)
     bad = subprocess.run([sys.executable, "scripts/procedural_sheet.py", "--out", str(tmp_path / "x.png"),
                           "--seconds", "0"], capture_output=True, text=True, check=False, cwd=Path(__file__).resolve().parents[1])
     assert bad.returncode == 2 and "error:" in bad.stderr and not (tmp_path / "x.png").exists()
