@@ -373,18 +373,20 @@ class MixStage:
         recipe.glimpse_proportion = round(masking.glimpse_proportion(speech_track[start:end], heard[start:end], sr), 4)
         recipe.background_lufs = round(loudness_lufs(heard[start:end], sr), 2)
         out: dict[str, Any] = {}
+        ambience = ambience_for(sample.sample_id, self.ambiences, self.config.seed)
+        gate = masking.on_off_gate(scene, sr)
         if cfg.irrelevant_twin:  # the same speech track over a neutral ambience
-            ambience = ambience_for(sample.sample_id, self.ambiences, self.config.seed)
             distance = self.distances.get(sample.category, {}).get("ambiences", {}).get(ambience, {}).get("distance_db")
             audio, recipe.irrelevant = make_twin(speech_track, recipe, span, ambience,
                                                  library_entry(self.library, ambience), sr, cfg.fade_s, cfg.peak_dbfs,
-                                                 gate=masking.on_off_gate(scene, sr), distance_db=distance)
+                                                 gate=gate, distance_db=distance)
             out["irrelevant_audio"] = self.ws.store_audio(audio, sr)
-        if cfg.danger_twin:  # and over a real-danger scene
+        if cfg.danger_twin:  # and over a real-danger scene (on that same ambience)
             from construction.sounds.procedural import DANGER_SCENES
 
             name = pick(sample.sample_id, self.dangers, self.config.seed, sorted(DANGER_SCENES), "danger-scene")
-            audio, alone, recipe.danger = make_danger(speech_track, recipe, span, name, sr, cfg.fade_s, cfg.peak_dbfs)
+            audio, alone, recipe.danger = make_danger(speech_track, recipe, span, name, ambience, sr, cfg.fade_s,
+                                                      cfg.peak_dbfs, gate=gate)
             out["danger_audio"], out["danger_scene_audio"] = self.ws.store_audio(audio, sr), self.ws.store_audio(alone, sr)
         return out
 

@@ -51,6 +51,7 @@ from construction.sounds.procedural import CLASSES, DANGER_SCENES, NEUTRAL, cata
 MIN_DISTANCE_DB = 5.0  # an ambience this close (mean ERB spectrum) to a category's defining sound is not used
 SHAPE_S = 6.0  # how much of a clip or draw its spectrum is measured on
 SHAPE_CLIPS = 2  # clips per tag measured
+DANGER_OVER_BED_DB = 6.0  # the danger sounds over the neutral bed that carries the danger twin's masking (LU)
 
 
 def deal(samples: Iterable[Sample], seed: int, choices: dict[str, list[str]] | list[str], salt: str) -> dict[str, str]:
@@ -248,16 +249,30 @@ def danger_scene(name: str, seed: int, total: int, span: tuple[int, int], sample
 
 
 def make_danger(speech_track: np.ndarray, recipe: MixRecipe, speech_span: tuple[int, int], scene: str,
-                sample_rate: int, fade_s: float, peak_dbfs: float
+                ambience: str, sample_rate: int, fade_s: float, peak_dbfs: float, gate: np.ndarray | None = None
                 ) -> tuple[np.ndarray, np.ndarray, DangerTwin]:
-    """The danger twin's audio, its scene alone as heard in it (for the scene arm), and how it was made."""
+    """The danger twin's audio, its scene alone as heard in it (for the scene arm), and how it was made.
+    The danger sounds play DANGER_OVER_BED_DB above the irrelevant twin's own ambience (the same draw and
+    gate): sirens and alarms are narrow-band, and alone they could not mask the words as a broadband
+    scene does at any sane level; the neutral bed carries the masking, the danger sounds the meaning,
+    and the danger twin differs from the irrelevant twin by the danger sounds alone."""
+    total = speech_track.size
     seed = stable_seed("danger", recipe.seed, scene)
-    background, params = danger_scene(scene, seed, speech_track.size, speech_span, sample_rate)
+    danger, params = danger_scene(scene, seed, total, speech_span, sample_rate)
+    audio, _ = draw(ambience, stable_seed("irrelevant", recipe.seed, ambience), total / sample_rate + 0.01, sample_rate)
+    bed = gated(np.pad(np.asarray(audio, dtype=np.float64), (0, max(0, total - audio.size)))[:total], gate)
+    bed_l, danger_l = loudness_lufs(bed, sample_rate), loudness_lufs(danger, sample_rate)
+    if np.isfinite(bed_l):
+        danger = danger * 10 ** ((bed_l + DANGER_OVER_BED_DB - danger_l) / 20)
+        background = danger + bed
+    else:  # a scene silent throughout the speech's surroundings: the danger sounds alone
+        background = danger
     fade = int(fade_s * sample_rate)
     alone_db, under_db = match_levels(speech_track, background, recipe, speech_span, recipe.glimpse_proportion,
                                       sample_rate, fade)
     done = finish(speech_track, background, alone_db, under_db, speech_span, sample_rate, fade, peak_dbfs)
-    record = DangerTwin(scene=scene, seed=seed, params=params, **done["fields"])
+    record = DangerTwin(scene=scene, ambience=ambience, over_bed_db=DANGER_OVER_BED_DB, seed=seed, params=params,
+                        **done["fields"])
     return done["audio"], done["placed"].astype(np.float32), record
 
 

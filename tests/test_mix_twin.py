@@ -65,7 +65,7 @@ def test_the_twins_have_the_mixtures_layout_scene_level_and_glimpse_proportion(t
                            - mixture_glimpse)
         alone = ws.load_audio(sample.danger_scene_audio).astype(np.float64)
         assert np.max(np.abs(alone - danger_bg)) < 2e-3  # the scene arm hears the danger scene as placed
-        assert sample.mix.danger.scene in DANGER_SCENES
+        assert sample.mix.danger.scene in DANGER_SCENES and sample.mix.danger.ambience == twin.ambience
     assert max(map(abs, level_miss)) <= 0.5, level_miss
     assert max(map(abs, glimpse_miss)) <= 0.01, glimpse_miss
     assert max(map(abs, danger_miss)) <= 0.01, danger_miss

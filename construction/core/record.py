@@ -106,6 +106,8 @@ class DangerTwin(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     scene: str  # a DANGER_SCENES name: street_emergency, break_in, ...
+    ambience: str  # the neutral bed under the danger sounds: the irrelevant twin's (same draw and gate)
+    over_bed_db: float  # the danger sounds' loudness over that bed (LU)
     seed: int
     params: dict[str, Any] = Field(default_factory=dict)  # the bed's and the events' draws
     alone_gain_db: float
