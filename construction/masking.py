@@ -12,6 +12,13 @@ loudest cell (a cell the speech barely reaches is no glimpse of it, even over si
 A gain on the background moves every cell's local SNR by the same number of dB, so the gain that gives a
 target proportion is read off the sorted local SNRs at once (`gain_for_proportion`, exact to one cell),
 in place of a bisection on the gain.
+
+The total proportion alone is one number: two backgrounds of other spectra can reach it with their
+glimpses in other frequency regions, and then another cell grid (a linear STFT, say) disagrees. So
+`region_gains` first tilts a background with a three-band EQ (below 1 kHz, 1-3 kHz, above 3 kHz; at
+most EQ_MAX_DB either way, so an ambience keeps its character) towards the target's proportion in each
+region, by bisection on each band's gain in the excitation domain (band-split parts are uncorrelated,
+so their cell powers add).
 """
 
 from __future__ import annotations
@@ -29,6 +36,8 @@ CRITERION_DB = 3.0  # Cooke's local SNR criterion
 SPEECH_FRAME_DB = 35.0  # a frame more than this below the speech's loudest is a pause
 SPEECH_CELL_DB = 55.0  # a cell more than this below the speech's loudest cell holds no speech
 TINY = 1e-20
+EQ_EDGES_HZ = (1000.0, 3000.0)  # the three regions region_gains matches
+EQ_MAX_DB = 6.0
 
 
 def erb_hz(f: np.ndarray | float) -> np.ndarray | float:
@@ -161,3 +170,49 @@ def on_off_gate(scene: np.ndarray, sample_rate: int, off_db: float = 35.0, min_o
     gate = np.repeat(~keep, hop)[:scene.size].astype(np.float64)
     width = max(1, int(ramp_s * sample_rate))
     return np.convolve(gate, np.ones(width) / width, mode="same")
+
+
+def split_bands(audio: np.ndarray, sample_rate: int) -> list[np.ndarray]:
+    """Below, between and above EQ_EDGES_HZ (4th-order Butterworth)."""
+    from scipy import signal
+
+    low, high = EQ_EDGES_HZ
+    return [signal.sosfilt(signal.butter(4, f, kind, fs=sample_rate, output="sos"), audio)
+            for f, kind in ((low, "lowpass"), ((low, high), "bandpass"), (high, "highpass"))]
+
+
+@lru_cache(maxsize=8)
+def band_regions(sample_rate: int, n_fft: int) -> np.ndarray:
+    """The EQ region (0, 1, 2) of each filterbank band, by its centroid."""
+    weights = filterbank(sample_rate, n_fft)
+    centroid = weights @ np.fft.rfftfreq(n_fft, 1 / sample_rate)
+    return np.digitize(centroid, EQ_EDGES_HZ)
+
+
+def region_gains(speech: np.ndarray, target: np.ndarray, parts: list[np.ndarray], sample_rate: int) -> list[float]:
+    """Gains (dB, within +-EQ_MAX_DB) of `parts` (split_bands of a background, under the speech) that
+    bring the speech's glimpse proportion in each region towards its proportion over `target` (the
+    scene as heard). Two rounds of 16 bisection steps per region: each band leaks a little into its
+    neighbours' regions."""
+    s = speech_excitation(speech, sample_rate)
+    cells = speech_cells(s)
+    n_fft = 1 << (int(FRAME_S * sample_rate) - 1).bit_length()
+    region = np.broadcast_to(band_regions(sample_rate, n_fft), s.shape)[cells]
+    speech_db = 10 * np.log10(s[cells] + TINY)
+    with np.errstate(divide="ignore"):
+        wanted = speech_db - 10 * np.log10(excitation(target, sample_rate)[cells]) >= CRITERION_DB
+    power = np.array([excitation(p, sample_rate)[cells] for p in parts])
+    gains = np.zeros(len(parts))
+    for _ in range(2):
+        for r in range(len(parts)):
+            inside = region == r
+            if not inside.any():
+                continue
+            goal, low, high = wanted[inside].mean(), -EQ_MAX_DB, EQ_MAX_DB
+            for _ in range(16):
+                gains[r] = (low + high) / 2
+                b = (10 ** (gains / 10))[:, None] * power[:, inside]
+                glimpsed = np.mean(speech_db[inside] - 10 * np.log10(b.sum(axis=0) + TINY) >= CRITERION_DB)
+                low, high = (gains[r], high) if glimpsed > goal else (low, gains[r])
+            gains[r] = (low + high) / 2
+    return [round(float(g), 2) for g in gains]

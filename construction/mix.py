@@ -379,14 +379,14 @@ class MixStage:
             distance = self.distances.get(sample.category, {}).get("ambiences", {}).get(ambience, {}).get("distance_db")
             audio, recipe.irrelevant = make_twin(speech_track, recipe, span, ambience,
                                                  library_entry(self.library, ambience), sr, cfg.fade_s, cfg.peak_dbfs,
-                                                 gate=gate, distance_db=distance)
+                                                 gate=gate, distance_db=distance, scene_under=heard[start:end])
             out["irrelevant_audio"] = self.ws.store_audio(audio, sr)
         if cfg.danger_twin:  # and over a real-danger scene (on that same ambience)
             from construction.sounds.procedural import DANGER_SCENES
 
             name = pick(sample.sample_id, self.dangers, self.config.seed, sorted(DANGER_SCENES), "danger-scene")
             audio, alone, recipe.danger = make_danger(speech_track, recipe, span, name, ambience, sr, cfg.fade_s,
-                                                      cfg.peak_dbfs, gate=gate)
+                                                      cfg.peak_dbfs, gate=gate, scene_under=heard[start:end])
             out["danger_audio"], out["danger_scene_audio"] = self.ws.store_audio(audio, sr), self.ws.store_audio(alone, sr)
         return out
 

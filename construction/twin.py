@@ -12,7 +12,9 @@ again after it; the same fades and peak guard) from the mixture's own speech tra
   - alone, the background is loudness-matched to the scene (BS.1770: speech_lufs + scene_level_db);
   - under the speech, its gain is set so that the speech's GLIMPSE PROPORTION (construction.masking,
     Cooke 2006) equals the mixture's: equal masking, not only equal loudness (a steady bed at the
-    scene's LUFS masks far more than a sparse scene does);
+    scene's LUFS masks far more than a sparse scene does); first a three-band EQ of at most +-6 dB
+    (masking.region_gains) moves its glimpses towards the frequency regions where the scene's are, so
+    the match holds on other cell grids too, not only on the one it was made on;
   - where the scene is silent (runs of >= 0.15 s more than 35 dB below its loud frames), the twin's
     background is silent too (construction.masking.on_off_gate): the silences match, the events' rhythm
     is not carried over.
@@ -165,6 +167,18 @@ def _distances(taxonomy: Any, library: Any, licence: str, sample_rate: int) -> d
 # rendering
 # ---------------------------------------------------------------------------------------------------
 
+def tilted(background: np.ndarray, speech_track: np.ndarray, scene_under: np.ndarray | None,
+           span: tuple[int, int], sample_rate: int) -> tuple[np.ndarray, list[float]]:
+    """The background through a three-band EQ (masking.region_gains) that puts its glimpses in the
+    frequency regions where the scene's are, and the EQ's gains (dB); unchanged without a scene."""
+    if scene_under is None:
+        return background, [0.0, 0.0, 0.0]
+    start, end = span
+    parts = masking.split_bands(background, sample_rate)
+    gains = masking.region_gains(speech_track[start:end], scene_under, [p[start:end] for p in parts], sample_rate)
+    return sum(p * 10 ** (g / 20) for p, g in zip(parts, gains)), gains
+
+
 def match_levels(speech_track: np.ndarray, background: np.ndarray, recipe: MixRecipe, span: tuple[int, int],
                  target_glimpse: float, sample_rate: int, fade: int) -> tuple[float, float]:
     """(alone gain, under gain) dB of `background`: alone at the scene's level (LUFS), under the speech
@@ -204,7 +218,8 @@ def gated(bed: np.ndarray, gate: np.ndarray) -> np.ndarray:
 
 def make_twin(speech_track: np.ndarray, recipe: MixRecipe, speech_span: tuple[int, int], ambience: str,
               entry: tuple[str, str], sample_rate: int, fade_s: float, peak_dbfs: float,
-              gate: np.ndarray | None = None, distance_db: float | None = None) -> tuple[np.ndarray, IrrelevantTwin]:
+              gate: np.ndarray | None = None, distance_db: float | None = None,
+              scene_under: np.ndarray | None = None) -> tuple[np.ndarray, IrrelevantTwin]:
     """The irrelevant twin's audio (float32) and how it was made. `speech_track` is the mixture's,
     level-matched and placed; `speech_span` its (start, end) in samples; `gate` the scene's on/off
     pattern (masking.on_off_gate); the recipe carries the mixture's glimpse proportion."""
@@ -212,13 +227,14 @@ def make_twin(speech_track: np.ndarray, recipe: MixRecipe, speech_span: tuple[in
     seed = stable_seed("irrelevant", recipe.seed, ambience)
     audio, params = draw(ambience, seed, total / sample_rate + 0.01, sample_rate)
     bed = gated(np.pad(np.asarray(audio, dtype=np.float64), (0, max(0, total - audio.size)))[:total], gate)
+    bed, eq_db = tilted(bed, speech_track, scene_under, speech_span, sample_rate)
     fade = int(fade_s * sample_rate)
     alone_db, under_db = match_levels(speech_track, bed, recipe, speech_span, recipe.glimpse_proportion,
                                       sample_rate, fade)
     done = finish(speech_track, bed, alone_db, under_db, speech_span, sample_rate, fade, peak_dbfs)
     record = IrrelevantTwin(ambience=ambience, clip_id=entry[0], sha256=entry[1], seed=seed, params=params,
                             silent_share=round(float(np.mean(gate < 0.5)), 3) if gate is not None else 0.0,
-                            distance_db=distance_db, **done["fields"])
+                            distance_db=distance_db, eq_db=eq_db, **done["fields"])
     return done["audio"], record
 
 
@@ -249,8 +265,8 @@ def danger_scene(name: str, seed: int, total: int, span: tuple[int, int], sample
 
 
 def make_danger(speech_track: np.ndarray, recipe: MixRecipe, speech_span: tuple[int, int], scene: str,
-                ambience: str, sample_rate: int, fade_s: float, peak_dbfs: float, gate: np.ndarray | None = None
-                ) -> tuple[np.ndarray, np.ndarray, DangerTwin]:
+                ambience: str, sample_rate: int, fade_s: float, peak_dbfs: float, gate: np.ndarray | None = None,
+                scene_under: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, DangerTwin]:
     """The danger twin's audio, its scene alone as heard in it (for the scene arm), and how it was made.
     The danger sounds play DANGER_OVER_BED_DB above the irrelevant twin's own ambience (the same draw and
     gate): sirens and alarms are narrow-band, and alone they could not mask the words as a broadband
@@ -267,12 +283,13 @@ def make_danger(speech_track: np.ndarray, recipe: MixRecipe, speech_span: tuple[
         background = danger + bed
     else:  # a scene silent throughout the speech's surroundings: the danger sounds alone
         background = danger
+    background, eq_db = tilted(background, speech_track, scene_under, speech_span, sample_rate)
     fade = int(fade_s * sample_rate)
     alone_db, under_db = match_levels(speech_track, background, recipe, speech_span, recipe.glimpse_proportion,
                                       sample_rate, fade)
     done = finish(speech_track, background, alone_db, under_db, speech_span, sample_rate, fade, peak_dbfs)
     record = DangerTwin(scene=scene, ambience=ambience, over_bed_db=DANGER_OVER_BED_DB, seed=seed, params=params,
-                        **done["fields"])
+                        eq_db=eq_db, **done["fields"])
     return done["audio"], done["placed"].astype(np.float32), record
 
 

@@ -96,7 +96,8 @@ class IrrelevantTwin(BaseModel):
     glimpse_proportion: float | None = None  # of the speech over the ambience (the mixture's: the recipe's)
     background_lufs: float | None = None  # the ambience under the speech, as placed (BS.1770)
     silent_share: float = 0.0  # of the clip where the ambience is gated off, as the scene is silent there
-    distance_db: float | None = None  # spectral distance to the category's nearest defining sound
+    distance_db: float | None = None  # spectral distance to the category's nearest defining sound (before the EQ)
+    eq_db: list[float] = Field(default_factory=list)  # the three-band EQ (<1, 1-3, >3 kHz) that placed its glimpses
 
 
 class DangerTwin(BaseModel):
@@ -117,6 +118,7 @@ class DangerTwin(BaseModel):
     scene_level_db: float
     glimpse_proportion: float
     background_lufs: float
+    eq_db: list[float] = Field(default_factory=list)  # the three-band EQ, as the irrelevant twin's
 
 
 class MixRecipe(BaseModel):
