@@ -14,7 +14,8 @@ import numpy as np
 from construction.core.runner import run_stage
 from construction.mix import MixStage
 from construction.sounds.library import loudness_lufs
-from construction.masking import gain_for_proportion, glimpse_proportion, local_snr_db, proportion
+from construction.masking import (EQ_MAX_DB, gain_for_proportion, glimpse_proportion, local_snr_db, proportion,
+                                  region_gains, split_bands)
 from construction.sounds.procedural import CLASSES, DANGER_SCENES, NEUTRAL, catalog_row
 from construction.twin import MIN_DISTANCE_DB
 from tests.test_mix import SPECS, SR, _config, _parts, _workspace, library  # noqa: F401 (a fixture)
@@ -159,3 +160,13 @@ def test_the_twin_can_be_switched_off(tmp_path, library):
     run_stage(ws, MixStage(str(ws.root), _config(library, **{"mix.danger_twin": False})), jobs=1, progress=False)
     assert all(s.danger_audio is None and s.danger_scene_audio is None and s.mix.danger is None
                and s.irrelevant_audio is not None for s in ws.read_samples("mix"))
+
+
+def test_the_eq_moves_a_backgrounds_glimpses_to_the_scenes_frequency_regions():
+    rng = np.random.default_rng(2)
+    speech = rng.standard_normal(2 * SR)
+    low, mid, high = split_bands(rng.standard_normal(2 * SR), SR)
+    scene = 3 * low + 0.3 * mid + 0.3 * high  # masks the lows
+    background = 0.3 * low + 0.3 * mid + 3 * high  # masks the highs
+    gains = region_gains(speech, scene, split_bands(background, SR), SR)
+    assert gains[0] > 3 and gains[2] < -3 and max(map(abs, gains)) <= EQ_MAX_DB, gains
