@@ -38,6 +38,7 @@ import hashlib
 import json
 import random
 from collections import defaultdict
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -213,7 +214,21 @@ def finish(speech_track: np.ndarray, background: np.ndarray, alone_db: float, un
 
 
 def gated(bed: np.ndarray, gate: np.ndarray) -> np.ndarray:
-    return bed * gate if gate is not None else bed
+    return bed * gate if gate is not None else bed.copy()  # never the cached draw itself
+
+
+@lru_cache(maxsize=2)
+def _draw_bed(ambience: str, seed: int, total: int, sample_rate: int) -> tuple[np.ndarray, str]:
+    audio, params = draw(ambience, seed, total / sample_rate + 0.01, sample_rate)
+    return np.pad(np.asarray(audio, dtype=np.float64), (0, max(0, total - audio.size)))[:total], json.dumps(params)
+
+
+def neutral_bed(ambience: str, recipe_seed: int, total: int, sample_rate: int, gate: np.ndarray | None
+                ) -> tuple[int, np.ndarray, dict[str, Any]]:
+    """(seed, the gated bed, its draw's parameters) of the twin's ambience: drawn once for both twins."""
+    seed = stable_seed("irrelevant", recipe_seed, ambience)
+    bed, params = _draw_bed(ambience, seed, total, sample_rate)
+    return seed, gated(bed, gate), json.loads(params)
 
 
 def make_twin(speech_track: np.ndarray, recipe: MixRecipe, speech_span: tuple[int, int], ambience: str,
@@ -223,10 +238,7 @@ def make_twin(speech_track: np.ndarray, recipe: MixRecipe, speech_span: tuple[in
     """The irrelevant twin's audio (float32) and how it was made. `speech_track` is the mixture's,
     level-matched and placed; `speech_span` its (start, end) in samples; `gate` the scene's on/off
     pattern (masking.on_off_gate); the recipe carries the mixture's glimpse proportion."""
-    total = speech_track.size
-    seed = stable_seed("irrelevant", recipe.seed, ambience)
-    audio, params = draw(ambience, seed, total / sample_rate + 0.01, sample_rate)
-    bed = gated(np.pad(np.asarray(audio, dtype=np.float64), (0, max(0, total - audio.size)))[:total], gate)
+    seed, bed, params = neutral_bed(ambience, recipe.seed, speech_track.size, sample_rate, gate)
     bed, eq_db = tilted(bed, speech_track, scene_under, speech_span, sample_rate)
     fade = int(fade_s * sample_rate)
     alone_db, under_db = match_levels(speech_track, bed, recipe, speech_span, recipe.glimpse_proportion,
@@ -275,8 +287,7 @@ def make_danger(speech_track: np.ndarray, recipe: MixRecipe, speech_span: tuple[
     total = speech_track.size
     seed = stable_seed("danger", recipe.seed, scene)
     danger, params = danger_scene(scene, seed, total, speech_span, sample_rate)
-    audio, _ = draw(ambience, stable_seed("irrelevant", recipe.seed, ambience), total / sample_rate + 0.01, sample_rate)
-    bed = gated(np.pad(np.asarray(audio, dtype=np.float64), (0, max(0, total - audio.size)))[:total], gate)
+    bed = neutral_bed(ambience, recipe.seed, total, sample_rate, gate)[1]
     bed_l, danger_l = loudness_lufs(bed, sample_rate), loudness_lufs(danger, sample_rate)
     if np.isfinite(bed_l):
         danger = danger * 10 ** ((bed_l + DANGER_OVER_BED_DB - danger_l) / 20)
