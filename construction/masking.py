@@ -121,7 +121,7 @@ def gain_for_proportion(snr_db: np.ndarray, target: float) -> float:
     k = round(target * n) best cells glimpsed, the rest not (midway between the two cells that decide it).
     Cells over a silent background stay glimpses whatever the gain; the gain is bounded to +-60 dB."""
     finite = np.sort(snr_db[np.isfinite(snr_db)])[::-1]
-    k = int(round(target * snr_db.size)) - int(np.sum(~np.isfinite(snr_db)))
+    k = round(target * snr_db.size) - int(np.sum(~np.isfinite(snr_db)))
     if finite.size == 0:
         return 0.0
     if k <= 0:

@@ -51,7 +51,8 @@ from construction.text.taxonomy import EventPattern
 from construction.levels import envelope, gain_to, render
 from construction import masking
 from construction.twin import (ambience_distances, ambience_for, assign_ambiences, assign_danger, library_entry,
-                               make_danger, make_twin, pick, twin_stats)
+                               make_danger, make_twin, twin_stats)
+from construction.twin import pick as pick_option
 from construction.core.workspace import Rejected, Workspace, require_manifest
 
 STAGE = "mix"
@@ -384,7 +385,7 @@ class MixStage:
         if cfg.danger_twin:  # and over a real-danger scene (on that same ambience)
             from construction.sounds.procedural import DANGER_SCENES
 
-            name = pick(sample.sample_id, self.dangers, self.config.seed, sorted(DANGER_SCENES), "danger-scene")
+            name = pick_option(sample.sample_id, self.dangers, self.config.seed, sorted(DANGER_SCENES), "danger-scene")
             audio, alone, recipe.danger = make_danger(speech_track, recipe, span, name, ambience, sr, cfg.fade_s,
                                                       cfg.peak_dbfs, gate=gate, scene_under=heard[start:end])
             out["danger_audio"], out["danger_scene_audio"] = self.ws.store_audio(audio, sr), self.ws.store_audio(alone, sr)

@@ -38,18 +38,32 @@ import hashlib
 import json
 import random
 from collections import defaultdict
+from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
 from construction import masking
+from construction.core.errors import WorkbenchError
+from construction.core.record import (
+    DangerTwin,
+    IrrelevantTwin,
+    MixRecipe,
+    Sample,
+    stable_seed,
+)
 from construction.core.workspace import atomic_write_text
-from construction.core.record import DangerTwin, IrrelevantTwin, MixRecipe, Sample, stable_seed
 from construction.levels import envelope, gain_to, render
 from construction.sounds.library import loudness_lufs
-from construction.sounds.procedural import CLASSES, DANGER_SCENES, NEUTRAL, catalog_row, draw
+from construction.sounds.procedural import (
+    CLASSES,
+    DANGER_SCENES,
+    NEUTRAL,
+    catalog_row,
+    draw,
+)
 
 MIN_DISTANCE_DB = 5.0  # an ambience this close (mean ERB spectrum) to a category's defining sound is not used
 SHAPE_S = 6.0  # how much of a clip or draw its spectrum is measured on
@@ -119,7 +133,7 @@ def tag_shape(library: Any, tag: str, licence: str, sample_rate: int) -> np.ndar
         else:
             try:
                 shapes.append(_shape(library.load_audio(clip, sample_rate), sample_rate))
-            except Exception:  # an unreadable clip is the mix's to report, not the distance's
+            except WorkbenchError:  # an unreadable clip is the mix's to report, not the distance's
                 continue
     return np.mean(shapes, axis=0) if shapes else None
 
@@ -206,11 +220,12 @@ def finish(speech_track: np.ndarray, background: np.ndarray, alone_db: float, un
     under_l = loudness_lufs(placed[start:end], sample_rate)
     alone_l = loudness_lufs(placed[fade:max(fade + 1, start - fade)], sample_rate)
     glimpse = masking.glimpse_proportion(speech_track[start:end], placed[start:end], sample_rate)
-    return {"audio": audio, "placed": placed * 10 ** (guard_db / 20), "fields": dict(
-        alone_gain_db=round(alone_db, 3), under_gain_db=round(under_db, 3), peak_guard_db=round(guard_db, 3),
-        snr_db=round(speech_l - under_l, 2) if np.isfinite(under_l) else 99.0,
-        scene_level_db=round(alone_l - speech_l, 2) if np.isfinite(alone_l) else -99.0,
-        glimpse_proportion=round(glimpse, 4), background_lufs=round(under_l, 2) if np.isfinite(under_l) else -99.0)}
+    return {"audio": audio, "placed": placed * 10 ** (guard_db / 20), "fields": {
+        "alone_gain_db": round(alone_db, 3), "under_gain_db": round(under_db, 3), "peak_guard_db": round(guard_db, 3),
+        "snr_db": round(speech_l - under_l, 2) if np.isfinite(under_l) else 99.0,
+        "scene_level_db": round(alone_l - speech_l, 2) if np.isfinite(alone_l) else -99.0,
+        "glimpse_proportion": round(glimpse, 4),
+        "background_lufs": round(under_l, 2) if np.isfinite(under_l) else -99.0}}
 
 
 def gated(bed: np.ndarray, gate: np.ndarray) -> np.ndarray:

@@ -12,10 +12,17 @@ from collections import Counter
 import numpy as np
 
 from construction.core.runner import run_stage
+from construction.masking import (
+    EQ_MAX_DB,
+    gain_for_proportion,
+    glimpse_proportion,
+    local_snr_db,
+    proportion,
+    region_gains,
+    split_bands,
+)
 from construction.mix import MixStage
 from construction.sounds.library import loudness_lufs
-from construction.masking import (EQ_MAX_DB, gain_for_proportion, glimpse_proportion, local_snr_db, proportion,
-                                  region_gains, split_bands)
 from construction.sounds.procedural import CLASSES, DANGER_SCENES, NEUTRAL, catalog_row
 from construction.twin import MIN_DISTANCE_DB
 from tests.test_mix import SPECS, SR, _config, _parts, _workspace, library  # noqa: F401 (a fixture)

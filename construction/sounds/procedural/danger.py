@@ -12,7 +12,13 @@ from typing import Any
 import numpy as np
 
 from construction.sounds.procedural.base import ProceduralClass, r
-from construction.sounds.procedural.dsp import band, nyquist_cap, ramp, resonator, reverb
+from construction.sounds.procedural.dsp import (
+    band,
+    nyquist_cap,
+    ramp,
+    resonator,
+    reverb,
+)
 
 
 def siren_choose(rng: np.random.Generator, duration_s: float, sr: int) -> dict[str, Any]:
