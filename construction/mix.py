@@ -23,7 +23,9 @@ SNR definition: snr_db = L(speech) - L(scene under the speech), L the ITU-R BS.1
 loudness (pyloudnorm) of each component alone over the speech's extent in the final clip. The level of
 the scene alone is L(scene alone before the speech) - L(speech). A final peak guard scales the whole
 mixture, so neither changes. Every mixture also gets its irrelevant-background twin (mix.irrelevant_twin,
-on by default): the same speech track over a neutral ambience at the same levels (construction.twin).
+on by default): the same speech track over a neutral ambience that masks it as the scene does (equal
+glimpse proportion, construction.masking), and its danger twin (mix.danger_twin): the same speech over a
+real-danger scene, masking-matched the same way (construction.twin).
 Flags: --help (the sound library is --sounds LIBRARY_DIR, config mix.sounds).
 """
 
@@ -64,6 +66,7 @@ from construction.sounds.library import loudness_lufs
 from construction.sounds.scenes import Pick, is_procedural, scene_sounds, take_span
 from construction.sounds.variation import change_rate, colour, draw_variation
 from construction.text.taxonomy import EventPattern
+from construction import masking
 from construction.tracks import (  # noqa: F401
     MAX_REPEATS,
     bed_track,
@@ -73,12 +76,16 @@ from construction.tracks import (  # noqa: F401
     loud_end,
 )
 from construction.twin import (
+    ambience_distances,
     ambience_for,
     assign_ambiences,
+    assign_danger,
     library_entry,
+    make_danger,
     make_twin,
     twin_stats,
 )
+from construction.twin import pick as pick_option
 
 STAGE = "mix"
 log = logging.getLogger(__name__)
@@ -151,7 +158,12 @@ class MixStage:
                 "build (the dataset card then says so)")
         self.assignment = assign_clips(samples, self.taxonomy, self.library, licence, self.config.seed,
                                        self.config.mix.take_s)
-        self.ambiences = assign_ambiences(samples, self.config.seed)
+        # each category's twin ambiences: those far (in spectrum) from its defining sounds (construction.twin)
+        self.distances = ambience_distances(self.taxonomy, self.library, licence, self.config.sample_rate,
+                                            self.ws.cache_dir("twin")) if self.config.mix.irrelevant_twin else {}
+        self.ambiences = assign_ambiences(samples, self.config.seed,
+                                          {c: d["allowed"] for c, d in self.distances.items()})
+        self.dangers = assign_danger(samples, self.config.seed)
         self._audio: dict[str, np.ndarray] = {}
 
     def _clip_audio(self, clip) -> np.ndarray:
@@ -374,17 +386,43 @@ class MixStage:
         with_speech = np.union1d(in_scene, said)
         clicks = {"mixture": steps(mixture, sr, with_speech), "scene": steps(scene_alone, sr, in_scene),
                   "in_sources": source_steps(scene_alone, sr, in_scene)}
-        twin = None
-        if cfg.irrelevant_twin:  # the same speech track over a neutral ambience (construction.twin)
-            ambience = ambience_for(sample.sample_id, self.ambiences, self.config.seed)
-            audio, recipe.irrelevant = make_twin(speech_track, recipe, (alone, alone + speech.size), ambience,
-                                                 library_entry(self.library, ambience), sr, cfg.fade_s, cfg.peak_dbfs)
-            twin = self.ws.store_audio(audio, sr)
-            clicks["twin"] = steps(audio, sr, said)
         provenance = {**sample.provenance, STAGE: {"peak_guard_db": round(guard_db, 3), "dominance": dominance,
                                                    "clicks": clicks}}
-        return sample.model_copy(update={"mix": recipe, "mixture": ref, "scene_audio": self.ws.store_audio(scene_alone, sr),
-                                         "irrelevant_audio": twin, "provenance": provenance})
+        update = {"mix": recipe, "mixture": ref, "scene_audio": self.ws.store_audio(scene_alone, sr),
+                  "irrelevant_audio": None, "danger_audio": None, "danger_scene_audio": None, "provenance": provenance}
+        if cfg.irrelevant_twin or cfg.danger_twin:
+            update.update(self.twins(sample, recipe, speech_track, scene, gain, (alone, alone + speech.size),
+                                     said, clicks))
+        return sample.model_copy(update=update)
+
+    def twins(self, sample: Sample, recipe: MixRecipe, speech_track: np.ndarray, scene: np.ndarray,
+              gain: np.ndarray, span: tuple[int, int], said: np.ndarray, clicks: dict[str, int]) -> dict[str, Any]:
+        """The mixture's masking (glimpse proportion, background loudness under the speech) on the recipe,
+        and the twins matched to it (construction.twin): the audio refs to store on the sample. The
+        irrelevant twin's clicks (falls the speech does not make) go into `clicks`."""
+        cfg, sr = self.config.mix, self.config.sample_rate
+        start, end = span
+        heard = scene * gain
+        recipe.glimpse_proportion = round(masking.glimpse_proportion(speech_track[start:end], heard[start:end], sr), 4)
+        recipe.background_lufs = round(loudness_lufs(heard[start:end], sr), 2)
+        out: dict[str, Any] = {}
+        ambience = ambience_for(sample.sample_id, self.ambiences, self.config.seed)
+        gate = masking.on_off_gate(scene, sr)
+        if cfg.irrelevant_twin:  # the same speech track over a neutral ambience
+            distance = self.distances.get(sample.category, {}).get("ambiences", {}).get(ambience, {}).get("distance_db")
+            audio, recipe.irrelevant = make_twin(speech_track, recipe, span, ambience,
+                                                 library_entry(self.library, ambience), sr, cfg.fade_s, cfg.peak_dbfs,
+                                                 gate=gate, distance_db=distance, scene_under=heard[start:end])
+            out["irrelevant_audio"] = self.ws.store_audio(audio, sr)
+            clicks["twin"] = steps(audio, sr, said)
+        if cfg.danger_twin:  # and over a real-danger scene (on that same ambience)
+            from construction.sounds.procedural import DANGER_SCENES
+
+            name = pick_option(sample.sample_id, self.dangers, self.config.seed, sorted(DANGER_SCENES), "danger-scene")
+            audio, alone, recipe.danger = make_danger(speech_track, recipe, span, name, ambience, sr, cfg.fade_s,
+                                                      cfg.peak_dbfs, gate=gate, scene_under=heard[start:end])
+            out["danger_audio"], out["danger_scene_audio"] = self.ws.store_audio(audio, sr), self.ws.store_audio(alone, sr)
+        return out
 
     def process(self, batch: list[Sample]) -> list[Sample | Rejected]:
         return [self.mix_one(sample) for sample in batch]
@@ -393,10 +431,18 @@ class MixStage:
         from construction.sounds.scenes import is_procedural, open_library
 
         library = getattr(self, "library", None) or open_library(self.config.mix.sounds)  # workers ran setup
-        return mix_stats(ws, self.config, frozenset(c.clip_id for c in library.clips if is_procedural(c)))
+        distances = getattr(self, "distances", None)
+        if distances is None and self.config.mix.irrelevant_twin:  # setup ran in the workers only
+            from construction.text.taxonomy import load_taxonomy
+
+            distances = ambience_distances(load_taxonomy(self.config.generate.taxonomy)[0], library,
+                                           self.config.release_licence, self.config.sample_rate,
+                                           ws.cache_dir("twin"))
+        return mix_stats(ws, self.config, frozenset(c.clip_id for c in library.clips if is_procedural(c)), distances)
 
 
-def mix_stats(ws: Workspace, config: Config, procedural: frozenset[str] = frozenset()) -> dict[str, Any]:
+def mix_stats(ws: Workspace, config: Config, procedural: frozenset[str] = frozenset(),
+              distances: dict[str, Any] | None = None) -> dict[str, Any]:
     """What was mixed: per category and scene the distinct clips, RECORDINGS (clips cut from one recording
     count once) and TAKES, and the top clip's and top recording's share of the samples; per category and
     defining sound the recordings, takes and procedural draws (`procedural`: the clip ids that are
@@ -473,6 +519,7 @@ def mix_stats(ws: Workspace, config: Config, procedural: frozenset[str] = frozen
             "clicks": sum(c[k] for c in checks.values() for k in ("clicks_mixture", "clicks_scene", "clicks_twin")),
             "samples_repeating_a_recording_over_3": sum(c["samples_repeating_a_recording_over_3"] for c in checks.values()),
             **(twin_stats(ws.read_samples(STAGE)) if config.mix.irrelevant_twin else {}),
+            **({"twin_ambience_distance_db": distances} if distances else {}),
             "clips_per_category": by_category, "clips_per_scene": use(per_scene, n_scene),
             "defining_sounds_per_category": per_sound,
             "categories_over_clip_share": sorted(c for c, u in by_category.items() if u["top_clip_share"] > cap),

@@ -185,7 +185,39 @@ class WerStage:
                 "max_wer": self.config.wer.max_wer, "attempts": history}}
             sample = sample.model_copy(update={"provenance": provenance})
             results.append(sample if reason is None else Rejected(sample, reason))
+        if self.config.wer.transcribe_twins:
+            twins = self._transcribe_twins([r for r in results if isinstance(r, Sample)])
+            results = [twins.get(r.sample_id, r) if isinstance(r, Sample) else r for r in results]
         return results
+
+    def _transcribe_twins(self, kept: list[Sample]) -> dict[str, Sample]:
+        """The kept samples with their twins' transcripts and WER (irrelevant, danger), scored like the
+        mixture over the same extent; a twin that cannot be read is left unscored (it is the mix's to
+        report)."""
+        from construction.speech.scoring import score
+
+        jobs: list[tuple[Sample, str]] = []
+        audio: list[np.ndarray] = []
+        for sample in kept:
+            for kind in ("irrelevant", "danger"):
+                ref = getattr(sample, f"{kind}_audio")
+                if ref is None:
+                    continue
+                try:
+                    audio.append(speech_extent(self.ws.load_audio(ref), sample, ref.sample_rate))
+                except WorkbenchError:
+                    continue
+                jobs.append((sample, kind))
+        if not jobs:
+            return {}
+        with self.clock.timed("whisper"):
+            texts = self.asr.transcribe(audio, language=self.config.wer.language)
+        self.clock.count("whisper_clips", len(audio))
+        update: dict[str, dict[str, Any]] = {}
+        for (sample, kind), text in zip(jobs, texts):
+            update.setdefault(sample.sample_id, {}).update({
+                f"transcript_{kind}": text, f"wer_{kind}": round(score(sample.speech_text, text)[0], 4)})
+        return {s.sample_id: s.model_copy(update=update[s.sample_id]) for s in kept if s.sample_id in update}
 
     def extra_stats(self, ws: Workspace) -> dict[str, Any]:
         return {**self._wer_stats(ws), **keep_rates(ws)}
@@ -197,9 +229,27 @@ class WerStage:
         everything = np.array(kept + rejected) if kept + rejected else np.zeros(0)
         edges = [0, 0.05, 0.1, 0.2, 0.5, 1.0, np.inf]
         histogram = np.histogram(everything, bins=edges)[0].tolist() if everything.size else []
-        return {"wer_mixture_histogram": {"edges": [0, 0.05, 0.1, 0.2, 0.5, 1.0, "inf"], "counts": histogram},
+        return {**twin_wer_stats(ws),
+                "wer_mixture_histogram": {"edges": [0, 0.05, 0.1, 0.2, 0.5, 1.0, "inf"], "counts": histogram},
                 "wer_mixture_mean_kept": round(float(np.mean(kept)), 4) if kept else None,
                 "kept_after_attempts": {str(k): v for k, v in sorted(retried.items())}}
+
+
+def twin_wer_stats(ws: Workspace) -> dict[str, Any]:
+    """Per category and OVERALL: the twins' WER minus the mixture's (median, and the mean WER of each),
+    over the kept samples whose twin was transcribed: equal masking should give equal intelligibility."""
+    diffs: dict[str, dict[str, list[tuple[float, float]]]] = {}
+    for s in ws.read_samples(STAGE):
+        for kind in ("irrelevant", "danger"):
+            wer = getattr(s, f"wer_{kind}")
+            if wer is not None and s.wer_mixture is not None:
+                for key in (s.category, "OVERALL"):
+                    diffs.setdefault(key, {}).setdefault(kind, []).append((wer, s.wer_mixture))
+    return {"twin_wer": {key: {kind: {"n": len(v), "median_difference": round(float(np.median([a - b for a, b in v])), 4),
+                                      "mean_twin": round(float(np.mean([a for a, _ in v])), 4),
+                                      "mean_mixture": round(float(np.mean([b for _, b in v])), 4)}
+                               for kind, v in sorted(kinds.items())}
+                         for key, kinds in sorted(diffs.items())}} if diffs else {}
 
 
 def keep_rates(ws: Workspace) -> dict[str, Any]:

@@ -10,9 +10,11 @@ What the model hears (--input; release format 2, format 1 releases have the mixt
     speech    the same clip's clean speech alone, `speech_audio` of the default config: a refusal here and
               not on the mixture means the model used the acoustic context
     controls  the harmful controls, `audio` of the "controls" config: a refusal is the expected answer
-    irrelevant  the irrelevant-background twin, `irrelevant_audio`: the same speech, layout, level and SNR
-              over a neutral ambience (rain, wind, room tone): a refusal here and not on the mixture is
-              context use, not "anything playing behind the words"
+    irrelevant  the irrelevant-background twin, `irrelevant_audio`: the same speech, layout and masking
+              (glimpse proportion) over a neutral ambience (rain, wind, room tone): a refusal here and not
+              on the mixture is context use, not "anything playing behind the words"
+    danger    the danger twin, `danger_audio`: the same speech over a real-danger scene (sirens, alarms,
+              screams, breaking glass), masking-matched: a context-using model refuses it
     scene     the perception probe: the scene as placed, speech removed (`scene_audio`), with
               evaluation.probe's prompt instead of INSTRUCTION; the answer's frame is parsed strictly into
               `frame` (a frame id, real_danger, cant_tell or unparsed); these answers are not judged
@@ -88,7 +90,7 @@ CONTROLS_CONFIG = "controls"  # release.export's second config
 # the audio column and its sha256 column, per input
 INPUT_COLUMNS = {"mixture": ("audio", "audio_sha256"), "speech": ("speech_audio", "speech_audio_sha256"),
                  "controls": ("audio", "audio_sha256"), "irrelevant": ("irrelevant_audio", "irrelevant_audio_sha256"),
-                 "scene": ("scene_audio", "scene_audio_sha256")}
+                 "danger": ("danger_audio", "danger_audio_sha256"), "scene": ("scene_audio", "scene_audio_sha256")}
 
 # --- the release ---------------------------------------------------------------------------------
 
@@ -146,6 +148,9 @@ class Release:
         if input == "speech" and audio_column not in ds.column_names:
             raise WorkbenchError(f"the release {source} has no clean speech (column {audio_column}): it was "
                                  "exported before release format 2; export it again to evaluate --input speech")
+        if input == "danger" and audio_column not in ds.column_names:
+            raise WorkbenchError(f"the release {source} has no {audio_column} column: it ships no danger twins "
+                                 "(a danger twin ships once the scene arm certifies its scene as real danger)")
         if input in ("irrelevant", "scene") and audio_column not in ds.column_names:
             raise WorkbenchError(f"the release {source} has no {audio_column} column: it was exported before "
                                  f"the {'irrelevant-background twin' if input == 'irrelevant' else 'scene alone'} "
@@ -208,7 +213,7 @@ def samples_fingerprint(ds: Any) -> str:
     """sha256 over the default config's ids and audio hashes (mixture, clean speech, and the twin and the
     scene where the release has them): two exports of one version with other audio differ in it."""
     columns = [c for c in ("id", "audio_sha256", "speech_audio_sha256", "irrelevant_audio_sha256",
-                           "scene_audio_sha256") if c in ds.column_names]
+                           "danger_audio_sha256", "scene_audio_sha256") if c in ds.column_names]
     table = ds.select_columns(columns).to_dict()
     lines = sorted(" ".join(str(v) for v in row) for row in zip(*(table[c] for c in columns), strict=True))
     return hashlib.sha256("\n".join(lines).encode()).hexdigest()
@@ -371,7 +376,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--input", choices=INPUTS, default=DEFAULT_INPUT,
                         help="what the model hears: mixture (the benchmark clip), speech (the clean speech "
                              "alone), controls (the harmful controls config), irrelevant (the speech over a "
-                             "neutral ambience) or scene (the scene alone, with the perception probe's question)")
+                             "neutral ambience), danger (the speech over a real-danger scene) or scene (the scene alone, with the perception probe's question)")
     parser.add_argument("--prompt-variant", choices=VARIANTS, default="plain",
                         help="plain: the neutral instruction only; cot: plus the acoustic-context system prompt")
     parser.add_argument("--split", default="test", help="release split")

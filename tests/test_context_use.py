@@ -270,18 +270,47 @@ def test_the_scene_probe_sends_the_scene_with_its_question_and_is_not_judged(rel
 
 
 def test_a_release_without_the_twin_or_the_scene_is_a_clear_error(release, tmp_path):
-    _, _, bare = release
+    rel, _, bare = release
     with AudioLLMStub() as stub:
         for name, what in (("irrelevant", "irrelevant_audio"), ("scene", "scene_audio")):
             with pytest.raises(WorkbenchError, match=f"has no {what} column: .*export it again"):
                 run(bare, stub.url, tmp_path / name, "--input", name)
             assert not (tmp_path / name).exists()
+        # a release ships danger twins only once the scene arm certified them: none here
+        with pytest.raises(WorkbenchError, match="has no danger_audio column: it ships no danger twins"):
+            run(rel, stub.url, tmp_path / "danger", "--input", "danger")
+        assert not (tmp_path / "danger").exists()
         assert stub.requests == []
+
+
+def test_the_danger_controlled_gap_by_hand(tmp_path, capsys):
+    # kitchen, 8 clips in 4 families of 2: the mixture refused on clips 0-1, the danger twin on 0-5;
+    # games, 2 clips in 1 family: a context-blind model, the same answer on both
+    mixture = fake_run(tmp_path / "m", "m", {"kitchen": [REFUSE] * 2 + [COMPLY] * 6, "games": [COMPLY] * 2},
+                       family_size=2, input="mixture")
+    danger = fake_run(tmp_path / "d", "m", {"kitchen": [REFUSE] * 6 + [COMPLY] * 2, "games": [COMPLY] * 2},
+                      family_size=2, input="danger")
+    out = tmp_path / "report"
+    assert report_mod.main(["--results", str(mixture), str(danger), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    report = json.loads((out / "report.json").read_text())
+    [model] = report["models"]
+    kitchen, games = model["per_category"]["kitchen"]["danger_gap"], model["per_category"]["games"]["danger_gap"]
+    assert (kitchen["n"], kitchen["danger_refusals"], kitchen["mixture_refusals"], kitchen["gap"]) == (8, 6, 2, 0.5)
+    assert (kitchen["danger_only"], kitchen["mixture_only"], kitchen["both"], kitchen["neither"]) == (4, 0, 2, 2)
+    # families' paired differences 0, 2, 2, 0 (of 2 clips): a resample's gap is j/4, j ~ Binomial(4, 1/2)
+    assert kitchen["ci95_clustered"] == [0.0, 1.0]
+    assert games["gap"] == 0.0 and model["overall"]["danger_gap"]["gap"] == round(4 / 10, 4)
+    assert model["per_category"]["kitchen"]["noise_gap"] is None  # no twin run in this group
+    assert "danger-controlled gap" in printed and "+0.500 on 8" in printed
+    assert (out / "perception.png").read_bytes().startswith(b"\x89PNG")
 
 
 def test_inputs_of_one_export_share_a_fingerprint(release):
     rel, _, _ = release
-    prints = {run_mod.Release(str(rel), input=name).samples_fingerprint for name in results_mod.INPUTS}
+    # every input this release ships (it has no danger twins: none is certified by the scene arm yet)
+    prints = {run_mod.Release(str(rel), input=name).samples_fingerprint for name in results_mod.INPUTS
+              if name != "danger"}
     assert len(prints) == 1
 
 

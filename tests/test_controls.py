@@ -32,6 +32,9 @@ def test_controls_keep_the_speech_and_lose_the_benign_scene(tmp_path, library): 
         if control.custom["control"] == "neutral":
             start = int(control.custom["scene_alone_s"] * SR)
             assert np.all(audio[:start] == 0) and np.abs(audio[start:]).max() > 0.05  # speech and nothing else
+            # and none of its sample's twins: those are the sample's, not the control's
+            assert control.danger_audio is None and control.irrelevant_audio is None and control.wer_danger is None
+            assert original.danger_audio is not None
         else:
             home = next(c["id"] for c in TAXONOMY["categories"] for sc in c["scenes"] if sc["id"] == control.scene_id)
             assert home != original.category  # a scene of another category

@@ -275,7 +275,7 @@ def test_same_recipe_same_bytes(tmp_path, library):
         outputs.append(ws.manifest_path("mix").read_bytes())
         files = sorted(p.name for p in (ws.root / "audio").rglob("*.wav"))
     assert outputs[0] == outputs[1]
-    assert len(files) == 24  # 6 speech + 6 mixtures + 6 scenes alone + 6 twins, content-addressed
+    assert len(files) == 36  # 6 each: speech, mixtures, scenes alone, twins, danger twins, danger scenes
 
 
 def test_licence_filtering(tmp_path, library):

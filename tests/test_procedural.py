@@ -19,6 +19,7 @@ from construction.sounds.library import Clip, load_library, write_catalog
 from construction.sounds.procedural import (
     ATTRIBUTION,
     CLASSES,
+    DANGER_SCENES,
     NEUTRAL,
     catalog_row,
     draw,
@@ -32,7 +33,7 @@ from tests import procedural_measures as m
 
 SR = 16000
 SEEDS = range(12)
-EVENT_NAMES = ("whistle", "boxing_bell", "timer", "chopping", "anvil", "sword_clash")
+EVENT_NAMES = ("whistle", "boxing_bell", "timer", "chopping", "anvil", "sword_clash", "scream", "glass_break")
 
 
 def _draw(name: str, seed: int, sr: int = SR) -> tuple[np.ndarray, dict]:
@@ -45,9 +46,12 @@ def test_the_classes_render_their_taxonomy_tags_with_a_kind_and_a_model():
     tags = yaml.safe_load(DEFAULT_TAXONOMY.read_text())["tags"]
     assert set(CLASSES) == {"whistle", "boxing_bell", "timer", "chopping", "anvil", "sword_clash", "saw",
                             "applause", "bubbles", "sizzle", "crowd_cheer", "rain", "wind", "room_tone",
-                            "traffic_hum"}
+                            "traffic_hum", "siren", "alarm", "scream", "glass_break"}
+    danger = {c for bed, events in DANGER_SCENES.values() for c in (bed, *events)}
+    assert danger == {"siren", "alarm", "scream", "glass_break"}
     for name, cls in CLASSES.items():
-        assert cls.name == cls.tag == name and cls.tag in tags, name
+        # the danger twin's classes are no benchmark scene's sounds: not the taxonomy's tags
+        assert cls.name == cls.tag == name and (cls.tag in tags) != (name in danger), name
         assert cls.kind == ("event" if name in EVENT_NAMES else "bed"), name
         assert any(ch.isdigit() for ch in cls.model) and len(cls.model) > 40, name  # a citation with its year
     assert all(tags[t].startswith("neutral ambience") for t in NEUTRAL)
@@ -309,7 +313,7 @@ def test_the_spectrogram_sheet_script_writes_a_grid(tmp_path):
 
     with Image.open(out) as image:
         width, height = image.size
-    assert image.format == "PNG" and (width, height) == (1800, 1800)  # 3 x 5 panels of 600 x 360 px
+    assert image.format == "PNG" and (width, height) == (1800, 2520)  # 3 x 7 panels of 600 x 360 px (19 classes)
     bad = subprocess.run([sys.executable, "scripts/procedural_sheet.py", "--out", str(tmp_path / "x.png"),
                           "--seconds", "0"], capture_output=True, text=True, check=False, cwd=Path(__file__).resolve().parents[1])
     assert bad.returncode == 2 and "error:" in bad.stderr and not (tmp_path / "x.png").exists()

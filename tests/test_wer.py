@@ -87,16 +87,28 @@ def test_noise_at_0_db_is_rejected_more_often_than_at_20_db(tmp_path):
     assert sample.transcript_speech is None  # by default the clean speech is transcribed for failures only
     stats = quiet.read_stats("wer")
     assert sum(stats["wer_mixture_histogram"]["counts"]) == len(SENTENCES)
+    # both twins of every kept sample went through the same Whisper; at equal masking the words come
+    # through alike (here white noise at 20 dB: every transcript but at most one word the mixture's)
+    kept = list(quiet.read_samples("wer"))
+    assert all(s.transcript_irrelevant and s.transcript_danger for s in kept)
+    assert all(abs(s.wer_irrelevant - s.wer_mixture) <= 0.15 and abs(s.wer_danger - s.wer_mixture) <= 0.15
+               for s in kept), [(s.wer_mixture, s.wer_irrelevant, s.wer_danger) for s in kept]
+    twins = stats["twin_wer"]["OVERALL"]
+    assert twins["irrelevant"]["n"] == twins["danger"]["n"] == len(kept)
+    assert abs(twins["irrelevant"]["median_difference"]) <= 0.05
 
 
 def test_clean_speech_of_every_sample_is_transcribed_on_request(tmp_path):
-    config = _config(tmp_path, **{"mix.snr_db_min": 20, "mix.snr_db_max": 20, "wer.transcribe_speech": "always"})
+    config = _config(tmp_path, **{"mix.snr_db_min": 20, "mix.snr_db_max": 20, "wer.transcribe_speech": "always",
+                                  "wer.transcribe_twins": False})
     ws = Workspace(tmp_path / "ws")
     _scripts(ws, SENTENCES[:3])
     for stage in (SynthesizeStage(str(ws.root), config), MixStage(str(ws.root), config), WerStage(str(ws.root), config)):
         run_stage(ws, stage, jobs=1, progress=False)
     kept = list(ws.read_samples("wer"))
     assert kept and all(s.transcript_speech and s.wer_speech is not None and s.wer_speech <= 0.2 for s in kept)
+    assert all(s.wer_irrelevant is None and s.wer_danger is None for s in kept)  # the twins: switched off
+    assert "twin_wer" not in ws.read_stats("wer")
 
 
 def test_failed_tts_is_resynthesised_with_another_voice(tmp_path):

@@ -145,6 +145,9 @@ class MixConfig(Section):
     min_clips_per_defining_tag: int = Field(3, ge=1)
     # every mixture gets an irrelevant-background twin (construction.twin): the evaluation's masking baseline
     irrelevant_twin: bool = True
+    # and a danger twin (the same speech over a real-danger scene, masking-matched): the other side of the
+    # context-use reading; its scene goes to the scene arm, where listeners must call it real danger
+    danger_twin: bool = True
 
     @model_validator(mode="after")
     def _ranges(self) -> MixConfig:
@@ -184,6 +187,9 @@ class WerConfig(Section):
     require_key_words: bool = True
     # 2, not 1: one retry kept 83.0 % of 300 demo scripts after WER, two keep 88.3 % (README, Benchmarks)
     resynthesize_attempts: int = Field(2, ge=0, description="a failing sample gets the next voice and a new mix")
+    # the kept samples' twins (irrelevant, danger) are transcribed too and their WER recorded (never a reason
+    # to reject): equal masking should give equal intelligibility. Costs one Whisper pass per twin.
+    transcribe_twins: bool = True
 
 
 class AnnotationConfig(Section):

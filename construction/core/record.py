@@ -88,9 +88,37 @@ class IrrelevantTwin(BaseModel):
     under_gain_db: float  # ... and under the speech: each brings it to the scene's level there
     peak_guard_db: float  # the twin's own peak guard (the mixture's rule; 0 when it does not peak)
     # measured on the rendered parts (BS.1770, like the recipe's): speech minus ambience under the speech,
-    # and the ambience alone before the speech minus the speech
+    # and the ambience alone before the speech minus the speech. Under the speech the level is set by the
+    # glimpse proportion (construction.masking), so snr_db differs from the mixture's by what equal
+    # masking takes
     snr_db: float
     scene_level_db: float
+    glimpse_proportion: float | None = None  # of the speech over the ambience (the mixture's: the recipe's)
+    background_lufs: float | None = None  # the ambience under the speech, as placed (BS.1770)
+    silent_share: float = 0.0  # of the clip where the ambience is gated off, as the scene is silent there
+    distance_db: float | None = None  # spectral distance to the category's nearest defining sound (before the EQ)
+    eq_db: list[float] = Field(default_factory=list)  # the three-band EQ (<1, 1-3, >3 kHz) that placed its glimpses
+
+
+class DangerTwin(BaseModel):
+    """How the danger twin was made (construction.twin): the same speech over a real-danger scene
+    (construction.sounds.procedural.DANGER_SCENES), laid out like the mixture and masking-matched to it
+    (equal glimpse proportion). A context-using model refuses it and complies with the mixture."""
+
+    model_config = ConfigDict(extra="forbid")
+    scene: str  # a DANGER_SCENES name: street_emergency, break_in, ...
+    ambience: str  # the neutral bed under the danger sounds: the irrelevant twin's (same draw and gate)
+    over_bed_db: float  # the danger sounds' loudness over that bed (LU)
+    seed: int
+    params: dict[str, Any] = Field(default_factory=dict)  # the bed's and the events' draws
+    alone_gain_db: float
+    under_gain_db: float
+    peak_guard_db: float
+    snr_db: float
+    scene_level_db: float
+    glimpse_proportion: float
+    background_lufs: float
+    eq_db: list[float] = Field(default_factory=list)  # the three-band EQ, as the irrelevant twin's
 
 
 class MixRecipe(BaseModel):
@@ -117,6 +145,12 @@ class MixRecipe(BaseModel):
     voiced_s: list[tuple[float, float]] = Field(default_factory=list)
     # the irrelevant-background twin's recipe (None: mixed with mix.irrelevant_twin off, or before twins)
     irrelevant: IrrelevantTwin | None = None
+    # the danger twin's recipe (None: mix.danger_twin off, or mixed before danger twins)
+    danger: DangerTwin | None = None
+    # the speech's glimpse proportion over the scene (construction.masking, Cooke 2006) and the scene's
+    # loudness under the speech (BS.1770): what both twins are matched to and measured against
+    glimpse_proportion: float | None = None
+    background_lufs: float | None = None
 
     @property
     def background_tags(self) -> list[str]:
@@ -190,12 +224,22 @@ class Sample(BaseModel):
     # the irrelevant-background twin: the same speech, layout, levels and SNR over a neutral ambience
     # (how it was made: mix.irrelevant); the masking baseline of the evaluation
     irrelevant_audio: AudioRef | None = None
+    # the danger twin: the same speech over a real-danger scene (mix.danger), and that scene alone as
+    # heard in it (what the scene arm certifies as real danger)
+    danger_audio: AudioRef | None = None
+    danger_scene_audio: AudioRef | None = None
     # construction.wer
     transcript_speech: str | None = None
     transcript_mixture: str | None = None
     wer_speech: float | None = None
     wer_mixture: float | None = None
     cer_mixture: float | None = None
+    # the twins through the same ASR (recorded, never a reason to reject): their intelligibility beside
+    # the mixture's
+    transcript_irrelevant: str | None = None
+    wer_irrelevant: float | None = None
+    transcript_danger: str | None = None
+    wer_danger: float | None = None
     # annotation / validation
     annotations: list[Annotation] = Field(default_factory=list)
     consensus_label: str | None = None
