@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from construction import masking
 from construction.core.cli import (
     add_sounds,
     base_parser,
@@ -66,7 +67,6 @@ from construction.sounds.library import loudness_lufs
 from construction.sounds.scenes import Pick, is_procedural, scene_sounds, take_span
 from construction.sounds.variation import change_rate, colour, draw_variation
 from construction.text.taxonomy import EventPattern
-from construction import masking
 from construction.tracks import (  # noqa: F401
     MAX_REPEATS,
     bed_track,
