@@ -35,7 +35,6 @@ import argparse
 import logging
 import random
 import sys
-from collections import Counter, defaultdict
 from typing import Any
 
 import numpy as np
@@ -51,7 +50,7 @@ from construction.core.cli import (
 from construction.core.config import Config, MixConfig
 from construction.core.errors import WorkbenchError
 from construction.core.record import MixRecipe, Sample, SceneSound, stable_seed
-from construction.core.runner import print_summary, run_configured
+from construction.core.runner import run_configured
 from construction.core.timing import Clock
 from construction.core.workspace import Rejected, Workspace, require_manifest
 from construction.levels import (
@@ -63,6 +62,7 @@ from construction.levels import (
     steps,
     voiced_runs,
 )
+from construction.mix_stats import mix_stats, print_mix_summary
 from construction.sounds.library import loudness_lufs
 from construction.sounds.scenes import Pick, is_procedural, scene_sounds, take_span
 from construction.sounds.variation import change_rate, colour, draw_variation
@@ -83,7 +83,6 @@ from construction.twin import (
     library_entry,
     make_danger,
     make_twin,
-    twin_stats,
 )
 from construction.twin import pick as pick_option
 
@@ -439,102 +438,6 @@ class MixStage:
                                            self.config.release_licence, self.config.sample_rate,
                                            ws.cache_dir("twin"))
         return mix_stats(ws, self.config, frozenset(c.clip_id for c in library.clips if is_procedural(c)), distances)
-
-
-def mix_stats(ws: Workspace, config: Config, procedural: frozenset[str] = frozenset(),
-              distances: dict[str, Any] | None = None) -> dict[str, Any]:
-    """What was mixed: per category and scene the distinct clips, RECORDINGS (clips cut from one recording
-    count once) and TAKES, and the top clip's and top recording's share of the samples; per category and
-    defining sound the recordings, takes and procedural draws (`procedural`: the clip ids that are
-    procedural classes); levels and scene-alone time; the twins per neutral class."""
-    per_category: dict[str, Counter] = defaultdict(Counter)
-    per_scene: dict[str, Counter] = defaultdict(Counter)
-    recordings: dict[str, Counter] = defaultdict(Counter)
-    takes: dict[str, set] = defaultdict(set)
-    defining: dict[str, dict[str, dict[str, set]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(set)))
-    n_category: Counter = Counter()
-    n_scene: Counter = Counter()
-    snrs, alone = [], []
-    checks: dict[str, Counter] = defaultdict(Counter)  # category -> dominance, clicks, repeats
-    for s in ws.read_samples(STAGE):
-        n_category[s.category] += 1
-        check = checks[s.category]
-        prov = s.provenance.get(STAGE, {})
-        dom = prov.get("dominance")
-        if dom is not None:
-            check["measured"] += 1
-            first = not prov.get("redrawn") and "support_lowered_db" not in dom
-            check["dominant_as_drawn"] += first
-            check["support_lowered"] += "support_lowered_db" in dom
-            check["redrawn"] += bool(prov.get("redrawn"))
-        for track, n in prov.get("clicks", {}).items():
-            check[f"clicks_{track}" if track != "in_sources" else "steps_in_sources"] += n
-        copies: Counter = Counter()
-        for sound in s.mix.sounds:
-            if sound.clip_id not in procedural and sound.kind != "bed" and sound.pattern != "burst":
-                copies[sound.recording or sound.clip_id] += len(sound.onsets_s)
-        check["samples_repeating_a_recording_over_3"] += bool(copies) and max(copies.values()) > MAX_REPEATS
-        n_scene[s.mix.scene_id or "-"] += 1
-        for clip in {sound.clip_id for sound in s.mix.sounds}:
-            per_category[s.category][clip] += 1
-            per_scene[s.mix.scene_id or "-"][clip] += 1
-        for recording in {sound.recording or sound.clip_id for sound in s.mix.sounds}:
-            recordings[s.category][recording] += 1
-        for sound in s.mix.sounds:
-            take = (sound.clip_id, sound.take)
-            if sound.role == "defining":
-                use = defining[s.category][sound.tag]
-                use["procedural" if sound.clip_id in procedural else "recordings"].add(sound.recording or sound.clip_id)
-                use["draws" if sound.clip_id in procedural else "takes"].add(take)
-            if sound.clip_id not in procedural:  # a procedural draw is not a take of a recording
-                takes[s.category].add(take)
-        snrs.append(s.mix.snr_db)
-        alone.append(s.mix.scene_alone_s)
-
-    def use(counts: dict[str, Counter], totals: Counter) -> dict[str, dict[str, Any]]:
-        return {key: {"samples": totals[key], "distinct_clips": len(c),
-                      "top_clip": c.most_common(1)[0][0], "top_clip_share": round(c.most_common(1)[0][1] / totals[key], 3)}
-                for key, c in sorted(counts.items())}
-
-    by_category = use(per_category, n_category)
-    for category, row in by_category.items():
-        top, n = recordings[category].most_common(1)[0]
-        row.update({"distinct_recordings": len(recordings[category]), "distinct_takes": len(takes[category]),
-                    "top_recording": top, "top_recording_share": round(n / n_category[category], 3)})
-    per_sound = {category: {tag: {"recordings": len(u["recordings"]), "takes": len(u["takes"]),
-                                  "procedural_classes": len(u["procedural"]), "procedural_draws": len(u["draws"])}
-                            for tag, u in sorted(tags.items())}
-                 for category, tags in sorted(defining.items())}
-    cap = config.mix.max_clip_share
-    rejected = Counter(r.sample.category for r in ws.read_rejected(STAGE) if r.reason.startswith("defining_not_dominant"))
-    quality = {}
-    for category, c in sorted(checks.items()):
-        row = {k: c[k] for k in ("measured", "dominant_as_drawn", "support_lowered", "redrawn")}
-        row["rejected_not_dominant"] = rejected[category]
-        row["share_dominant_as_drawn"] = round(c["dominant_as_drawn"] / c["measured"], 3) if c["measured"] else None
-        row.update({k: c[k] for k in ("clicks_mixture", "clicks_scene", "clicks_twin", "steps_in_sources",
-                                      "samples_repeating_a_recording_over_3")})
-        quality[category] = row
-    return {"scene_checks_per_category": quality,
-            "clicks": sum(c[k] for c in checks.values() for k in ("clicks_mixture", "clicks_scene", "clicks_twin")),
-            "samples_repeating_a_recording_over_3": sum(c["samples_repeating_a_recording_over_3"] for c in checks.values()),
-            **(twin_stats(ws.read_samples(STAGE)) if config.mix.irrelevant_twin else {}),
-            **({"twin_ambience_distance_db": distances} if distances else {}),
-            "clips_per_category": by_category, "clips_per_scene": use(per_scene, n_scene),
-            "defining_sounds_per_category": per_sound,
-            "categories_over_clip_share": sorted(c for c, u in by_category.items() if u["top_clip_share"] > cap),
-            "categories_over_recording_share": sorted(c for c, u in by_category.items()
-                                                      if u["top_recording_share"] > cap),
-            "snr_db": {"min": min(snrs), "max": max(snrs), "mean": round(float(np.mean(snrs)), 2)} if snrs else {},
-            "scene_alone_s": {"min": min(alone), "share_at_least_1_5_s": round(float(np.mean(np.array(alone) >= 1.5)), 3)}
-            if alone else {}}
-
-
-def print_mix_summary(stats: dict[str, Any]) -> None:
-    print_summary(stats)
-    for category, use in stats.get("clips_per_category", {}).items():
-        print(f"  {category:<24} {use['distinct_recordings']:>4} recordings, {use['distinct_takes']:>4} takes, top "
-              f"recording {use['top_recording']} in {100 * use['top_recording_share']:.0f} % of its samples")
 
 
 SOUNDS_HELP = f"sound library folder (default: config mix.sounds, else {MixConfig().sounds})"

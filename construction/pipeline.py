@@ -11,13 +11,26 @@ import argparse
 import sys
 import time
 
-from construction.core.cli import add_sounds, base_parser, keep_config, run_config, run_main
+from construction.core.cli import (
+    add_sounds,
+    base_parser,
+    keep_config,
+    run_config,
+    run_main,
+)
 from construction.core.config import Config
-from construction.generate import GENERATE_ENV, add_script_options, print_generate_summary, run_generate, script_overrides
 from construction.core.runner import print_summary, run_configured
-from construction.mix import SOUNDS_HELP, print_mix_summary
-from construction.wer import WER_ENV, print_wer_summary
 from construction.core.workspace import Workspace
+from construction.generate import (
+    GENERATE_ENV,
+    add_script_options,
+    print_generate_summary,
+    run_generate,
+    script_overrides,
+)
+from construction.mix import SOUNDS_HELP
+from construction.mix_stats import print_mix_summary
+from construction.wer import WER_ENV, print_wer_summary
 
 
 def automatic_stages(ws: Workspace, config: Config) -> list:
