@@ -239,7 +239,7 @@ class Parsed:
         return self.annotation.updated_by is not None
 
 
-def _user_id(completed_by: Any) -> int | None:
+def user_id(completed_by: Any) -> int | None:
     if isinstance(completed_by, dict):
         completed_by = completed_by.get("id")
     try:
@@ -290,8 +290,8 @@ def parse_annotation(raw: dict[str, Any], where: str, emails: dict[int, str], sa
     workspace recorded as its scripted demo accounts."""
     problems: list[str] = []
     not_counted = malformed_result(raw)
-    author_id = _user_id(raw.get("completed_by"))
-    maker_id = _user_id(raw.get("updated_by"))
+    author_id = user_id(raw.get("completed_by"))
+    maker_id = user_id(raw.get("updated_by"))
     if maker_id is None and not not_counted:
         not_counted = (f"Label Studio records nobody who made it (completed_by {author_id} is what its creator "
                        "sent: imported, or its maker's account was deleted)")

@@ -47,7 +47,7 @@ from annotation.labelstudio import (
     get_project,
     import_tasks,
 )
-from annotation.state import _user_id, format_problems, malformed_result
+from annotation.state import user_id, format_problems, malformed_result
 from construction.core.cli import Parser, add_out, add_results, old_spelling, run_main
 from construction.core.errors import WorkbenchError
 from construction.core.workspace import atomic_write_text
@@ -180,7 +180,7 @@ def people_labels(tasks: list[dict[str, Any]], sample: dict[str, dict[str, Any]]
         for ann in task.get("annotations") or []:
             where = f"task {tid} annotation {ann.get('id') if isinstance(ann, dict) else '?'}"
             bad = malformed_result(ann) if isinstance(ann, dict) else "it is not an object"
-            maker = _user_id(ann.get("updated_by")) if not bad else None
+            maker = user_id(ann.get("updated_by")) if not bad else None
             if not bad and maker is None:
                 bad = "Label Studio records nobody who made it (imported, or its maker's account was deleted)"
             if bad:

@@ -152,5 +152,5 @@ def test_controls_on_a_new_or_empty_workspace_names_the_missing_manifest(tmp_pat
     assert not (empty / "config.yaml").exists() and not list((empty / "manifests").iterdir())
     (empty / "manifests" / "wer.jsonl").write_text("")
     proc = run_module("construction.controls", "--workspace", str(empty), "--jobs", "0")
-    assert proc.returncode == 2 and "invalid --jobs 0: " in proc.stderr and "invalid config" not in proc.stderr
+    assert proc.returncode == 2 and "holds no sample" in proc.stderr and "invalid config" not in proc.stderr
     assert not (empty / "config.yaml").exists()
