@@ -47,11 +47,16 @@ from annotation.labelstudio import (
     get_project,
     import_tasks,
 )
-from annotation.state import user_id, format_problems, malformed_result
+from annotation.state import format_problems, malformed_result, user_id
 from construction.core.cli import Parser, add_out, add_results, old_spelling, run_main
 from construction.core.errors import WorkbenchError
 from construction.core.workspace import atomic_write_text
-from evaluation.agreement_stats import agreement, format_agreement, majority, stratified_sample
+from evaluation.agreement_stats import (
+    agreement,
+    format_agreement,
+    majority,
+    stratified_sample,
+)
 from evaluation.classes import CLASSES
 from evaluation.judge import read_llm_verdicts
 from evaluation.keyword_judge import final_answer, keyword_judge
