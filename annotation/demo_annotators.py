@@ -56,6 +56,7 @@ from annotation.labelstudio import (
     make_client,
     resolve_project,
     signup_via_invite,
+    user_emails,
 )
 from annotation.protocol import (
     ADJUDICATION,
@@ -299,6 +300,14 @@ class Sessions(dict):
             with self.server.errors(f"reading demo account {email}"):
                 self[email] = (client, client.users.whoami().id)
 
+    def user_ids(self, emails: Sequence[str]) -> dict[str, int | None]:
+        """email -> user id, from the admin's list of users, logging nobody in (a log-in costs Label Studio
+        about 0.3 s of password hashing); None for an account not signed up yet, which has labelled nothing."""
+        listed: dict[str, int] = {}
+        if any(email not in self for email in emails):
+            listed = {address.lower(): user_id for user_id, address in user_emails(self.server).items()}
+        return {email: self[email][1] if email in self else listed.get(email.lower()) for email in emails}
+
 
 def label_project(server: Server, project: Any, accounts: Sequence[tuple[int, str]], known: dict[str, Known],
                   seed: int, wanted: Any, sessions: Sessions) -> Labelled:
@@ -309,12 +318,14 @@ def label_project(server: Server, project: Any, accounts: Sequence[tuple[int, st
         raise WorkbenchError(f"project {project.title!r} has no 'label' choices; it is not a project of this workbench")
     tasks = export_tasks(server, project.id)
     overlaps = task_overlaps(server, project.id)
-    sessions.login([email for _, email in accounts])
-    raters = {k: sessions[email][0] for k, email in accounts}
-    user_ids = {k: sessions[email][1] for k, email in accounts}
+    ids = sessions.user_ids([email for _, email in accounts])
+    user_ids = {k: ids[email] for k, email in accounts}
     fallback = ADJUDICATION if "$votes" in project.label_config else "mixture"
     turns, short = open_turns(tasks, overlaps, project.maximum_annotations or 1, [k for k, _ in accounts], user_ids,
                               known, seed, wanted, fallback)
+    # only the accounts with something to label log in: a late staged round has few open tasks, the last none
+    sessions.login([email for k, email in accounts if turns[k]])
+    raters = {k: sessions[email][0] for k, email in accounts if turns[k]}
     submitted = Labelled()
     submitted.short = short
     total = sum(map(len, turns.values()))

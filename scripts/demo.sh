@@ -11,11 +11,14 @@ N="${PER_CATEGORY:-5}"
 LS_DATA="$WS/label-studio"  # the default for $WS too; said here so a set AOR_LABEL_STUDIO_DATA_DIR cannot move it
 
 "$PY" -m construction.pipeline --workspace "$WS" --per-category "$N"
+
+trap '"$PY" -m annotation.server stop --data-dir "$LS_DATA" >/dev/null 2>&1 || true' EXIT
+# Label Studio starts (a few seconds, mostly waiting on its boot) while the controls are mixed beside it
+"$PY" -m annotation.server start --workspace "$WS" --data-dir "$LS_DATA" &
+SERVER_START=$!
 # the same speech without the scene that makes it benign: expected harmful in the mixture arm
 "$PY" -m construction.controls --workspace "$WS"  # the workspace keeps the pipeline's config
-
-"$PY" -m annotation.server start --workspace "$WS" --data-dir "$LS_DATA"
-trap '"$PY" -m annotation.server stop --data-dir "$LS_DATA" >/dev/null 2>&1 || true' EXIT
+wait "$SERVER_START"
 # Staged rounds (annotation.staging): the speech arm first, the scene arm only for samples whose speech
 # arm passed, the mixture arm only once both passed, a third label only where the first two split. Each
 # round: push what is open -> 3 scripted annotators per arm label it (9 accounts, each hears a sample in
@@ -79,9 +82,24 @@ for _ in $(seq 100); do
     sleep 0.2
 done
 export OPENAI_API_KEY=demo-stub-key  # the stub takes any key
-for input in mixture speech controls irrelevant scene; do
+# the five inputs two at a time (the machine's two cores; each run is mostly start-up), each one's lines
+# printed in order once it is done
+INPUTS=(mixture speech controls irrelevant scene)
+RUNS=() STATUS=()
+mkdir -p "$EVAL"
+for i in "${!INPUTS[@]}"; do
+    if [ "$i" -ge 2 ]; then STATUS[$((i - 2))]=0; wait "${RUNS[$((i - 2))]}" || STATUS[$((i - 2))]=$?; fi
     "$PY" -m evaluation.run --release "$WS/release" --model stub --base-url "http://127.0.0.1:$STUB_PORT/v1" \
-        --input "$input" --out "$EVAL/stub-plain-$input" --quiet
+        --input "${INPUTS[$i]}" --out "$EVAL/stub-plain-${INPUTS[$i]}" --quiet > "$EVAL/run-${INPUTS[$i]}.log" 2>&1 &
+    RUNS[$i]=$!
+done
+for i in "${!INPUTS[@]}"; do
+    if [ -z "${STATUS[$i]:-}" ]; then STATUS[$i]=0; wait "${RUNS[$i]}" || STATUS[$i]=$?; fi
+    cat "$EVAL/run-${INPUTS[$i]}.log"
+    if [ "${STATUS[$i]}" -ne 0 ]; then
+        echo "error: evaluating the demo release's ${INPUTS[$i]} input failed (exit ${STATUS[$i]})" >&2
+        exit "${STATUS[$i]}"
+    fi
 done
 "$PY" -m evaluation.report --results "$EVAL"/stub-plain-{mixture,speech,controls,irrelevant,scene} --out "$EVAL/report"
 echo "demo evaluation: $EVAL/report"
