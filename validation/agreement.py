@@ -309,11 +309,8 @@ def run_workspace(ws: Workspace, rule: ConsensusRule = ConsensusRule(), level: s
     from annotation.protocol import workspace_taxonomy
 
     taxonomy = workspace_taxonomy(ws) if protocol == "three-arm" else None
-    # a sample mixed with a danger twin whose danger scene has no labels yet: counted as needing them
-    unheard = {s.sample_id: s.model_copy(update={"annotations": []}) for s in samples
-               if s.danger_scene_audio is not None and protocol == "three-arm"}
-    decisions = [decide(s, rule, controls.get(s.sample_id), protocol, taxonomy,
-                        pulled_danger.get(s.sample_id) or unheard.get(s.sample_id)) for s in samples]
+    decisions = [decide(s, rule, controls.get(s.sample_id), protocol, taxonomy, danger_of(s, pulled_danger))
+                 for s in samples]
     counts = Counter(d.outcome for d in decisions)
     consensus = {outcome: counts[outcome] for outcome in OUTCOMES}
     report = {"protocol": protocol, "overall": summary["overall"], "per_category": per_category,
@@ -380,6 +377,14 @@ def run_workspace(ws: Workspace, rule: ConsensusRule = ConsensusRule(), level: s
     print(f"wrote {ws.manifest_path(OUTPUT_STAGE)}, {reports / 'agreement.json'}, {reports / 'agreement.png'}, "
           f"{staging} (the arm outcomes a staged push follows)")
     return report
+
+
+def danger_of(sample: Sample, pulled: Mapping[str, Sample]) -> Sample | None:
+    """The sample's danger scene with its labels (pull's annotated_danger row); one mixed with a danger
+    twin whose danger scene has no labels yet counts as needing them; None: no danger twin."""
+    if sample.danger_scene_audio is None:
+        return None
+    return pulled.get(sample.sample_id) or sample.model_copy(update={"annotations": []})
 
 
 def danger_counts(decisions: Sequence[Decision]) -> dict[str, int]:
