@@ -184,7 +184,8 @@ def format_perception(models: list[dict[str, Any]]) -> str:
         lines += ["", f"noise and perception, {m['label']}: rate, count/n [95% CI, cluster bootstrap over script "
                       "families]; noise-controlled gap = refusal on the irrelevant-background twin minus refusal "
                       "on the mixture (paired); danger-controlled gap = refusal on the danger twin minus refusal "
-                      "on the mixture (paired, certified danger twins only); scene recognised over the parsed probe answers",
+                      "on the mixture (paired, certified danger twins only); scene recognised over the parsed "
+                      "probe answers",
                   "category".ljust(first) + " | ".join(h.ljust(w) for h, w in zip(heads, widths, strict=True))]
         lines += [c.ljust(first) + " | ".join(v.ljust(w) for v, w in zip(r, widths, strict=True))
                   for c, r in zip(categories, rows, strict=True)]

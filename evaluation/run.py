@@ -171,7 +171,7 @@ class Release:
         if self.skipped and len(empty) == len(ds):
             raise WorkbenchError(f"the release {source} ships no certified danger twin in split '{split}' (all "
                                  f"{len(ds)} rows have none): nothing to send for --input danger")
-        if empty and input != "danger":  # the card declares the column, the files lack it (datasets fills it with nulls)
+        if empty and input != "danger":  # the card declares the column, the files lack it (datasets: nulls)
             raise WorkbenchError(f"the release {source} has no {audio_column} for {len(empty)} clip(s) (e.g. "
                                  f"{empty[0]}) although its card declares the column: its files and its card "
                                  f"disagree; export it again to evaluate --input {input}")
