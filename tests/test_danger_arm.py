@@ -125,3 +125,55 @@ def test_a_danger_scene_goes_with_its_sample_s_scene_when_staged(ls, admin, acco
     assert "danger twins: 1 of 2 certified as real danger" in out and "1 need labels" in out
     assert json.loads((ws.root / "staging.json").read_text())["samples"][ids[0]]["danger"]["outcome"] == "passed"
     assert arms_of(ws, ids[0])["danger"]["certified"] is True
+
+
+def test_the_demo_annotators_hear_a_danger_scene_with_its_sample_s_scene(ls, admin, accounts, tmp_path, capsys):
+    """As scripts/demo.sh runs it: the danger scenes come with the scene arm's round and are labelled by
+    the group that heard the sample's scene (never its speech), mostly as real danger."""
+    from annotation import demo_annotators
+    from annotation.labelstudio import export_tasks, user_emails
+    from annotation.protocol import read_task_map
+    from tests.test_staging import DEMO_SEED
+
+    ws = make_workspace(tmp_path / "demo", 6, served=ls.document_root, danger=6)
+    where = ["--workspace", str(ws.root), "--data-dir", str(ls.data_dir)]
+
+    def labelled(role: str) -> dict[str, list[tuple[int, str]]]:
+        entry = json.loads((ws.root / "annotation.json").read_text())["arms"][role]
+        mapping = read_task_map(ws)
+        return {mapping[t["data"]["key"]][0]: [(a["completed_by"], a["result"][0]["value"]["choices"][0])
+                                               for a in t.get("annotations") or []]
+                for t in export_tasks(admin, int(entry["id"]))}
+
+    def round_() -> None:
+        code, out, err = cli(push.main, *where, *(["--staged", "--project", "Demo danger", "--catch", "0"]
+                                                  if not (ws.root / "annotation.json").exists() else []),
+                             capsys=capsys)
+        assert code == 0, err
+        code, out, err = cli(demo_annotators.main, *where, "--annotators", "3", "--annotator-seed", DEMO_SEED,
+                             capsys=capsys)
+        assert code == 0 and "could not be given" not in out, out + err
+        pulled(ls, ws, capsys)
+        assert cli(agreement.main, "--workspace", str(ws.root), "--n-boot", "10", capsys=capsys)[0] == 0
+
+    round_()
+    round_()
+    speech, scene = labelled("speech"), labelled("scene")
+    passed = [i for i in speech if i in scene]
+    assert passed and all(danger_item_id(i) in scene for i in passed)
+    assert len(scene) == 2 * len(passed)
+    emails = user_emails(admin)
+
+    def group(user: int) -> int:  # annotator-K@demo...: group (K - 1) // 3
+        return (int(emails[user].partition("@")[0].rsplit("-", 1)[1]) - 1) // 3
+
+    for i in passed:
+        heard_danger = {u for u, _ in scene[danger_item_id(i)]}
+        assert len(heard_danger) == 2 and not heard_danger & {u for u, _ in speech[i]}
+        assert {group(u) for u, _ in [*scene[i], *scene[danger_item_id(i)]]} != {group(u) for u, _ in speech[i]}
+        assert len({group(u) for u, _ in [*scene[i], *scene[danger_item_id(i)]]}) == 1
+    answers = [label for i in passed for _, label in scene[danger_item_id(i)]]
+    assert answers.count("real_danger") >= len(answers) / 2, answers
+    staging = json.loads((ws.root / "staging.json").read_text())["samples"]
+    assert all(staging[i]["danger"]["outcome"] in ("passed", "failed", None) for i in passed)
+    assert any(staging[i]["danger"]["outcome"] == "passed" for i in passed)
