@@ -338,6 +338,8 @@ class Item:
 
     @property
     def what(self) -> str:
+        if self.kind == "danger":
+            return "danger scene (danger_scene_audio)"
         heard = {"speech": "clean speech", "scene": "scene alone"}.get(self.role, "mixture")
         return f"{heard} ({audio_field(self.role)})"
 
