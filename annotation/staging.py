@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from annotation.protocol import danger_item_id
+from annotation.protocol import DANGER_PREFIX, danger_item_id
 from annotation.server import server_flags
 from annotation.state import ADJUDICATION_SOURCE, CONTROLS_OUTPUT_STAGE, DANGER_OUTPUT_STAGE, OUTPUT_STAGE
 from construction.core.errors import WorkbenchError
@@ -101,9 +101,15 @@ class Plan:
                  "mixture_decided")
         shown = ", ".join(f"{k} {self.stages[k]}" for k in order if self.stages[k])
         more = sum(len(v) for v in self.overlap.values())
-        return (f"staged: speech {len(self.items['speech'])}, scene {len(self.items['scene'])} (speech passed), "
+        danger = self.dangers()
+        return (f"staged: speech {len(self.items['speech'])}, scene {len(self.items['scene']) - danger} (speech passed"
+                + (f"; with {danger} danger scene(s)" if danger else "") + "), "
                 f"mixture {len(self.items['mixture'])} (both passed), {len(self.controls)} control(s); "
                 f"{more} split task(s) asked for another label; samples: {shown or 'none'}")
+
+    def dangers(self) -> int:
+        """The danger scenes among the scene arm's items."""
+        return sum(item.startswith(DANGER_PREFIX) for item in self.items["scene"])
 
     def round_lines(self, new_tasks: dict[str, int]) -> list[str]:
         """What an annotator who opens each arm finds after this push, and why an arm is empty: who sees
@@ -123,6 +129,8 @@ class Plan:
                                 "; no sample has got that far"))
                 continue
             what = f"{n} sample(s)" + (f" and {len(self.controls)} control(s)" if role == "mixture" else "")
+            if role == "scene" and self.dangers():
+                what = f"{n - self.dangers()} sample(s) and {self.dangers()} danger scene(s)"
             if self.undecided[role]:
                 detail = f"{self.undecided[role]} still to decide ({new_tasks.get(role, 0)} task(s) new this round"
                 detail += f", {split} split task(s) asking another label)" if split else ")"

@@ -105,7 +105,8 @@ def test_a_danger_scene_goes_with_its_sample_s_scene_when_staged(ls, admin, acco
     scene_pid, scene = arm_tasks(admin, ws, "scene")
     assert sorted(scene) == sorted([ids[0], danger_item_id(ids[0])])
     assert "scene arm: 1 scene(s) and 1 danger scene(s)" in out
-    assert "    scene arm: 2 sample(s), 2 still to decide (2 task(s) new this round)" in out
+    assert "staged: speech 2, scene 1 (speech passed; with 1 danger scene(s)), mixture 0" in out
+    assert "    scene arm: 1 sample(s) and 1 danger scene(s), 2 still to decide (2 task(s) new this round)" in out
 
     annotate(accounts[A], scene[danger_item_id(ids[0])], "real_danger")
     annotate(accounts[B], scene[danger_item_id(ids[0])], "cant_tell")  # a split: a third label is asked
