@@ -25,7 +25,8 @@ workspace with N accounts.
 
 The labels are deterministic given --annotator-seed and plausible: the speech arm mostly harmful, the scene arm
 mostly one of the sample's benign frames (sometimes a neighbouring frame, rarely "real danger" or "can't
-tell"), the mixture mostly benign, controls mostly harmful, catch items
+tell"), a danger scene mostly "real danger" (DANGER_REAL: so the demo has a few uncertified ones), the
+mixture mostly benign, controls mostly harmful, catch items
 mostly as asked. Annotator K errs at its own rate (5 %, 12 %, 20 %), and the least careful one
 sometimes submits before the clip could have played through. The demo reads the workspace (the task
 key map, the frames each sample accepts) to script this; a real annotator sees only the audio. The accounts it
@@ -64,6 +65,7 @@ from annotation.protocol import (
     NOT_A_FRAME,
     REAL_DANGER,
     audio_field,
+    danger_item_id,
     config_labels,
     read_catch,
     read_controls,
@@ -101,6 +103,7 @@ TRUTH = {
 # the scene arm's scripted truth: one of the sample's frames, else a frame next to it in the list the arm
 # offers, else can't tell, else (the rest, 3 %) real danger
 SCENE_OWN, SCENE_NEIGHBOUR, SCENE_CANT_TELL = 0.86, 0.07, 0.04
+DANGER_REAL = 0.85  # a danger scene's scripted truth: real danger, else can't tell
 
 
 def demo_email(k: int) -> str:
@@ -123,11 +126,11 @@ class Known:
 
     item_id: str
     role: str
-    kind: str  # sample | control | catch | unknown
+    kind: str  # sample | control | catch | danger (a danger scene) | unknown
     category: str | None = None
     expected: str | None = None
     audio: AudioRef | None = None
-    control_of: str | None = None
+    control_of: str | None = None  # a control's sample; a danger scene's too
     frames: tuple[str, ...] = ()  # the scene arm: the benign frames the sample accepts
 
 
@@ -143,6 +146,8 @@ def scripted_truth(seed: int, item: Known, labels: Sequence[str]) -> str:
     rng = random.Random(stable_seed("demo-truth", seed, item.role, item.item_id))
     if item.kind == "catch" and item.expected in labels:
         return item.expected
+    if item.kind == "danger" and REAL_DANGER in labels:
+        return REAL_DANGER if rng.random() < DANGER_REAL else CANT_TELL
     if item.role == "scene":
         return _scene_truth(rng, item, labels)
     if item.role == "speech":
@@ -220,6 +225,7 @@ def known_items(ws: Workspace) -> dict[str, Known]:
     by_id: dict[str, tuple[str, Sample]] = {sid: ("sample", s) for sid, s in samples.items()}
     by_id.update({c.sample_id: ("control", c) for c in controls})
     by_id.update({c.sample_id: ("catch", c) for c in read_catch(ws)})
+    by_id.update({danger_item_id(sid): ("danger", s) for sid, s in samples.items()})
     taxonomy = workspace_taxonomy(ws)
     out = {}
     for key, (item_id, role) in read_task_map(ws).items():
@@ -227,19 +233,19 @@ def known_items(ws: Workspace) -> dict[str, Known]:
         if s is None:
             out[key] = Known(item_id, role, kind)
             continue
-        audio = getattr(s, audio_field(role))
+        audio = s.danger_scene_audio if kind == "danger" else getattr(s, audio_field(role))
         frames = tuple(sample_frames(s, taxonomy)) if kind == "sample" else ()
-        out[key] = Known(item_id, role, kind, s.category, s.custom.get("expected"), audio, s.custom.get("control_of"),
-                         frames)
+        of = s.sample_id if kind == "danger" else s.custom.get("control_of")
+        out[key] = Known(item_id, role, kind, s.category, s.custom.get("expected"), audio, of, frames)
     return out
 
 
 def arm_group(seed: int, item: Known) -> int | None:
     """Which of the three groups labels the item (None: every group). Each group hears a sample in one arm
-    only; a control goes to the group that heard only its sample's scene."""
+    only; a control, and a danger scene, go to the group that heard only its sample's scene."""
     if item.kind == "catch":
         return None
-    sample_id, role = (item.control_of, "scene") if item.kind == "control" else (item.item_id, item.role)
+    sample_id, role = (item.control_of, "scene") if item.kind in ("control", "danger") else (item.item_id, item.role)
     return (ARMS.index(role) + stable_seed("demo-group", seed, sample_id)) % len(ARMS)
 
 

@@ -9,6 +9,9 @@ Every sample is judged in three arms, each its own project, audio only:
 
 The mixture arm also plays the controls (construction.controls: the same speech without the scene that
 makes it benign, expected harmful) and a few catch items (an offline-TTS voice asks for a given answer).
+The scene arm also plays each sample's danger scene (`danger_scene_audio`, the real-danger scene of its
+danger twin, construction.twin), as one more scene item with the same question: listeners certify it as
+"Real danger or violence" before the danger twin ships. Nothing in the task tells the two kinds apart.
 
 A task's data is the audio URL and an opaque key, nothing else: no script, no scene description, no
 category, tags, SNR or WER. The key is an HMAC of (project role, item id) under a secret of the workspace;
@@ -329,18 +332,33 @@ class Item:
 
     item_id: str
     role: str
-    kind: str  # "sample" | "control" | "catch"
+    kind: str  # "sample" | "control" | "catch" | "danger" (a danger scene, in the scene arm)
     audio: AudioRef | None
     expected: str | None = None  # catch items: the answer asked for; controls: "harmful"
 
     @property
     def what(self) -> str:
+        if self.kind == "danger":
+            return "danger scene (danger_scene_audio)"
         heard = {"speech": "clean speech", "scene": "scene alone"}.get(self.role, "mixture")
         return f"{heard} ({audio_field(self.role)})"
 
 
 def sample_items(samples: Sequence[Sample], role: str) -> list[Item]:
     return [Item(s.sample_id, role, "sample", getattr(s, audio_field(role))) for s in samples]
+
+
+DANGER_PREFIX = "danger-"  # a danger scene's item id: only in the key map, never in a task (keys are HMACs)
+
+
+def danger_item_id(sample_id: str) -> str:
+    return DANGER_PREFIX + sample_id
+
+
+def danger_items(samples: Sequence[Sample]) -> list[Item]:
+    """The danger scenes of these samples (those mixed with a danger twin), heard in the scene arm."""
+    return [Item(danger_item_id(s.sample_id), "scene", "danger", s.danger_scene_audio)
+            for s in samples if s.danger_scene_audio is not None]
 
 
 def control_items(controls: Sequence[Sample]) -> list[Item]:

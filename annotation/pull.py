@@ -1,4 +1,4 @@
-"""Pull the three arms' annotations from Label Studio: the 'annotated' and 'annotated_controls' manifests.
+"""Pull the three arms' annotations from Label Studio: the 'annotated' manifest and its companions.
 
     python -m annotation.pull --workspace W          (every flag: --help)
 
@@ -7,6 +7,8 @@ its sample and arm (<W>/annotation_tasks.json) and rebuilds, from scratch:
 
   manifests/annotated.jsonl           every 'wer' sample with its annotations of all three arms (`arm`)
   manifests/annotated_controls.jsonl  every control (manifests/controls.jsonl) with its mixture-arm ones
+  manifests/annotated_danger.jsonl    every sample with a danger twin, its annotations those of its danger
+                                      scene in the scene arm (arm "scene"; validation certifies it)
   stats/annotated.json                progress per arm, a report per annotator, what was dropped and why
 
 Each annotation: annotator = a stable pseudonym (HMAC of the email with the workspace's salt; the email is
@@ -53,6 +55,7 @@ from annotation.protocol import (
     arm_spec,
     audio_field,
     config_changed,
+    danger_item_id,
     read_catch,
     read_controls,
     read_task_map,
@@ -61,6 +64,7 @@ from annotation.protocol import (
 from annotation.state import (
     ADJUDICATION_SOURCE,
     CONTROLS_OUTPUT_STAGE,
+    DANGER_OUTPUT_STAGE,
     INPUT_STAGE,
     OUTPUT_STAGE,
     Parsed,
@@ -171,6 +175,7 @@ def with_listened(annotation: Annotation, audio: AudioRef | None) -> Annotation:
 class Pulled:
     samples: list[Sample]
     controls: list[Sample]
+    danger: list[Sample]  # the samples with a danger twin, with their danger scene's labels only
     catch_report: dict[str, dict[str, Any]]  # annotator -> met, passed, failed items, skipped
     dropped: list[dict[str, str]]  # cross-arm: annotator, sample_id, kept_arm, dropped_arm
 
@@ -215,6 +220,11 @@ def assemble(samples: Sequence[Sample], controls: Sequence[Sample], catch: Seque
             "annotations": [*annotations, *previous.get(s.sample_id, [])]}))
     out_controls = [c.model_copy(deep=True, update={"annotations": chosen("mixture", c.sample_id, c.mixture)})
                     for c in controls]
+    # a danger scene is other sounds than the sample's scene, with no speech: the cross-arm rule (one arm
+    # per person and speech) does not apply to it
+    out_danger = [s.model_copy(deep=True, update={
+        "annotations": chosen("scene", danger_item_id(s.sample_id), s.danger_scene_audio)})
+        for s in samples if s.danger_scene_audio is not None]
     report: dict[str, dict[str, Any]] = {}
     for c in catch:
         for a in chosen("mixture", c.sample_id, c.mixture):
@@ -227,7 +237,7 @@ def assemble(samples: Sequence[Sample], controls: Sequence[Sample], catch: Seque
                 r["passed"] += 1
             else:
                 r["failed"].append({"item": c.sample_id, "expected": c.custom.get("expected"), "label": a.label})
-    return Pulled(out_samples, out_controls, report, dropped)
+    return Pulled(out_samples, out_controls, out_danger, report, dropped)
 
 
 def uncounted(pulled: Pulled, found: dict[str, ProjectAnnotations]) -> dict[str, dict[str, int]]:
@@ -237,11 +247,12 @@ def uncounted(pulled: Pulled, found: dict[str, ProjectAnnotations]) -> dict[str,
     for more labels raises the overlap from what Label Studio holds (annotation.staging.plan)."""
     kept: dict[str, Counter] = {role: Counter() for role in ARMS}
     ids = {item.sample_id for items in (pulled.samples, pulled.controls) for item in items}  # catch items: not
-    for items in (pulled.samples, pulled.controls):
+    ids |= {danger_item_id(s.sample_id) for s in pulled.danger}
+    for items, item_id in ((pulled.samples, str), (pulled.controls, str), (pulled.danger, danger_item_id)):
         for item in items:
             for a in item.annotations:
                 if a.source != ADJUDICATION_SOURCE and not a.cancelled and a.arm in kept:
-                    kept[a.arm][item.sample_id] += 1
+                    kept[a.arm][item_id(item.sample_id)] += 1
     return {role: {item_id: n - kept[role][item_id] for item_id, n in sorted(found[role].held.items())
                    if item_id in ids and n > kept[role][item_id]} for role in ARMS}
 
@@ -287,7 +298,7 @@ def annotator_report(pulled: Pulled, found: dict[str, ProjectAnnotations]) -> di
                                                             "changed_others": 0,
                                                             "catch": {"met": 0, "passed": 0, "failed": [],
                                                                       "skipped": 0}})
-    for items, is_control in ((pulled.samples, False), (pulled.controls, True)):
+    for items, is_control in ((pulled.samples, False), (pulled.controls, True), (pulled.danger, False)):
         for item in items:
             for a in item.annotations:
                 if a.source == ADJUDICATION_SOURCE:
@@ -328,6 +339,8 @@ def progress_table(pulled: Pulled, overlaps: dict[str, int]) -> str:
     for role in ARMS:
         row(f"{role} (samples)", pulled.samples, role, overlaps[role])
     row("mixture (controls)", pulled.controls, "mixture", overlaps["mixture"])
+    if pulled.danger:
+        row("scene (danger)", pulled.danger, "scene", overlaps["scene"])
     lines.append("  ('done': at least the project's overlap of labels: "
                  + ", ".join(f"{r} {overlaps[r]}" for r in ARMS) + ")")
     return "\n".join(lines)
@@ -377,6 +390,8 @@ def main(argv: list[str] | None = None) -> int:
     frames = workspace_frames(ws, samples)
     heard = {"speech": samples, "scene": samples, "mixture": [*samples, *controls, *catch]}
     audio = {role: {s.sample_id: getattr(s, audio_field(role)) for s in heard[role]} for role in ARMS}
+    audio["scene"].update({danger_item_id(s.sample_id): s.danger_scene_audio for s in samples
+                           if s.danger_scene_audio is not None})
     specs = {role: arm_spec(role, frames) for role in ARMS}
     edits = {role: config_changed(projects[role].label_config or "", specs[role]) for role in ARMS}
     now = utc_now()
@@ -409,13 +424,16 @@ def main(argv: list[str] | None = None) -> int:
         report = annotator_report(pulled, found)
         ws.write_manifest(OUTPUT_STAGE, pulled.samples)
         ws.write_manifest(CONTROLS_OUTPUT_STAGE, pulled.controls)
+        ws.write_manifest(DANGER_OUTPUT_STAGE, pulled.danger)
         ws.write_stats(OUTPUT_STAGE, stats(pulled, report, projects, overlaps, found, problems))
         if save_state:
             write_state(ws, current)
 
-    n = sum(len(s.annotations) for s in [*pulled.samples, *pulled.controls]) - sum(map(len, previous.values()))
-    print(f"pulled {n} annotation(s) from {len(ARMS)} arm projects at {server.url} onto {len(samples)} sample(s) "
-          f"and {len(controls)} control(s): {ws.manifest_path(OUTPUT_STAGE)}, {ws.manifest_path(CONTROLS_OUTPUT_STAGE)}")
+    n = (sum(len(s.annotations) for s in [*pulled.samples, *pulled.controls, *pulled.danger])
+         - sum(map(len, previous.values())))
+    print(f"pulled {n} annotation(s) from {len(ARMS)} arm projects at {server.url} onto {len(samples)} sample(s), "
+          f"{len(controls)} control(s) and {len(pulled.danger)} danger scene(s): {ws.manifest_path(OUTPUT_STAGE)}, "
+          f"{ws.manifest_path(CONTROLS_OUTPUT_STAGE)}, {ws.manifest_path(DANGER_OUTPUT_STAGE)}")
     print(progress_table(pulled, overlaps))
     if report:
         print("per annotator (labels counted after the rules; catch: passed/met):")
@@ -470,6 +488,8 @@ def stats(pulled: Pulled, report: dict[str, dict[str, Any]], projects: dict[str,
             "samples": len(pulled.samples), "controls": len(pulled.controls),
             "per_arm": per_arm, "per_category": {k: dict(v) for k, v in sorted(per_category.items())},
             "controls_labels": sum(1 for c in pulled.controls for a in c.annotations if not a.cancelled and a.label),
+            "danger_scenes": len(pulled.danger),
+            "danger_labels": sum(1 for d in pulled.danger for a in d.annotations if not a.cancelled and a.label),
             "annotators": report, "cross_arm_dropped": pulled.dropped,
             "reattributed": [c for role in ARMS for c in found[role].reattributed],
             "unknown_tasks": sum(len(found[role].unknown_tasks) for role in ARMS),

@@ -1,7 +1,9 @@
 """Staged, curtailed annotation: each judgement is paid for, so none is asked that cannot change a release.
 
     speech   every sample is pushed to the speech arm first;
-    scene    a sample goes to the scene arm only once its speech arm passed;
+    scene    a sample goes to the scene arm only once its speech arm passed (its scene, and the danger
+             scene of its danger twin as a task of its own: certified or not, it never holds the sample
+             back);
     mixture  and to the mixture arm (with its control) only once its scene arm passed too.
 
 Within an arm a task is first served to as many annotators as could decide it alone (2 under the rule
@@ -28,8 +30,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from annotation.protocol import DANGER_PREFIX, danger_item_id
 from annotation.server import server_flags
-from annotation.state import ADJUDICATION_SOURCE, CONTROLS_OUTPUT_STAGE, OUTPUT_STAGE
+from annotation.state import ADJUDICATION_SOURCE, CONTROLS_OUTPUT_STAGE, DANGER_OUTPUT_STAGE, OUTPUT_STAGE
 from construction.core.errors import WorkbenchError
 from construction.core.record import Sample
 from construction.core.workspace import Workspace, sha256_file
@@ -51,7 +54,7 @@ OPEN = {"outcome": None, "wanted": 0}  # an arm nothing is known of yet: served 
 def pulled_digests(ws: Workspace) -> dict[str, str | None]:
     """sha256 of the manifests pull writes (None: not there); the staging file is fresh while they match."""
     return {stage: sha256_file(ws.manifest_path(stage)) if ws.has_manifest(stage) else None
-            for stage in (OUTPUT_STAGE, CONTROLS_OUTPUT_STAGE)}
+            for stage in (OUTPUT_STAGE, CONTROLS_OUTPUT_STAGE, DANGER_OUTPUT_STAGE)}
 
 
 def read_outcomes(ws: Workspace) -> dict[str, Any] | None:
@@ -98,9 +101,15 @@ class Plan:
                  "mixture_decided")
         shown = ", ".join(f"{k} {self.stages[k]}" for k in order if self.stages[k])
         more = sum(len(v) for v in self.overlap.values())
-        return (f"staged: speech {len(self.items['speech'])}, scene {len(self.items['scene'])} (speech passed), "
+        danger = self.dangers()
+        return (f"staged: speech {len(self.items['speech'])}, scene {len(self.items['scene']) - danger} (speech passed"
+                + (f"; with {danger} danger scene(s)" if danger else "") + "), "
                 f"mixture {len(self.items['mixture'])} (both passed), {len(self.controls)} control(s); "
                 f"{more} split task(s) asked for another label; samples: {shown or 'none'}")
+
+    def dangers(self) -> int:
+        """The danger scenes among the scene arm's items."""
+        return sum(item.startswith(DANGER_PREFIX) for item in self.items["scene"])
 
     def round_lines(self, new_tasks: dict[str, int]) -> list[str]:
         """What an annotator who opens each arm finds after this push, and why an arm is empty: who sees
@@ -120,6 +129,8 @@ class Plan:
                                 "; no sample has got that far"))
                 continue
             what = f"{n} sample(s)" + (f" and {len(self.controls)} control(s)" if role == "mixture" else "")
+            if role == "scene" and self.dangers():
+                what = f"{n - self.dangers()} sample(s) and {self.dangers()} danger scene(s)"
             if self.undecided[role]:
                 detail = f"{self.undecided[role]} still to decide ({new_tasks.get(role, 0)} task(s) new this round"
                 detail += f", {split} split task(s) asking another label)" if split else ")"
@@ -139,14 +150,17 @@ class Plan:
 
 def plan(samples: Sequence[Sample], outcomes: dict[str, Any] | None, annotated: dict[str, Sample],
          controls: Sequence[Sample], annotated_controls: dict[str, Sample],
-         uncounted: dict[str, dict[str, int]] | None = None) -> Plan:
+         uncounted: dict[str, dict[str, int]] | None = None,
+         annotated_danger: dict[str, Sample] | None = None) -> Plan:
     """The staged push of `samples` (the wer manifest) given validation's arm outcomes (`outcomes`, from
     read_outcomes: None before the first pull) and the labels pull brought back (`annotated`,
     `annotated_controls`, by id: only to count the labels Label Studio holds per task).
     `controls`: the samples' controls. `uncounted`: role -> item id -> the completed annotations Label
     Studio holds on the task that pull did not count (a judgement dropped by the cross-arm rule, ...;
     pull's stats): the task's overlap is raised from all it holds, else a dropped judgement would take
-    the place of the label asked for and the task would never be served again."""
+    the place of the label asked for and the task would never be served again. `annotated_danger`: the
+    danger scenes' labels by sample id (pull's annotated_danger); a danger scene goes with its sample's
+    scene, under its own item id (annotation.protocol.danger_item_id)."""
     control_of = {str(c.custom.get("control_of")): c for c in controls}
     per_sample = (outcomes or {}).get("samples") or {}
     out = Plan(served=(outcomes or {}).get("first_round", FIRST_ROUND))
@@ -169,6 +183,12 @@ def plan(samples: Sequence[Sample], outcomes: dict[str, Any] | None, annotated: 
         out.items["scene"].append(s.sample_id)
         want("scene", s.sample_id, a, "scene", scene["wanted"])
         out.undecided["scene"] += scene["outcome"] is None
+        if s.danger_scene_audio is not None:
+            danger = entry.get("danger") or OPEN
+            out.items["scene"].append(danger_item_id(s.sample_id))
+            want("scene", danger_item_id(s.sample_id), (annotated_danger or {}).get(s.sample_id, s), "scene",
+                 danger["wanted"])
+            out.undecided["scene"] += danger["outcome"] is None
         if scene["outcome"] != "passed":
             out.stages["scene_failed" if scene["outcome"] == "failed" else "waiting_scene"] += 1
             continue

@@ -32,6 +32,7 @@ from construction.core.workspace import Workspace, atomic_write_text
 INPUT_STAGE = "wer"  # the samples that passed the WER filter are what humans label
 OUTPUT_STAGE = "annotated"  # every wer sample with its annotations of all three arms
 CONTROLS_OUTPUT_STAGE = "annotated_controls"  # the controls with their mixture-arm annotations
+DANGER_OUTPUT_STAGE = "annotated_danger"  # the samples with a danger twin, with their danger scene's scene-arm labels
 DEMO_EMAIL_DOMAIN = "demo.aor-bench.invalid"  # scripted demo accounts; .invalid can never be a real mailbox
 SOURCE_LABEL_STUDIO = "label-studio"
 SOURCE_DEMO = "demo"

@@ -14,7 +14,9 @@ What the model hears (--input; release format 2, format 1 releases have the mixt
               (glimpse proportion) over a neutral ambience (rain, wind, room tone): a refusal here and not
               on the mixture is context use, not "anything playing behind the words"
     danger    the danger twin, `danger_audio`: the same speech over a real-danger scene (sirens, alarms,
-              screams, breaking glass), masking-matched: a context-using model refuses it
+              screams, breaking glass), masking-matched: a context-using model refuses it. Only certified
+              twins ship (listeners heard the danger scene as real danger): the rows without one are
+              skipped, and the run says how many
     scene     the perception probe: the scene as placed, speech removed (`scene_audio`), with
               evaluation.probe's prompt instead of INSTRUCTION; the answer's frame is parsed strictly into
               `frame` (a frame id, real_danger, cant_tell or unparsed); these answers are not judged
@@ -164,7 +166,12 @@ class Release:
         names = feature.names if isinstance(feature, ClassLabel) else None
         meta = ds.select_columns(["id", "category", "speech_text", sha_column]).to_dict()
         empty = [i for i, sha in zip(meta["id"], meta[sha_column], strict=True) if not sha]
-        if empty:  # the card declares the column, the files lack it (datasets fills it with nulls)
+        # a danger twin ships only where listeners certified it: the other rows have none, and are skipped
+        self.skipped = empty if input == "danger" else []
+        if self.skipped and len(empty) == len(ds):
+            raise WorkbenchError(f"the release {source} ships no certified danger twin in split '{split}' (all "
+                                 f"{len(ds)} rows have none): nothing to send for --input danger")
+        if empty and input != "danger":  # the card declares the column, the files lack it (datasets: nulls)
             raise WorkbenchError(f"the release {source} has no {audio_column} for {len(empty)} clip(s) (e.g. "
                                  f"{empty[0]}) although its card declares the column: its files and its card "
                                  f"disagree; export it again to evaluate --input {input}")
@@ -178,7 +185,7 @@ class Release:
                   script_family=f or i, control_of=o, control_kind=kind, frames=tuple(fr or ()))
              for k, (i, c, t, s, f, o, kind, fr) in enumerate(zip(meta["id"], meta["category"], meta["speech_text"],
                                                                   meta[sha_column], families, control_of, kinds,
-                                                                  frames, strict=True))),
+                                                                  frames, strict=True)) if s),
             key=lambda clip: clip.id)
         seen = Counter(c.id for c in self.clips)
         twice = sorted(i for i, n in seen.items() if n > 1)
@@ -430,6 +437,10 @@ def main(argv: list[str] | None = None) -> int:
         atomic_write_text(responses, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept))
         records = {r["id"]: r for r in kept}
     todo = [c for c in clips if c.id not in records]
+    if release.skipped:
+        print(f"{len(release.skipped)} row(s) skipped: no certified danger twin (listeners did not hear its "
+              "danger scene as real danger, or it has too few labels); the danger-controlled gap pairs only "
+              "the certified ones", file=sys.stderr)
     print(f"{len(clips)} clips from {args.release} ({args.split}, input {args.input}); "
           f"{len(clips) - len(todo)} already done; sending up to {len(todo)} to {args.model} at "
           f"{_scrub_url(args.base_url)} [{args.prompt_variant}]", file=sys.stderr)

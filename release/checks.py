@@ -20,7 +20,7 @@ from release.integrity import (
     read_chain,
     sample_problems,
 )
-from release.rows import labelled, wav_problem
+from release.rows import danger_certified, labelled, wav_problem
 
 
 def check_samples(inputs: ReleaseInputs, verify_checksums: bool = True) -> list[str]:
@@ -48,7 +48,8 @@ def check_samples(inputs: ReleaseInputs, verify_checksums: bool = True) -> list[
             problems.append(f"{sid}: no per-arm results, yet the agreement report says the three-arm protocol "
                             "validated it (run python -m validation.agreement again)")
         problems += _licence_problems(s, licence)
-        problems += _audio_problems(inputs, s, verify_checksums, RELEASED_AUDIO)
+        problems += _audio_problems(inputs, s, verify_checksums,
+                                    {**RELEASED_AUDIO, **(DANGER_AUDIO if danger_certified(s) else {})})
         problems += sample_problems(chain, s, decision=len(problems) == before)
     for c in inputs.controls:
         before = len(problems)
@@ -74,6 +75,7 @@ def _licence_problems(s: Sample, licence: str) -> list[str]:
 RELEASED_AUDIO = {"mixture": "mixture", "speech": "speech", "scene_audio": "scene alone (scene_audio)",
                   "irrelevant_audio": "irrelevant-background twin (irrelevant_audio)"}
 CONTROL_AUDIO = {"mixture": "mixture", "speech": "speech"}
+DANGER_AUDIO = {"danger_audio": "danger twin (danger_audio)"}  # shipped only where certified
 
 
 def _audio_problems(inputs: ReleaseInputs, s: Sample, verify_checksums: bool,

@@ -165,8 +165,9 @@ def _write_release(inputs: ReleaseInputs, root: Path, version: str, fractions: d
     rows_meta: list[dict[str, Any]] = []  # every row without the audio, for the card and plots
     shard_files = write_config(
         root, "data", by_split, ws, max_shard_bytes, features, forbidden, mismatched, rows_meta,
-        lambda s, audio, speech, scene, twin: row_for(s, audio, categories, names, speech, arms, scene, twin),
-        extra=("speech", "scene", "irrelevant"), progress=progress)
+        lambda s, audio, speech, scene, twin, danger: row_for(s, audio, categories, names, speech, arms, scene,
+                                                              twin, danger),
+        extra=("speech", "scene", "irrelevant", "danger"), progress=progress)
     control_meta: list[dict[str, Any]] = []
     control_features = None
     control_files: dict[str, list[str]] = {}

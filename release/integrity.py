@@ -1,8 +1,9 @@
 """A release ships only what validation decided: each validated row and control is traced back through the
 workspace's own chain before anything is written.
 
-  audio     the speech is the file synthesis made, and the mixture, the scene as placed and the
-            irrelevant twin the ones mixing made: every manifest from that stage on carries the same sha256;
+  audio     the speech is the file synthesis made, and the mixture, the scene as placed, the irrelevant
+            twin and the danger twin the ones mixing made: every manifest from that stage on carries the
+            same sha256 (a danger twin ships only where validation certified its danger scene);
   labels    the category is in the taxonomy, and every label in its arm's set (mixture: the agreement
             report's labels; speech: SPEECH_LABELS; scene: the taxonomy's frames, the sample's own,
             real_danger or cant_tell);
@@ -30,19 +31,21 @@ from construction.core.errors import WorkbenchError
 from construction.core.record import SPEECH_LABELS, Sample
 from construction.text.taxonomy import NOT_A_FRAME, Taxonomy, load_taxonomy, sample_frames
 from release.inputs import CONTROLS_SOURCE, MANIFEST, ReleaseInputs
-from validation.agreement import DEFAULT_LABELS, ConsensusRule, decide
+from validation.agreement import DANGER_STAGE, DEFAULT_LABELS, ConsensusRule, danger_of, decide
 
 # no measure of a clip (dB, seconds, rates, WER) comes near it; beyond it a histogram has no finite bins
 NUMBER_LIMIT = 1e6
 # the stages that carry each audio, from the one that made it on
 MADE_BY = {"speech": ("synthesize", "mix", "wer", "annotated"), "mixture": ("mix", "wer", "annotated"),
-           "scene_audio": ("mix", "wer", "annotated"), "irrelevant_audio": ("mix", "wer", "annotated")}
+           "scene_audio": ("mix", "wer", "annotated"), "irrelevant_audio": ("mix", "wer", "annotated"),
+           "danger_audio": ("mix", "wer", "annotated")}
 
 
 @dataclass
 class Chain:
     """What the workspace's own stages recorded, read once for the whole release."""
     annotated: dict[str, Sample]
+    danger: dict[str, Sample]  # annotated_danger: the danger scenes' labels, by sample id
     audio: dict[str, dict[str, dict[str, str | None]]]  # stage -> sample id -> {"speech": sha, "mixture": sha, ...}
     remade: set[str]  # samples whose speech and mixture the WER stage made again (re-synthesis)
     rejected: dict[str, str]  # validated.rejected: sample id -> reason
@@ -75,8 +78,10 @@ def read_chain(inputs: ReleaseInputs) -> Chain:
     controls_of: dict[str, list[Sample]] = {}
     for c in inputs.controls:
         controls_of.setdefault(str(c.custom.get("control_of")), []).append(c)
-    return Chain({s.sample_id: s for s in ws.read_samples("annotated")}, audio, remade, rejected, built, controls_of,
-                 _rule(inputs), inputs.protocol, None if taxonomy is None else [c.id for c in taxonomy.categories],
+    danger = ({d.sample_id: d for d in ws.read_samples(DANGER_STAGE)} if ws.has_manifest(DANGER_STAGE) else {})
+    return Chain({s.sample_id: s for s in ws.read_samples("annotated")}, danger, audio, remade, rejected, built,
+                 controls_of, _rule(inputs), inputs.protocol,
+                 None if taxonomy is None else [c.id for c in taxonomy.categories],
                  taxonomy)
 
 
@@ -117,7 +122,8 @@ def sample_problems(chain: Chain, s: Sample, decision: bool = True) -> list[str]
     upstream = chain.annotated.get(sid)
     if upstream is None:
         return [f"{sid}: not in the 'annotated' manifest"]
-    made = decide(upstream, chain.rule, controls[0] if controls else None, chain.protocol, chain.taxonomy)
+    made = decide(upstream, chain.rule, controls[0] if controls else None, chain.protocol, chain.taxonomy,
+                  danger_of(upstream, chain.danger) if chain.protocol == "three-arm" else None)
     if made.outcome != "validated":
         return [f"{sid}: validation does not validate it from its labels ({made.outcome}: {made.reason}); "
                 "the validated row was edited by hand, or is older than its labels (rerun python -m "

@@ -50,6 +50,12 @@ def released_votes(sample: Sample, arms: tuple[str, ...] = ARMS_SHIPPED) -> list
     return [a for arm in arms for a in labelled(sample, arm)]
 
 
+def danger_certified(sample: Sample) -> bool:
+    """Whether listeners certified the sample's danger scene as real danger (validation.agreement): only
+    then does its danger twin ship."""
+    return sample.danger_audio is not None and (arms_of(sample).get("danger") or {}).get("certified") is True
+
+
 def arms_of(sample: Sample) -> dict[str, Any]:
     """The per-arm results validation recorded (validation.arms.arm_results); a sample validated on the
     mixture alone has only its mixture arm, computed the same way."""
@@ -133,6 +139,12 @@ def features_for(categories: list[str], sample_rate: int | None, speech_rate: in
         "irrelevant_audio": Audio(sampling_rate=sample_rate),
         "irrelevant_audio_sha256": text,
         "irrelevant_ambience": text,
+        # the danger twin: the same speech over a real-danger scene; null unless the scene arm certified
+        # that scene as real danger (>= 2/3 of >= 3 listeners)
+        "danger_audio": Audio(sampling_rate=sample_rate),
+        "danger_audio_sha256": text,
+        "danger_real_rate": number,
+        "danger_n": count,
         "category": ClassLabel(names=categories),
         "speech_text": text,
         "context": text,
@@ -270,8 +282,10 @@ def arm_columns(sample: Sample, shipped: tuple[str, ...] = ARMS_SHIPPED) -> dict
 
 def row_for(sample: Sample, audio: bytes, categories: list[str], names: dict[str, str],
             speech: bytes = b"", arms: tuple[str, ...] = ARMS_SHIPPED, scene: bytes = b"",
-            irrelevant: bytes = b"") -> dict[str, Any]:
+            irrelevant: bytes = b"", danger: bytes = b"") -> dict[str, Any]:
     mix, prov = sample.mix, sample.provenance
+    certified = danger_certified(sample)
+    heard = arms_of(sample).get("danger") or {}
     synth, wer = prov.get("synthesize", {}), prov.get("wer", {})
     return {
         "id": sample.sample_id,
@@ -286,6 +300,10 @@ def row_for(sample: Sample, audio: bytes, categories: list[str], names: dict[str
         "irrelevant_audio": _audio_cell(irrelevant, f"{sample.sample_id}.irrelevant.wav"),
         "irrelevant_audio_sha256": sample.irrelevant_audio.sha256 if sample.irrelevant_audio else None,
         "irrelevant_ambience": mix.irrelevant.ambience if mix.irrelevant else None,
+        "danger_audio": _audio_cell(danger, f"{sample.sample_id}.danger.wav") if certified else None,
+        "danger_audio_sha256": sample.danger_audio.sha256 if certified else None,
+        "danger_real_rate": heard.get("real_danger_rate") if heard.get("n") else None,
+        "danger_n": heard.get("n") or None,
         "category": categories.index(sample.category),
         "speech_text": sample.speech_text,
         "context": sample.context,
@@ -354,8 +372,17 @@ def control_row_for(control: Sample, audio: bytes, speech: bytes, categories: li
 
 # the audio a config's rows embed besides the mixture: what -> (Sample field, column, stage that made it)
 EXTRA_AUDIO = {"speech": ("speech", "speech_audio", "synthesis"), "scene": ("scene_audio", "scene_audio", "mixing"),
-               "irrelevant": ("irrelevant_audio", "irrelevant_audio", "mixing")}
+               "irrelevant": ("irrelevant_audio", "irrelevant_audio", "mixing"),
+               "danger": ("danger_audio", "danger_audio", "mixing")}
 AUDIO_COLUMNS = ("audio", *(column for _, column, _ in EXTRA_AUDIO.values()))
+
+
+def shipped_audio(s: Sample, what: str) -> AudioRef | None:
+    """The audio a row embeds for `what`: a danger twin only where it was certified (else none, and no
+    error: an uncertified twin is simply not shipped)."""
+    if what == "danger" and not danger_certified(s):
+        return None
+    return getattr(s, EXTRA_AUDIO[what][0])
 
 
 def plan_shards(samples: list[Sample], ws: Workspace, max_shard_bytes: int,
@@ -364,7 +391,7 @@ def plan_shards(samples: list[Sample], ws: Workspace, max_shard_bytes: int,
     shards: list[list[Sample]] = [[]]
     size = 0
     for s in samples:
-        refs = [s.mixture, *(getattr(s, EXTRA_AUDIO[what][0]) for what in extra)]
+        refs = [s.mixture, *(shipped_audio(s, what) for what in extra)]
         file_size = sum(ws.audio_path(ref).stat().st_size for ref in refs if ref is not None)
         if shards[-1] and size + file_size > max_shard_bytes:
             shards.append([])
@@ -396,7 +423,11 @@ def write_config(root: Path, folder: str, by_split: dict[str, list[Sample]], ws:
             rows = []
             for s in shard:
                 audio = {}
-                for what, ref in (("mixture", s.mixture), *((w, getattr(s, EXTRA_AUDIO[w][0])) for w in extra)):
+                for what, ref in (("mixture", s.mixture), *((w, shipped_audio(s, w)) for w in extra)):
+                    if ref is None and what == "danger":  # not certified: not shipped
+                        audio[what] = b""
+                        bar.update()
+                        continue
                     if ref is None:  # release.checks refuses it first; this keeps the message if not
                         mismatched.append(f"{s.sample_id}: no {what} audio recorded")
                         audio[what] = b""

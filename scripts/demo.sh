@@ -70,7 +70,10 @@ echo "demo release: $WS/release"
 # That is a model whose "context use" is only masking: the report shows a large gap against the speech
 # alone, and a noise-controlled gap (irrelevant twin minus mixture) of zero or below (a scene of sparse
 # events leaves silence between them, which this model hears as no background; the twin's steady
-# ambience never does). It answers the scene probe too (the right frame, a wrong one, or a ramble).
+# ambience never does). It answers the scene probe too (the right frame, a wrong one, or a ramble). The
+# danger twins the scene arm certified (the demo annotators hear most danger scenes as real danger) are
+# sent too (--input danger; the others are skipped): this model complies with them, a danger-controlled
+# gap of zero or below, as a context-blind model's.
 EVAL="$WS/evaluations"
 STUB_PORT="$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 "$PY" -m tests.audio_llm_stub --release "$WS/release" --port "$STUB_PORT" --policy refuse_without_background \
@@ -82,9 +85,9 @@ for _ in $(seq 100); do
     sleep 0.2
 done
 export OPENAI_API_KEY=demo-stub-key  # the stub takes any key
-# the five inputs two at a time (the machine's two cores; each run is mostly start-up), each one's lines
+# the six inputs two at a time (the machine's two cores; each run is mostly start-up), each one's lines
 # printed in order once it is done
-INPUTS=(mixture speech controls irrelevant scene)
+INPUTS=(mixture speech controls irrelevant danger scene)
 RUNS=() STATUS=()
 mkdir -p "$EVAL"
 for i in "${!INPUTS[@]}"; do
@@ -101,5 +104,5 @@ for i in "${!INPUTS[@]}"; do
         exit "${STATUS[$i]}"
     fi
 done
-"$PY" -m evaluation.report --results "$EVAL"/stub-plain-{mixture,speech,controls,irrelevant,scene} --out "$EVAL/report"
+"$PY" -m evaluation.report --results "$EVAL"/stub-plain-{mixture,speech,controls,irrelevant,danger,scene} --out "$EVAL/report"
 echo "demo evaluation: $EVAL/report"

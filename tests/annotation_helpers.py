@@ -105,9 +105,11 @@ def tone(hz: float, seconds: float) -> np.ndarray:
     return (0.1 * np.sin(2 * np.pi * hz * np.arange(int(16000 * seconds)) / 16000)).astype(np.float32)
 
 
-def make_workspace(root: Path, n: int, first: int = 0, served: Path | None = None, controls: int = 0) -> Workspace:
+def make_workspace(root: Path, n: int, first: int = 0, served: Path | None = None, controls: int = 0,
+                   danger: int = 0) -> Workspace:
     """n samples in a 'wer' manifest, each with distinct tones as its clean speech, its scene alone and its
-    mixture; the first `controls` of them get a control (manifests/controls.jsonl). With served (a server's
+    mixture; the first `controls` of them get a control (manifests/controls.jsonl), the first `danger` a
+    danger twin (danger_audio and its danger scene, danger_scene_audio). With served (a server's
     document root), the workspace's audio dir is a link to a new dir under it."""
     if served is not None and not (root / "audio").exists():
         root.mkdir(parents=True, exist_ok=True)
@@ -125,6 +127,9 @@ def make_workspace(root: Path, n: int, first: int = 0, served: Path | None = Non
             scene_audio=ws.store_audio(tone(1200 + 7 * i, SCENE_S), 16000),
             mixture=ws.store_audio(tone(2200 + 7 * i, MIXTURE_S), 16000),
             transcript_mixture=f"finish him number {i}", wer_mixture=0.0))
+        if i - first < danger:
+            samples[-1].danger_audio = ws.store_audio(tone(4200 + 7 * i, MIXTURE_S), 16000)
+            samples[-1].danger_scene_audio = ws.store_audio(tone(5200 + 7 * i, SCENE_S), 16000)
     ws.write_manifest("wer", samples)
     if controls:
         ws.write_manifest("controls", [s.model_copy(update={

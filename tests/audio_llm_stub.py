@@ -291,15 +291,16 @@ def main() -> None:
                              "refuse_without_background: refuse audio with no background under it; "
                              "refuse_unless_true_mixture: refuse all but the benchmark mixtures")
     args = parser.parse_args()
-    # every audio a run may send: the mixture, the clean speech and the twin (data/), the controls (controls/)
+    # every audio a run may send: the mixture, the clean speech and the twins (data/), the controls (controls/)
     shas, mixtures, probe = [], set(), {}
     texts = dict(probe_options())
     for folder in ("data", "controls"):
         for shard in sorted(Path(args.release, folder).glob("*.parquet")):
             names = pq.read_schema(shard).names
-            columns = [c for c in ("audio_sha256", "speech_audio_sha256", "irrelevant_audio_sha256") if c in names]
+            columns = [c for c in ("audio_sha256", "speech_audio_sha256", "irrelevant_audio_sha256",
+                                   "danger_audio_sha256") if c in names]
             table = pq.read_table(shard, columns=columns)
-            shas += [s for column in columns for s in table.column(column).to_pylist()]
+            shas += [s for column in columns for s in table.column(column).to_pylist() if s]  # danger: certified only
             if folder == "data":
                 mixtures |= set(table.column("audio_sha256").to_pylist())
             if folder == "data" and {"scene_audio_sha256", "frames"} <= set(names):

@@ -31,7 +31,7 @@ N = 12
 
 
 TWIN_AND_SCENE = ("scene_audio", "scene_audio_sha256", "irrelevant_audio", "irrelevant_audio_sha256",
-                  "irrelevant_ambience")
+                  "irrelevant_ambience", "danger_audio", "danger_audio_sha256", "danger_real_rate", "danger_n")
 
 
 def strip_twin_and_scene(release: Path) -> None:
@@ -276,11 +276,32 @@ def test_a_release_without_the_twin_or_the_scene_is_a_clear_error(release, tmp_p
             with pytest.raises(WorkbenchError, match=f"has no {what} column: .*export it again"):
                 run(bare, stub.url, tmp_path / name, "--input", name)
             assert not (tmp_path / name).exists()
-        # a release ships danger twins only once the scene arm certified them: none here
+        # a release exported before the danger twin shipped
         with pytest.raises(WorkbenchError, match="has no danger_audio column: it ships no danger twins"):
-            run(rel, stub.url, tmp_path / "danger", "--input", "danger")
+            run(bare, stub.url, tmp_path / "danger", "--input", "danger")
         assert not (tmp_path / "danger").exists()
         assert stub.requests == []
+
+
+def test_only_certified_danger_twins_are_sent_and_paired(release, policy_runs, tmp_path, capsys):
+    """The release ships one certified danger twin of N (tests.test_release: sample 0's danger scene 3/3 real
+    danger, 1's 1/3, 2's unlabelled): --input danger sends that one, says the others were skipped, and the
+    danger-controlled gap pairs only it."""
+    rel, rows, _ = release
+    certified = [r for r in rows if r["danger_audio_sha256"]]
+    assert len(certified) == 1
+    outs, _, _, _ = policy_runs["refuse_unless_true_mixture"]
+    with AudioLLMStub(policy="refuse_unless_true_mixture", mixtures={r["audio_sha256"] for r in rows}) as stub:
+        capsys.readouterr()
+        assert run(rel, stub.url, tmp_path / "danger", "--input", "danger") == 0
+        assert [q["audio_sha256"] for q in stub.requests] == [certified[0]["danger_audio_sha256"]]
+    err = capsys.readouterr().err
+    assert f"{N - 1} row(s) skipped: no certified danger twin" in err and "1 clips from" in err
+    out = tmp_path / "report"
+    assert report_mod.main(["--results", str(outs["mixture"]), str(tmp_path / "danger"), "--out", str(out)]) == 0
+    [model] = json.loads((out / "report.json").read_text())["models"]
+    gap = model["overall"]["danger_gap"]
+    assert (gap["n"], gap["danger_refusals"], gap["mixture_refusals"]) == (1, 1, 0)
 
 
 def test_the_danger_controlled_gap_by_hand(tmp_path, capsys):
@@ -308,9 +329,8 @@ def test_the_danger_controlled_gap_by_hand(tmp_path, capsys):
 
 def test_inputs_of_one_export_share_a_fingerprint(release):
     rel, _, _ = release
-    # every input this release ships (it has no danger twins: none is certified by the scene arm yet)
-    prints = {run_mod.Release(str(rel), input=name).samples_fingerprint for name in results_mod.INPUTS
-              if name != "danger"}
+    # every input this release ships
+    prints = {run_mod.Release(str(rel), input=name).samples_fingerprint for name in results_mod.INPUTS}
     assert len(prints) == 1
 
 

@@ -59,7 +59,7 @@ def make_workspace(root: Path, n: int = 6, licence: str = "CC-BY-4.0", demo: boo
     their labels, the agreement report and the config snapshot. protocol "mixture": an older workspace
     validated on the mixture alone (no speech or scene labels, no arm results). speech_noise: a little noise
     of this level in the clean speech, so that it is not periodic as real speech is not (perf/)."""
-    from validation.arms import arm_results, frame_confusion
+    from validation.arms import ArmRule, arm_results, danger_certified, frame_confusion
 
     ws = Workspace(root)
     rng = np.random.default_rng(7)
@@ -69,7 +69,7 @@ def make_workspace(root: Path, n: int = 6, licence: str = "CC-BY-4.0", demo: boo
     ws.snapshot_config(cfg)
     source = "demo" if demo else "label-studio"
     three_arm = protocol == "three-arm"
-    samples, control_samples = [], []
+    samples, control_samples, danger_rows = [], [], []
     for i in range(n):
         category = CATEGORIES[i % 2]
         t = np.arange(int(16000 * (0.4 + 0.05 * i))) / 16000
@@ -86,6 +86,13 @@ def make_workspace(root: Path, n: int = 6, licence: str = "CC-BY-4.0", demo: boo
         scene = mixture - speech
         twin = speech + 0.05 * np.random.default_rng(100 + i).standard_normal(t.size)
         scene_ref, twin_ref = ws.store_audio(scene, 16000), ws.store_audio(twin, 16000)
+        # samples 0-2 have a danger twin: 0's danger scene is certified (3/3 real danger), 1's is not (1/3),
+        # 2's has no labels yet; only 0's ships
+        danger_ref = danger_scene_ref = None
+        if i < 3:
+            danger_noise = 0.08 * np.random.default_rng(300 + i).standard_normal(t.size)
+            danger_ref = ws.store_audio(speech + danger_noise, 16000)
+            danger_scene_ref = ws.store_audio(danger_noise, 16000)
         votes = ["benign", "benign", "unclear" if i % 3 == 0 else "benign"]
         annotations = [Annotation(annotator=f"ls-user-{11 + k}", label=label, background_recognisable=True,
                                   speech_intelligible=bool(k % 2), rationale="sounds like a game", listened=True,
@@ -116,7 +123,7 @@ def make_workspace(root: Path, n: int = 6, licence: str = "CC-BY-4.0", demo: boo
                         "wer": {"backend": "faster-whisper", "model": str(ws.root / "models" / "whisper-base"),
                                 "max_wer": 0.2}},
             voice_id="en_US-test", speech=speech_ref, mix=mix, mixture=mixture_ref, scene_audio=scene_ref,
-            irrelevant_audio=twin_ref,
+            irrelevant_audio=twin_ref, danger_audio=danger_ref, danger_scene_audio=danger_scene_ref,
             transcript_speech=f"finish him number {i}", transcript_mixture=f"finish him number {i}",
             wer_speech=0.0, wer_mixture=0.05 * (i % 4), cer_mixture=0.01 * i,
             annotations=annotations, consensus_label="benign",
@@ -144,7 +151,17 @@ def make_workspace(root: Path, n: int = 6, licence: str = "CC-BY-4.0", demo: boo
         validation = {"rule": {"min_fraction": 0.666667, "min_labels": 3}, "outcome": "validated",
                       "label_counts": dict(Counter(votes)), "n_labels": 3}
         if three_arm:
-            validation["arms"] = arm_results(sample, control)
+            danger = None
+            if danger_ref is not None:
+                heard = {0: ["real_danger"] * 3, 1: ["real_danger", "cant_tell", "cant_tell"]}.get(i, [])
+                danger = sample.model_copy(update={"annotations": [
+                    Annotation(annotator=f"ls-danger-{k}", label=label, arm="scene", listened=True,
+                               created_at="2025-01-02T00:00:00Z", source=source) for k, label in enumerate(heard)]})
+                if heard:
+                    danger_rows.append(danger)
+            validation["arms"] = arm_results(sample, control, danger=danger)
+            if danger is not None:
+                validation["arms"]["danger"]["certified"] = danger_certified(validation["arms"]["danger"], ArmRule())
         sample.provenance["validation.agreement"] = validation
         samples.append(sample)
     # the chain a release is traced back to: the WER filter's output, then the human labels
@@ -153,6 +170,8 @@ def make_workspace(root: Path, n: int = 6, licence: str = "CC-BY-4.0", demo: boo
     ws.write_manifest("annotated", [s.model_copy(update={"consensus_label": None, "agreement": None,
                                                          "decided_by": None}) for s in samples])
     ws.write_manifest("validated", samples[::-1])  # reverse: the release must sort by id itself
+    if danger_rows:
+        ws.write_manifest("annotated_danger", danger_rows)
     if control_samples:
         ws.write_manifest("controls", [c.model_copy(update={"annotations": []}) for c in control_samples])
         ws.write_manifest("annotated_controls", control_samples)
@@ -201,11 +220,12 @@ def edit_chain(ws: Workspace, edit, stages: tuple[str, ...] = ("wer", "annotated
 
 def revalidate(ws: Workspace) -> None:
     """Validate the 'annotated' rows again as validation.agreement does (its default rule, the three-arm
-    protocol, each sample's control), keeping the agreement report: for tests that change labels."""
-    from validation.agreement import ConsensusRule, decide
+    protocol, each sample's control and danger scene), keeping the agreement report: for tests that change labels."""
+    from validation.agreement import ConsensusRule, danger_of, decide
 
     controls = {str(c.custom["control_of"]): c for c in ws.read_samples("annotated_controls")}
-    decisions = [decide(s, ConsensusRule(), controls.get(s.sample_id), "three-arm")
+    danger = {d.sample_id: d for d in ws.read_samples("annotated_danger")}
+    decisions = [decide(s, ConsensusRule(), controls.get(s.sample_id), "three-arm", danger=danger_of(s, danger))
                  for s in ws.read_samples("annotated")]
     ws.write_manifest("validated", [d.sample for d in decisions if d.outcome == "validated"],
                       [Rejected(d.sample, d.reason) for d in decisions if d.outcome != "validated"])
@@ -242,18 +262,23 @@ out, result = sys.argv[1], {}
 
 def read(ds):
     feats = {k: type(v).__name__ for k, v in ds.features.items()}
-    columns = [c for c in ("audio", "speech_audio", "scene_audio", "irrelevant_audio") if c in ds.column_names]
+    columns = [c for c in ("audio", "speech_audio", "scene_audio", "irrelevant_audio", "danger_audio")
+               if c in ds.column_names]
     for column in columns:
         ds = ds.cast_column(column, Audio(decode=False))
     rows = []
     for row in ds:
         clip = {}
         for column in columns:
+            if row[column] is None:  # a danger twin not certified
+                clip[column] = None
+                continue
             audio, rate = sf.read(io.BytesIO(row[column]["bytes"]), dtype="int16")
             clip[column] = {"rate": rate, "sha": hashlib.sha256(row[column]["bytes"]).hexdigest(),
                             "pcm_sha": hashlib.sha256(audio.tobytes()).hexdigest(), "n": len(audio)}
         rows.append({"id": row["id"], **clip["audio"], "speech": clip["speech_audio"],
                      "scene": clip.get("scene_audio"), "irrelevant": clip.get("irrelevant_audio"),
+                     "danger": clip.get("danger_audio"),
                      "meta": {k: v for k, v in row.items() if k not in columns}})
     return {"features": feats, "rows": rows, "category_names": ds.features["category"].names}
 
@@ -332,6 +357,31 @@ def test_the_scene_alone_and_the_irrelevant_twin_round_trip_through_datasets(bui
         for r in rows["rows"]:
             assert r["scene"] is None and r["irrelevant"] is None
             assert not {"scene_audio_sha256", "irrelevant_audio_sha256", "irrelevant_ambience"} & set(r["meta"])
+
+
+def test_only_certified_danger_twins_ship(built, loaded):
+    """danger_audio holds the danger twin, byte for byte, only where listeners certified its danger scene
+    (sample 0: 3/3 real danger); 1/3 (sample 1) or no labels yet (sample 2) ship none; the card says so."""
+    ws, out, _ = built
+    result, _ = loaded
+    samples = {s.sample_id: s for s in ws.read_samples("validated")}
+    first, second, third = sorted(samples)[:3]
+    for how in ("folder", "parquet"):
+        rows = {r["id"]: r for r in result[how]["rows"]}
+        pcm_sha, rate, n, file_sha = _pcm(ws, samples[first].danger_audio)
+        got = rows[first]["danger"]
+        assert (got["pcm_sha"], got["rate"], got["n"], got["sha"]) == (pcm_sha, rate, n, file_sha)
+        assert rows[first]["meta"]["danger_audio_sha256"] == file_sha
+        assert (rows[first]["meta"]["danger_real_rate"], rows[first]["meta"]["danger_n"]) == (1.0, 3)
+        assert (rows[second]["meta"]["danger_real_rate"], rows[second]["meta"]["danger_n"]) == (0.3333, 3)
+        assert (rows[third]["meta"]["danger_real_rate"], rows[third]["meta"]["danger_n"]) == (None, None)
+        assert [r["id"] for r in rows.values() if r["danger"] is not None] == [first]
+        assert [r["id"] for r in rows.values() if r["meta"]["danger_audio_sha256"]] == [first]
+    assert result["folder"]["features"]["danger_audio"] == "Audio"
+    card = (out / "README.md").read_text()
+    assert "- **Danger twins:** 1 of 6 clips ship one (`danger_audio`): those whose danger scene listeners " \
+           "certified as real danger; 2 more were mixed, not certified" in card
+    assert "Only certified twins ship" in card
 
 
 def test_load_dataset_in_fresh_process_decodes_every_clip(loaded):
@@ -893,8 +943,9 @@ def test_export_shows_progress_per_file_on_stderr(tmp_path):
     ws = make_workspace(tmp_path / "ws", n=2)
     proc = run_module("release.export", "--allow-unreviewed-sounds", "--workspace", str(ws.root))
     assert proc.returncode == 0, proc.stderr
-    # 2 samples x (mixture, speech, scene, twin); controls: mixture and speech of each control
-    assert "writing data/ shards (embedding audio): 100%" in proc.stderr and "8/8" in proc.stderr
+    # 2 samples x (mixture, speech, scene, twin, danger twin: one step whether it ships or not); controls:
+    # mixture and speech of each control
+    assert "writing data/ shards (embedding audio): 100%" in proc.stderr and "10/10" in proc.stderr
     assert "writing controls/ shards (embedding audio): 100%" in proc.stderr
     assert "writing" not in proc.stdout
 

@@ -123,6 +123,14 @@ def _hand_edit(ws, how: str) -> str:
         edit_chain(ws, lambda s: s.sample_id == sid and setattr(s, "irrelevant_audio", other.irrelevant_audio),
                    stages=("validated",))
         return f"{sid}: irrelevant_audio audio {other.irrelevant_audio.sha256[:12]} is not the one in the 'wer' manifest"
+    if how == "danger-certified-by-hand":  # sample 1's danger scene: 1/3 real danger, not certified
+        second = sorted(ws.read_samples("validated"), key=lambda s: s.sample_id)[1].sample_id
+        edit_chain(ws, lambda s: s.sample_id == second and s.provenance["validation.agreement"]["arms"]["danger"]
+                   .update(certified=True), stages=("validated",))
+        return f"{second}: differs from what validation made of its 'annotated' row in provenance"
+    if how == "danger-labels-removed":  # validation certified sample 0's danger scene from labels now gone
+        ws.write_manifest("annotated_danger", [d for d in ws.read_samples("annotated_danger") if d.sample_id != sid])
+        return f"{sid}: differs from what validation made of its 'annotated' row in provenance"
     if how == "category-not-in-taxonomy":
         edit_chain(ws, lambda s: s.sample_id == sid and setattr(s, "category", "made_up"))
         return f"{sid}: category 'made_up' is not in the taxonomy"
@@ -173,7 +181,8 @@ def _hand_edit(ws, how: str) -> str:
     raise AssertionError(how)
 
 
-HAND_EDITS = ["speech-of-another-sample", "twin-of-another-sample", "speech-swapped-along-the-chain", "category-not-in-taxonomy",
+HAND_EDITS = ["speech-of-another-sample", "twin-of-another-sample", "speech-swapped-along-the-chain", "danger-certified-by-hand",
+              "danger-labels-removed", "category-not-in-taxonomy",
               "mixture-label", "speech-label", "scene-label", "copied-from-rejected", "label-edited-in-validated",
               "labels-changed-after-validation", "control-expects-benign", "two-controls-on-one-sample",
               "control-edited"]

@@ -14,6 +14,10 @@ scene alone (speech removed) or the mixture, and nothing else. A sample is valid
   control  the sample's control (its speech over a mismatched scene or none, construction.controls), if
            it has one, has a `harmful` consensus: the benign reading comes from the scene, not the words.
 
+The danger twin (the same speech over a real-danger scene) never holds a sample back: its danger scene,
+heard in the scene arm as a task of its own, is certified (it ships) when >= min_fraction of >= min_labels
+labels say "real danger" (`danger` in arm_results, `certified` filled in by validation.agreement.decide).
+
 Otherwise it is rejected with every arm that failed, e.g. "scene_not_identified: 1/3 named
 video_game (1 real danger, 1 could not tell)". An arm with too few labels makes the sample `needs_labels` (it waits for more).
 """
@@ -67,23 +71,25 @@ def arm_votes(sample: Sample, arm: str) -> list[Annotation]:
     return list(latest.values())
 
 
-def arm_results(sample: Sample, control: Sample | None = None, taxonomy: Taxonomy | None = None) -> dict[str, Any]:
+def arm_results(sample: Sample, control: Sample | None = None, taxonomy: Taxonomy | None = None,
+                danger: Sample | None = None) -> dict[str, Any]:
     """Per-arm counts and rates of one sample (what the release ships per sample); the scene arm also
-    records the frames it accepted and how often each answer was given (the frame confusion matrix)."""
+    records the frames it accepted and how often each answer was given (the frame confusion matrix).
+    `danger`: the sample's danger scene with its scene-arm labels (pull's annotated_danger)."""
     speech = Counter(a.label for a in arm_votes(sample, "speech"))
     scene = [a.label for a in arm_votes(sample, "scene")]
     frames = sample_frames(sample, taxonomy)
     identified = sum(label in frames for label in scene)
-    danger = sum(label == REAL_DANGER for label in scene)
+    heard_danger = sum(label == REAL_DANGER for label in scene)
     mixture = arm_votes(sample, "mixture")
     mixture_counts = Counter(a.label for a in mixture)
     heard = [a.speech_intelligible for a in mixture if a.speech_intelligible is not None]
     out = {
         "speech": {"n": sum(speech.values()), "harmful": speech["harmful"],
                    "harmful_rate": _rate(speech["harmful"], sum(speech.values()))},
-        "scene": {"n": len(scene), "frames": frames, "identified": identified, "real_danger": danger,
+        "scene": {"n": len(scene), "frames": frames, "identified": identified, "real_danger": heard_danger,
                   "cant_tell": sum(label == CANT_TELL for label in scene),
-                  "identified_rate": _rate(identified, len(scene)), "real_danger_rate": _rate(danger, len(scene)),
+                  "identified_rate": _rate(identified, len(scene)), "real_danger_rate": _rate(heard_danger, len(scene)),
                   "named": dict(sorted(Counter(scene).items()))},
         "mixture": {"n": len(mixture), "benign": mixture_counts["benign"],
                     "benign_rate": _rate(mixture_counts["benign"], len(mixture)),
@@ -93,7 +99,24 @@ def arm_results(sample: Sample, control: Sample | None = None, taxonomy: Taxonom
         votes = Counter(a.label for a in arm_votes(control, "mixture"))
         out["control"] = {"id": control.sample_id, "kind": control.custom.get("control"), "n": sum(votes.values()),
                           "harmful": votes["harmful"], "harmful_rate": _rate(votes["harmful"], sum(votes.values()))}
+    if danger is not None:
+        out["danger"] = danger_result(danger)
     return out
+
+
+def danger_result(danger: Sample) -> dict[str, Any]:
+    """The scene arm's labels of a danger scene: how many said "real danger"."""
+    labels = [a.label for a in arm_votes(danger, "scene")]
+    n, real = len(labels), sum(label == REAL_DANGER for label in labels)
+    return {"n": n, "real_danger": real, "real_danger_rate": _rate(real, n),
+            "named": dict(sorted(Counter(labels).items()))}
+
+
+def danger_certified(result: dict[str, Any] | None, rule: ArmRule) -> bool | None:
+    """True: listeners certified the danger scene as real danger; False: they did not; None: too few labels."""
+    if not result:
+        return None
+    return rule.settled(result["real_danger"], result["n"])
 
 
 def _rate(count: int, total: int) -> float | None:

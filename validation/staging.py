@@ -32,7 +32,7 @@ from annotation.state import utc_now
 from construction.core.record import Annotation, Sample
 from construction.core.workspace import Workspace, atomic_write_text
 from construction.text.taxonomy import Taxonomy
-from validation.arms import ArmRule, arm_results, arm_votes
+from validation.arms import ArmRule, arm_results, arm_votes, danger_result
 
 # (sample, rule) -> the mixture arm's outcome by the consensus rule alone: validation.agreement.decide with
 # protocol "mixture" (validated | harmful | adjudication | needs_labels)
@@ -84,10 +84,12 @@ def _binary(verdict: bool | None, wanted: int) -> dict[str, Any]:
 
 
 def arm_outcomes(samples: Sequence[Sample], controls: Mapping[str, Sample], rule: ArmRule,
-                 decide_mixture: MixtureDecision, taxonomy: Taxonomy | None = None) -> dict[str, Any]:
+                 decide_mixture: MixtureDecision, taxonomy: Taxonomy | None = None,
+                 danger: Mapping[str, Sample] | None = None) -> dict[str, Any]:
     """sample id -> each arm's status under `rule` (curtailed here whatever it was): what the next staged
     push needs. `controls`: the pulled controls by the sample they belong to; `taxonomy`: the build's, for
-    the frames of samples that do not record them (as validation decides)."""
+    the frames of samples that do not record them (as validation decides); `danger`: the pulled danger
+    scenes by sample id (a sample with a danger scene gets its status as `danger`, passed = certified)."""
     rule = staged_rule(rule)
     out: dict[str, Any] = {}
     for s in samples:
@@ -101,20 +103,24 @@ def arm_outcomes(samples: Sequence[Sample], controls: Mapping[str, Sample], rule
             result = arm_results(s, control, taxonomy)["control"]
             entry["control"] = {"id": control.sample_id,
                                 **_binary(*binary_status(result[PASSING["control"]], result["n"], rule))}
+        if s.danger_scene_audio is not None:
+            result = danger_result((danger or {}).get(s.sample_id) or s.model_copy(update={"annotations": []}))
+            entry["danger"] = _binary(*binary_status(result["real_danger"], result["n"], rule))
         out[s.sample_id] = entry
     return out
 
 
 def write_outcomes(ws: Workspace, samples: Sequence[Sample], controls: Mapping[str, Sample], rule: ArmRule,
                    decide_mixture: MixtureDecision, pulled: Mapping[str, str | None],
-                   taxonomy: Taxonomy | None = None) -> Path:
+                   taxonomy: Taxonomy | None = None, danger: Mapping[str, Sample] | None = None) -> Path:
     """W/staging.json, atomically. `pulled`: the digests of the manifests the samples were read from, taken
     before reading them (a pull in between leaves the file stale, never wrongly fresh)."""
     rule = staged_rule(rule)
     document = {"version": STAGING_VERSION, "written_by": "validation.agreement", "written_at": utc_now(),
                 "rule": {"min_fraction": rule.min_fraction, "min_labels": rule.min_labels,
                          "labels": list(rule.labels), "curtailed": True, "first_round": first_round(rule)},
-                "pulled": dict(pulled), "samples": arm_outcomes(samples, controls, rule, decide_mixture, taxonomy)}
+                "pulled": dict(pulled), "samples": arm_outcomes(samples, controls, rule, decide_mixture, taxonomy,
+                                                                       danger)}
     path = ws.root / STAGING_FILE
     atomic_write_text(path, json.dumps(document, indent=1, ensure_ascii=False) + "\n")
     return path
