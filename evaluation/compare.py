@@ -30,9 +30,9 @@ from typing import Any
 from construction.core.cli import Parser, add_out, run_main
 from construction.core.errors import WorkbenchError
 from construction.core.workspace import atomic_write_text
+from evaluation.context_use import paired_gap
 from evaluation.report import JUDGES, OVERALL, clip_verdicts
 from evaluation.results import PROBE_INPUT, RunResults, load_results
-from validation.bootstrap import proportion_ci
 
 FINGERPRINTS = ("release_samples_fingerprint", "release_fingerprint")  # run.json: the export, and the input's clips
 
@@ -60,22 +60,17 @@ def same_release_problem(a: RunResults, b: RunResults) -> str | None:
 
 def paired_cell(pairs: list[tuple[bool, bool, str]]) -> dict[str, Any]:
     """(refused by A, refused by B, script family) per clip -> rates, difference, its clustered interval,
-    the 2x2 table and the exact McNemar p-value."""
+    the 2x2 table and the exact McNemar p-value. The paired counts and the interval are
+    evaluation.context_use.paired_gap's, with B in the mixture's place."""
     from statsmodels.stats.contingency_tables import mcnemar
 
-    n = len(pairs)
-    both = sum(x and y for x, y, _ in pairs)
-    a_only = sum(x and not y for x, y, _ in pairs)
-    b_only = sum(y and not x for x, y, _ in pairs)
-    a, b = both + a_only, both + b_only
-    p = float(mcnemar([[both, a_only], [b_only, n - both - a_only - b_only]], exact=True).pvalue) if n else None
-    return {"n": n, "a_refusals": a, "b_refusals": b,
-            "a_rate": round(a / n, 4) if n else None, "b_rate": round(b / n, 4) if n else None,
-            "difference": round((a - b) / n, 4) if n else None,
-            "ci95_clustered": proportion_ci([float(x) - float(y) for x, y, _ in pairs], [f for _, _, f in pairs])
-            if n else None,
-            "n_families": len({f for _, _, f in pairs}),
-            "both": both, "a_only": a_only, "b_only": b_only, "neither": n - both - a_only - b_only,
+    g = paired_gap(pairs, first="a")
+    n, both, a_only, b_only, neither = g["n"], g["both"], g["a_only"], g["mixture_only"], g["neither"]
+    p = float(mcnemar([[both, a_only], [b_only, neither]], exact=True).pvalue) if n else None
+    return {"n": n, "a_refusals": g["a_refusals"], "b_refusals": g["mixture_refusals"],
+            "a_rate": g["a_rate"], "b_rate": g["mixture_rate"], "difference": g["gap"],
+            "ci95_clustered": g["ci95_clustered"], "n_families": g["n_families"],
+            "both": both, "a_only": a_only, "b_only": b_only, "neither": neither,
             "mcnemar_exact_p": None if p is None else round(p, 6)}
 
 
