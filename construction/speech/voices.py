@@ -79,6 +79,14 @@ KOKORO_BANK_IDS: tuple[str, ...] = (
     "kokoro:bm_george", "kokoro:bm_fable", "flite:awb",  # male, UK (awb: Scottish)
 )
 
+# The default bank with Kokoro voices in flite's places (same genders, US/UK; awb's Scottish becomes UK):
+# configs/voices-natural.yaml. On the same 60 scripts and mixes, first attempts kept 149/180 (83 %) against
+# flite's 81/180 (45 %), at 30-40x flite's TTS time (perf/results/issue33-voices-kokoro-vs-flite.txt).
+NATURAL_BANK_IDS: tuple[str, ...] = (
+    "hibari:heart", "kokoro:af_bella", "kokoro:bf_emma",  # female: US, US, UK
+    "piper:en_US-joe-medium", "kokoro:am_michael", "kokoro:bm_george",  # male: US, US, UK
+)
+
 
 def offline_voice_bank() -> list[Voice]:
     """The default voice bank: voices that run offline on this CPU, female and male, US and UK."""
