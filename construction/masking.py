@@ -172,13 +172,20 @@ def on_off_gate(scene: np.ndarray, sample_rate: int, off_db: float = 35.0, min_o
     return np.convolve(gate, np.ones(width) / width, mode="same")
 
 
-def split_bands(audio: np.ndarray, sample_rate: int) -> list[np.ndarray]:
-    """Below, between and above EQ_EDGES_HZ (4th-order Butterworth)."""
+@lru_cache(maxsize=8)
+def _band_filters(sample_rate: int) -> tuple[np.ndarray, ...]:
     from scipy import signal
 
     low, high = EQ_EDGES_HZ
-    return [signal.sosfilt(signal.butter(4, f, kind, fs=sample_rate, output="sos"), audio)
-            for f, kind in ((low, "lowpass"), ((low, high), "bandpass"), (high, "highpass"))]
+    return tuple(signal.butter(4, f, kind, fs=sample_rate, output="sos")
+                 for f, kind in ((low, "lowpass"), ((low, high), "bandpass"), (high, "highpass")))
+
+
+def split_bands(audio: np.ndarray, sample_rate: int) -> list[np.ndarray]:
+    """Below, between and above EQ_EDGES_HZ (4th-order Butterworth; designed once per rate)."""
+    from scipy import signal
+
+    return [signal.sosfilt(sos, audio) for sos in _band_filters(sample_rate)]
 
 
 @lru_cache(maxsize=8)
@@ -200,19 +207,35 @@ def region_gains(speech: np.ndarray, target: np.ndarray, parts: list[np.ndarray]
     region = np.broadcast_to(band_regions(sample_rate, n_fft), s.shape)[cells]
     speech_db = 10 * np.log10(s[cells] + TINY)
     with np.errstate(divide="ignore"):
-        wanted = speech_db - 10 * np.log10(excitation(target, sample_rate)[cells]) >= CRITERION_DB
+        wanted = speech_db - 10 * np.log10(target_excitation(target, sample_rate)[cells]) >= CRITERION_DB
     power = np.array([excitation(p, sample_rate)[cells] for p in parts])
     gains = np.zeros(len(parts))
+    # each region's cells cut out once, not per step; a step rescales only the band it moves
+    inside = [region == r for r in range(len(parts))]
+    cut = [(power[:, i], speech_db[i], wanted[i].mean()) for i in inside]
     for _ in range(2):
         for r in range(len(parts)):
-            inside = region == r
-            if not inside.any():
+            if not inside[r].any():
                 continue
-            goal, low, high = wanted[inside].mean(), -EQ_MAX_DB, EQ_MAX_DB
+            p, level, goal = cut[r]
+            scaled = list((10 ** (gains / 10))[:, None] * p)
+            low, high = -EQ_MAX_DB, EQ_MAX_DB
             for _ in range(16):
                 gains[r] = (low + high) / 2
-                b = (10 ** (gains / 10))[:, None] * power[:, inside]
-                glimpsed = np.mean(speech_db[inside] - 10 * np.log10(b.sum(axis=0) + TINY) >= CRITERION_DB)
+                scaled[r] = (10 ** (gains / 10))[r] * p[r]
+                glimpsed = np.mean(level - 10 * np.log10(sum(scaled) + TINY) >= CRITERION_DB)
                 low, high = (gains[r], high) if glimpsed > goal else (low, gains[r])
             gains[r] = (low + high) / 2
     return [round(float(g), 2) for g in gains]
+
+
+_TARGET: dict[bytes, np.ndarray] = {}  # the last scenes' excitation: both twins tilt towards the same scene
+
+
+def target_excitation(target: np.ndarray, sample_rate: int) -> np.ndarray:
+    key = hashlib.blake2b(np.ascontiguousarray(target).tobytes(), digest_size=16, person=str(sample_rate).encode()).digest()
+    if key not in _TARGET:
+        if len(_TARGET) >= 2:
+            _TARGET.pop(next(iter(_TARGET)))
+        _TARGET[key] = excitation(target, sample_rate)
+    return _TARGET[key]
