@@ -141,7 +141,7 @@ class MixStage:
         from construction.text.taxonomy import load_taxonomy
 
         self.ws = Workspace(self.workspace)
-        self.library = open_library(self.config.mix.sounds)
+        self.library = open_library(self.config.mix.sounds, verified=self.ws.cache_dir("library"))
         self.taxonomy, _ = load_taxonomy(self.config.generate.taxonomy)
         samples = list(self.ws.read_samples(self.input_stage))
         licence, minimum = self.config.release_licence, self.config.mix.min_clips_per_defining_tag

@@ -115,3 +115,42 @@ def test_the_scene_excitation_memo_answers_only_for_the_same_samples():
     assert np.array_equal(masking.target_excitation(scene, 16000), masking.excitation(scene, 16000))
     assert not np.array_equal(masking.target_excitation(scene, 16000), first)
     assert not np.array_equal(masking.target_excitation(scene, 48000), first)  # another rate, other cells
+
+
+def _library(root, clips):
+    import soundfile as sf
+
+    from construction.sounds.library import Clip, sha256_file, write_catalog
+
+    root.mkdir(exist_ok=True)
+    rows = []
+    for name, audio in clips.items():
+        sf.write(root / f"{name}.wav", audio.astype(np.float32), 16000, subtype="PCM_16")
+        rows.append(Clip(clip_id=name, path=f"{name}.wav", tags=["rain"], duration_s=audio.size / 16000,
+                         sample_rate=16000, licence="CC0-1.0", attribution="test", kind="bed",
+                         sha256=sha256_file(root / f"{name}.wav")))
+    write_catalog(root, rows)
+
+
+def test_the_library_check_decodes_a_file_once_per_content(tmp_path, monkeypatch):
+    """Each mix worker loads the library: a file that decoded cleanly is not decoded again (its sha256 is
+    still read), while changed bytes are, so a file replaced by a silent one is still caught."""
+    import soundfile
+
+    from construction.sounds.library import load_library
+
+    rng = np.random.default_rng(0)
+    _library(tmp_path / "lib", {"a": 0.3 * rng.standard_normal(16000), "b": 0.3 * rng.standard_normal(16000)})
+    reads = []
+    real_read = soundfile.read
+    monkeypatch.setattr(soundfile, "read", lambda *a, **k: reads.append(a[0]) or real_read(*a, **k))
+    cache = tmp_path / "ws" / "cache" / "library"
+    assert [c.clip_id for c in load_library(tmp_path / "lib", verified=cache).clips] == ["a", "b"]
+    assert len(reads) == 2
+    assert [c.clip_id for c in load_library(tmp_path / "lib", verified=cache).clips] == ["a", "b"]
+    assert len(reads) == 2  # nothing decoded again
+    _library(tmp_path / "lib", {"a": 0.3 * rng.standard_normal(16000), "b": np.zeros(16000)})  # new bytes
+    library = load_library(tmp_path / "lib", verified=cache)
+    assert len(reads) == 4
+    assert [c.clip_id for c in library.clips] == ["a"] and "silent" in library.problems[0].reason
+    assert len(load_library(tmp_path / "lib").clips) == 1 and len(reads) == 6  # without the cache: every file
