@@ -12,6 +12,8 @@ of each sample summed), and then how the outputs differ: for each sample, whethe
 the largest sample difference, and the recipe's measures (glimpse proportions, gains, LUFS) side by side.
 `--before REF` is a git commit of this repository (default: main); its tree is exported to a temporary
 folder and imported from there. `--profile FILE` writes a cProfile of one more pass of this code.
+`--stage` also runs the whole stage as the build does (`python -m construction.mix --restart` on a copy
+of W, its worker processes, set-up and stats included) per code version per round: wall and CPU seconds.
 """
 
 from __future__ import annotations
@@ -74,6 +76,23 @@ def run(code: Path, scratch: Path, out: Path, profile: str | None = None) -> dic
     return json.loads(out.read_text())
 
 
+def stage(code: Path, scratch: Path, src: Path) -> tuple[float, float]:
+    """(wall, CPU) seconds of `python -m construction.mix --restart` on a fresh copy of the workspace."""
+    import resource
+
+    copy = scratch.parent / "stage"
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(src, copy)
+    env = {**os.environ, "PYTHONPATH": str(code)}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "construction.mix", "--workspace", str(copy), "--restart", "--quiet"],
+                   check=True, env=env, cwd=code, stdout=subprocess.DEVNULL)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
 def numbers(recipe: dict, prefix: str = "") -> dict[str, float]:
     """The recipe's measured numbers, flattened (what a code change could move)."""
     out: dict[str, float] = {}
@@ -115,7 +134,7 @@ def compare(scratch: Path, before: dict, after: dict) -> None:
         nb, na = numbers(b["recipe"]), numbers(a["recipe"])
         for key in nb.keys() | na.keys():
             d = abs(nb.get(key, float("nan")) - na.get(key, float("nan")))
-            if not d == 0.0:
+            if d != 0.0:  # nan (a measure only one side has) counts too
                 name = key.split("[")[0] + (key.split("]")[1] if "]" in key else "")
                 moved[name] = max(moved.get(name, 0.0), d)
     print(f"outputs: {same} tracks with the same bytes, {diff} differing")
@@ -131,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--before", default="main", help="git commit to compare with (default: main)")
     parser.add_argument("--rounds", type=int, default=2, help="passes per code version (default: 2)")
     parser.add_argument("--profile", help="also write a cProfile of one pass of this code to this file")
+    parser.add_argument("--stage", action="store_true", help="also time the whole stage (python -m construction.mix)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -152,11 +172,14 @@ def main(argv: list[str] | None = None) -> int:
         archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.before], check=True, capture_output=True)
         subprocess.run(["tar", "-x", "-C", str(old)], input=archive.stdout, check=True)
         passes: dict[str, list[dict]] = {"before": [], "after": []}
+        stages: dict[str, list[tuple[float, float]]] = {"before": [], "after": []}
         for i in range(args.rounds):
             for name, code in (("before", old), ("after", ROOT)):
                 passes[name].append(run(code, scratch, tmp / f"{name}-{i}.json"))
                 print(f"round {i + 1} {name}: {sum(r['wall_s'] for r in passes[name][-1]['samples'].values()):.1f} s",
                       file=sys.stderr)
+                if args.stage:
+                    stages[name].append(stage(code, scratch, src))
         if args.profile:
             run(ROOT, scratch, tmp / "profile.json", args.profile)
         n = len(passes["after"][0]["samples"])
@@ -167,6 +190,11 @@ def main(argv: list[str] | None = None) -> int:
             cpu = sum(statistics.median(r["samples"][s]["cpu_s"] for r in runs) for s in runs[0]["samples"]) / n
             setup = statistics.median(r["setup_s"] for r in runs)
             print(f"{name:8} {setup:8.2f} {wall:11.3f} {cpu:10.3f}")
+        if args.stage:
+            print("the whole stage (python -m construction.mix --restart), median over rounds:")
+            for name, runs in stages.items():
+                print(f"{name:8} wall {statistics.median(w for w, _ in runs):7.1f} s   "
+                      f"CPU {statistics.median(c for _, c in runs):7.1f} s")
         compare(scratch, passes["before"][0], passes["after"][0])
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -140,7 +140,7 @@ def block_powers(audio: np.ndarray, sample_rate: int) -> np.ndarray:
         x = np.pad(x, (0, block - x.size))
     x = sosfilt(_k_weighting(sample_rate), x)
     t_g, step = 0.4, 0.25
-    count = int(np.round(((x.size / sample_rate - t_g) / (t_g * step)))) + 1
+    count = int(np.round((x.size / sample_rate - t_g) / (t_g * step))) + 1
     j = np.arange(count)
     lower = (t_g * (j * step) * sample_rate).astype(np.int64)
     upper = np.minimum((t_g * (j * step + 1) * sample_rate).astype(np.int64), x.size)
