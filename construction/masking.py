@@ -23,7 +23,6 @@ so their cell powers add).
 
 from __future__ import annotations
 
-import hashlib
 from functools import lru_cache
 
 import numpy as np
@@ -79,16 +78,26 @@ def excitation(audio: np.ndarray, sample_rate: int) -> np.ndarray:
     return np.asarray((sparse_filterbank(sample_rate, n_fft) @ power.T).T)
 
 
-_SPEECH: dict[bytes, np.ndarray] = {}  # the last speech tracks' excitation: each twin measures the same speech
+_MEMO: dict[str, list[tuple[int, np.ndarray, np.ndarray]]] = {"speech": [], "target": []}
+
+
+def _remembered(kind: str, audio: np.ndarray, sample_rate: int, keep: int) -> np.ndarray:
+    """The excitation of `audio`, remembered for the last `keep` inputs of this kind. An input is
+    recognised by comparing it sample by sample with a copy (exact, and cheaper than hashing it)."""
+    audio = np.asarray(audio)
+    memo = _MEMO[kind]
+    for rate, seen, power in reversed(memo):
+        if rate == sample_rate and seen.shape == audio.shape and np.array_equal(seen, audio):
+            return power
+    power = excitation(audio, sample_rate)
+    memo.append((sample_rate, audio.copy(), power))
+    del memo[:-keep]
+    return power
 
 
 def speech_excitation(speech: np.ndarray, sample_rate: int) -> np.ndarray:
-    key = hashlib.blake2b(np.ascontiguousarray(speech).tobytes(), digest_size=16, person=str(sample_rate).encode()).digest()
-    if key not in _SPEECH:
-        if len(_SPEECH) >= 4:
-            _SPEECH.pop(next(iter(_SPEECH)))
-        _SPEECH[key] = excitation(speech, sample_rate)
-    return _SPEECH[key]
+    """The speech's excitation: the mixture and each twin measure the same speech."""
+    return _remembered("speech", speech, sample_rate, 4)
 
 
 def speech_cells(speech_power: np.ndarray) -> np.ndarray:
@@ -229,13 +238,6 @@ def region_gains(speech: np.ndarray, target: np.ndarray, parts: list[np.ndarray]
     return [round(float(g), 2) for g in gains]
 
 
-_TARGET: dict[bytes, np.ndarray] = {}  # the last scenes' excitation: both twins tilt towards the same scene
-
-
 def target_excitation(target: np.ndarray, sample_rate: int) -> np.ndarray:
-    key = hashlib.blake2b(np.ascontiguousarray(target).tobytes(), digest_size=16, person=str(sample_rate).encode()).digest()
-    if key not in _TARGET:
-        if len(_TARGET) >= 2:
-            _TARGET.pop(next(iter(_TARGET)))
-        _TARGET[key] = excitation(target, sample_rate)
-    return _TARGET[key]
+    """The scene's excitation under the speech: both twins tilt towards the same scene."""
+    return _remembered("target", target, sample_rate, 2)

@@ -106,7 +106,7 @@ def test_the_band_filters_are_designed_for_each_rate():
         assert all(np.array_equal(a, b) for a, b in zip(masking.split_bands(audio, sr), fresh))
 
 
-def test_the_scene_excitation_memo_answers_only_for_the_same_samples():
+def test_the_excitation_memos_answer_only_for_the_same_samples():
     rng = np.random.default_rng(2)
     scene = rng.standard_normal(16000)
     first = masking.target_excitation(scene, 16000)
@@ -115,6 +115,11 @@ def test_the_scene_excitation_memo_answers_only_for_the_same_samples():
     assert np.array_equal(masking.target_excitation(scene, 16000), masking.excitation(scene, 16000))
     assert not np.array_equal(masking.target_excitation(scene, 16000), first)
     assert not np.array_equal(masking.target_excitation(scene, 48000), first)  # another rate, other cells
+    speech = rng.standard_normal(16000)
+    said = masking.speech_excitation(speech, 16000)
+    speech[:100] = 0.0
+    assert np.array_equal(masking.speech_excitation(speech, 16000), masking.excitation(speech, 16000))
+    assert not np.array_equal(masking.speech_excitation(speech, 16000), said)
 
 
 def _library(root, clips):
