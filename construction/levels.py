@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from construction.sounds.library import loudness_lufs
+from construction.sounds.library import block_powers, gated_lufs
 
 
 def gain_to(audio: np.ndarray, target_lufs: float, sample_rate: int) -> float:
     """The gain (dB) that brings `audio` to `target_lufs`. BS.1770's absolute gate (-70 LUFS) lets quiet
-    blocks in or out as the level changes, so one step can miss by a dB on sparse sounds: refine."""
-    gain = target_lufs - loudness_lufs(audio, sample_rate)
+    blocks in or out as the level changes, so one step can miss by a dB on sparse sounds: refine (on
+    the blocks' powers, measured once: a gain scales them)."""
+    powers = block_powers(audio, sample_rate)
+    gain = target_lufs - gated_lufs(powers)
     for _ in range(3):
-        miss = target_lufs - loudness_lufs(audio * 10 ** (gain / 20), sample_rate)
+        miss = target_lufs - gated_lufs(powers * 10 ** (gain / 10))
         if abs(miss) < 0.01:
             break
         gain += miss

@@ -23,7 +23,6 @@ so their cell powers add).
 
 from __future__ import annotations
 
-import hashlib
 from functools import lru_cache
 
 import numpy as np
@@ -79,16 +78,26 @@ def excitation(audio: np.ndarray, sample_rate: int) -> np.ndarray:
     return np.asarray((sparse_filterbank(sample_rate, n_fft) @ power.T).T)
 
 
-_SPEECH: dict[bytes, np.ndarray] = {}  # the last speech tracks' excitation: each twin measures the same speech
+_MEMO: dict[str, list[tuple[int, np.ndarray, np.ndarray]]] = {"speech": [], "target": []}
+
+
+def _remembered(kind: str, audio: np.ndarray, sample_rate: int, keep: int) -> np.ndarray:
+    """The excitation of `audio`, remembered for the last `keep` inputs of this kind. An input is
+    recognised by comparing it sample by sample with a copy (exact, and cheaper than hashing it)."""
+    audio = np.asarray(audio)
+    memo = _MEMO[kind]
+    for rate, seen, power in reversed(memo):
+        if rate == sample_rate and seen.shape == audio.shape and np.array_equal(seen, audio):
+            return power
+    power = excitation(audio, sample_rate)
+    memo.append((sample_rate, audio.copy(), power))
+    del memo[:-keep]
+    return power
 
 
 def speech_excitation(speech: np.ndarray, sample_rate: int) -> np.ndarray:
-    key = hashlib.blake2b(np.ascontiguousarray(speech).tobytes(), digest_size=16, person=str(sample_rate).encode()).digest()
-    if key not in _SPEECH:
-        if len(_SPEECH) >= 4:
-            _SPEECH.pop(next(iter(_SPEECH)))
-        _SPEECH[key] = excitation(speech, sample_rate)
-    return _SPEECH[key]
+    """The speech's excitation: the mixture and each twin measure the same speech."""
+    return _remembered("speech", speech, sample_rate, 4)
 
 
 def speech_cells(speech_power: np.ndarray) -> np.ndarray:
@@ -172,13 +181,20 @@ def on_off_gate(scene: np.ndarray, sample_rate: int, off_db: float = 35.0, min_o
     return np.convolve(gate, np.ones(width) / width, mode="same")
 
 
-def split_bands(audio: np.ndarray, sample_rate: int) -> list[np.ndarray]:
-    """Below, between and above EQ_EDGES_HZ (4th-order Butterworth)."""
+@lru_cache(maxsize=8)
+def _band_filters(sample_rate: int) -> tuple[np.ndarray, ...]:
     from scipy import signal
 
     low, high = EQ_EDGES_HZ
-    return [signal.sosfilt(signal.butter(4, f, kind, fs=sample_rate, output="sos"), audio)
-            for f, kind in ((low, "lowpass"), ((low, high), "bandpass"), (high, "highpass"))]
+    return tuple(signal.butter(4, f, kind, fs=sample_rate, output="sos")
+                 for f, kind in ((low, "lowpass"), ((low, high), "bandpass"), (high, "highpass")))
+
+
+def split_bands(audio: np.ndarray, sample_rate: int) -> list[np.ndarray]:
+    """Below, between and above EQ_EDGES_HZ (4th-order Butterworth; designed once per rate)."""
+    from scipy import signal
+
+    return [signal.sosfilt(sos, audio) for sos in _band_filters(sample_rate)]
 
 
 @lru_cache(maxsize=8)
@@ -200,19 +216,28 @@ def region_gains(speech: np.ndarray, target: np.ndarray, parts: list[np.ndarray]
     region = np.broadcast_to(band_regions(sample_rate, n_fft), s.shape)[cells]
     speech_db = 10 * np.log10(s[cells] + TINY)
     with np.errstate(divide="ignore"):
-        wanted = speech_db - 10 * np.log10(excitation(target, sample_rate)[cells]) >= CRITERION_DB
+        wanted = speech_db - 10 * np.log10(target_excitation(target, sample_rate)[cells]) >= CRITERION_DB
     power = np.array([excitation(p, sample_rate)[cells] for p in parts])
     gains = np.zeros(len(parts))
+    # each region's cells cut out once, not per step; a step rescales only the band it moves
+    inside = [region == r for r in range(len(parts))]
+    cut = [(power[:, i], speech_db[i], wanted[i].mean()) for i in inside]
     for _ in range(2):
         for r in range(len(parts)):
-            inside = region == r
-            if not inside.any():
+            if not inside[r].any():
                 continue
-            goal, low, high = wanted[inside].mean(), -EQ_MAX_DB, EQ_MAX_DB
+            p, level, goal = cut[r]
+            scaled = list((10 ** (gains / 10))[:, None] * p)
+            low, high = -EQ_MAX_DB, EQ_MAX_DB
             for _ in range(16):
                 gains[r] = (low + high) / 2
-                b = (10 ** (gains / 10))[:, None] * power[:, inside]
-                glimpsed = np.mean(speech_db[inside] - 10 * np.log10(b.sum(axis=0) + TINY) >= CRITERION_DB)
+                scaled[r] = (10 ** (gains / 10))[r] * p[r]
+                glimpsed = np.mean(level - 10 * np.log10(sum(scaled) + TINY) >= CRITERION_DB)
                 low, high = (gains[r], high) if glimpsed > goal else (low, gains[r])
             gains[r] = (low + high) / 2
     return [round(float(g), 2) for g in gains]
+
+
+def target_excitation(target: np.ndarray, sample_rate: int) -> np.ndarray:
+    """The scene's excitation under the speech: both twins tilt towards the same scene."""
+    return _remembered("target", target, sample_rate, 2)

@@ -141,7 +141,7 @@ class MixStage:
         from construction.text.taxonomy import load_taxonomy
 
         self.ws = Workspace(self.workspace)
-        self.library = open_library(self.config.mix.sounds)
+        self.library = open_library(self.config.mix.sounds, verified=self.ws.cache_dir("library"))
         self.taxonomy, _ = load_taxonomy(self.config.generate.taxonomy)
         samples = list(self.ws.read_samples(self.input_stage))
         licence, minimum = self.config.release_licence, self.config.mix.min_clips_per_defining_tag
@@ -429,7 +429,8 @@ class MixStage:
     def extra_stats(self, ws: Workspace) -> dict[str, Any]:
         from construction.sounds.scenes import is_procedural, open_library
 
-        library = getattr(self, "library", None) or open_library(self.config.mix.sounds)  # workers ran setup
+        # the workers ran setup and checked every file; the ids of the procedural entries need the catalog alone
+        library = getattr(self, "library", None) or open_library(self.config.mix.sounds, check_audio=False)
         distances = getattr(self, "distances", None)
         if distances is None and self.config.mix.irrelevant_twin:  # setup ran in the workers only
             from construction.text.taxonomy import load_taxonomy

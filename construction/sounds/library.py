@@ -29,6 +29,7 @@ import logging
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
@@ -113,12 +114,60 @@ def _flat_tops(audio: np.ndarray) -> tuple[int, int]:
 
 def loudness_lufs(audio: np.ndarray, sample_rate: int) -> float:
     """BS.1770 integrated loudness; clips shorter than one 400 ms gating block are measured padded."""
-    import pyloudnorm
+    return gated_lufs(block_powers(audio, sample_rate))
 
+
+@lru_cache(maxsize=8)
+def _k_weighting(sample_rate: int) -> np.ndarray:
+    """BS.1770's K-weighting (a high shelf, then a high pass) as pyloudnorm's meter designs it, as
+    second-order sections: one sosfilt pass, half the time of pyloudnorm's two lfilter passes."""
+    from pyloudnorm import IIRfilter
+
+    stages = (IIRfilter(4.0, 1 / np.sqrt(2), 1500.0, sample_rate, "high_shelf"),
+              IIRfilter(0.0, 0.5, 38.0, sample_rate, "high_pass"))
+    return np.array([np.concatenate([f.b, f.a]) for f in stages])
+
+
+def block_powers(audio: np.ndarray, sample_rate: int) -> np.ndarray:
+    """The K-weighted mean square of each 400 ms gating block (75 % overlap), the blocks exactly as
+    pyloudnorm's Meter.integrated_loudness bounds them, summed without its per-block Python loop. A
+    gain g on `audio` multiplies them by g**2 (the filters are linear), so gain_to measures once."""
+    from scipy.signal import sosfilt
+
+    x = np.asarray(audio, dtype=np.float64)
     block = int(0.4 * sample_rate) + 1
-    if audio.size < block:
-        audio = np.pad(audio, (0, block - audio.size))
-    return float(pyloudnorm.Meter(sample_rate).integrated_loudness(audio.astype(np.float64)))
+    if x.size < block:
+        x = np.pad(x, (0, block - x.size))
+    x = sosfilt(_k_weighting(sample_rate), x)
+    t_g, step = 0.4, 0.25
+    count = int(np.round((x.size / sample_rate - t_g) / (t_g * step))) + 1
+    j = np.arange(count)
+    lower = (t_g * (j * step) * sample_rate).astype(np.int64)
+    upper = np.minimum((t_g * (j * step + 1) * sample_rate).astype(np.int64), x.size)
+    # sums over the pieces between consecutive block edges, then each block's few pieces added (not a
+    # running sum, whose differences lose a quiet block after a loud one and make silence non-zero)
+    edges = np.unique(np.concatenate([lower, upper]))
+    edges = edges[edges < x.size]
+    pieces = np.append(np.add.reduceat(x * x, edges), 0.0)
+    at, stop = np.searchsorted(edges, lower), np.searchsorted(edges, upper)
+    index = at[:, None] + np.arange(int(np.max(stop - at, initial=1)))
+    sums = np.where(index < stop[:, None], pieces[np.minimum(index, pieces.size - 1)], 0.0).sum(axis=1)
+    return (1.0 / (t_g * sample_rate)) * sums
+
+
+def gated_lufs(powers: np.ndarray) -> float:
+    """BS.1770-4 integrated loudness of block_powers: the absolute gate (-70 LUFS), then the relative
+    gate (10 LU below the loudness of the blocks above the absolute gate)."""
+    with np.errstate(divide="ignore"):
+        level = -0.691 + 10.0 * np.log10(powers)
+    above = powers[level >= -70.0]
+    if above.size == 0:
+        return float("-inf")
+    relative = -0.691 + 10.0 * np.log10(np.mean(above)) - 10.0
+    kept = powers[(level > relative) & (level > -70.0)]
+    if kept.size == 0:
+        return float("-inf")
+    return float(-0.691 + 10.0 * np.log10(np.mean(kept)))
 
 
 def measure(audio: np.ndarray, sample_rate: int, *, loudness: bool = True) -> Measurement:
@@ -241,8 +290,11 @@ def read_mono(path: Path, sample_rate: int | None = None) -> np.ndarray:
     return mono
 
 
-def _check_file(path: Path, clip: Clip, check_audio: bool) -> tuple[str | None, Clip]:
-    """(the reason a clip's file is unusable or None, the clip with its kind filled in)."""
+def _check_file(path: Path, clip: Clip, check_audio: bool, decoded: dict[str, str | None] | None = None
+                ) -> tuple[str | None, Clip]:
+    """(the reason a clip's file is unusable or None, the clip with its kind filled in). `decoded`:
+    sha256 -> measured kind of files that decoded cleanly before (load_library's `verified`): a file
+    whose bytes are among them is not decoded again; one that decodes cleanly now is added."""
     if not path.is_file():
         return f"file missing: {path}", clip
     if path.stat().st_size == 0:
@@ -253,6 +305,8 @@ def _check_file(path: Path, clip: Clip, check_audio: bool) -> tuple[str | None, 
         return None, clip
     if sha256_file(path) != clip.sha256:
         return f"sha256 differs from the catalog (file changed or replaced): {path}", clip
+    if decoded is not None and clip.sha256 in decoded and (clip.kind is not None or decoded[clip.sha256]):
+        return None, clip if clip.kind is not None else clip.model_copy(update={"kind": decoded[clip.sha256]})
     try:
         audio, rate = sf.read(path, dtype="float32", always_2d=True)
     except (OSError, sf.LibsndfileError, RuntimeError) as exc:
@@ -264,8 +318,11 @@ def _check_file(path: Path, clip: Clip, check_audio: bool) -> tuple[str | None, 
     peak = float(np.max(np.abs(audio)))
     if peak < 10 ** (SILENCE_PEAK_DBFS / 20):
         return f"file is silent (peak {20 * np.log10(max(peak, 1e-12)):.1f} dBFS): {path}", clip
+    measured = default_kind(measure(audio, rate, loudness=False)) if clip.kind is None else None  # needs no loudness
     if clip.kind is None:  # a catalog older than `kind`: the measured default
-        clip = clip.model_copy(update={"kind": default_kind(measure(audio, rate, loudness=False))})  # kind needs no loudness
+        clip = clip.model_copy(update={"kind": measured})
+    if decoded is not None:
+        decoded[clip.sha256] = measured
     return None, clip
 
 
@@ -323,13 +380,28 @@ def read_catalog(root: Path) -> tuple[list[Clip], list[Problem]]:
     return clips, problems
 
 
-def load_library(root: str | Path, *, check_audio: bool = True) -> SoundLibrary:
+DECODED_CHECK = f"decoded cleanly, peak above {SILENCE_PEAK_DBFS} dBFS, v1"  # what a `verified` entry says
+
+
+def load_library(root: str | Path, *, check_audio: bool = True, verified: Path | None = None) -> SoundLibrary:
     """Load and validate a library. Bad clips are skipped, listed in `.problems` and logged.
 
     `check_audio` decodes every file (corrupt / silent) and verifies its sha256; switch it off for
-    a quick load of a big imported corpus (then only presence, size and licence are checked)."""
+    a quick load of a big imported corpus (then only presence, size and licence are checked).
+    `verified`: a folder (a workspace's cache) remembering, by sha256, the files that decoded cleanly,
+    so each of a stage's workers does not decode the whole library again: the sha256 is still
+    computed from the file every time, so a changed file is decoded again."""
     root = Path(root).expanduser().resolve()
     catalog_clips, problems = read_catalog(root)
+    memo = verified / "decoded.json" if verified is not None and check_audio else None
+    decoded: dict[str, str | None] | None = None
+    if memo is not None:
+        try:
+            saved = json.loads(memo.read_text(encoding="utf-8"))
+            decoded = dict(saved["sha256"]) if saved.get("check") == DECODED_CHECK else {}
+        except (OSError, ValueError, KeyError, TypeError):
+            decoded = {}
+    before = dict(decoded) if decoded is not None else None
     clips: list[Clip] = []
     for clip in catalog_clips:
         if not clip.licence.strip():
@@ -339,11 +411,17 @@ def load_library(root: str | Path, *, check_audio: bool = True) -> SoundLibrary:
         elif clip.procedural:
             reason = procedural_problem(clip)
         else:
-            reason, clip = _check_file((root / clip.path), clip, check_audio)
+            reason, clip = _check_file((root / clip.path), clip, check_audio, decoded)
         if reason:
             problems.append(Problem(clip.clip_id, reason))
         else:
             clips.append(clip)
+    if memo is not None and decoded != before:
+        try:
+            memo.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(memo, json.dumps({"check": DECODED_CHECK, "sha256": decoded}, sort_keys=True))
+        except OSError:  # a read-only cache only costs the decoding next time
+            pass
     for problem in problems:
         log.warning("sound library %s: skipped %s: %s", root, problem.clip_id, problem.reason)
     return SoundLibrary(root=root, clips=clips, problems=problems)

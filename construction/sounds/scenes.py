@@ -27,13 +27,14 @@ from construction.sounds.library import Clip, SoundLibrary, load_library
 from construction.text.taxonomy import Taxonomy
 
 
-def open_library(path: str | Path) -> SoundLibrary:
-    """The sound library at `path`, or a clear error saying how to get one."""
+def open_library(path: str | Path, check_audio: bool = True, verified: Path | None = None) -> SoundLibrary:
+    """The sound library at `path`, or a clear error saying how to get one (`check_audio`, `verified`:
+    see load_library)."""
     root = Path(path).expanduser()
     if not (root / "catalog.jsonl").exists():
         raise WorkbenchError(f"no sound library at {root} (no catalog.jsonl): build the offline one with "
                              f"python -m construction.sounds.starter --sounds {root}, or set mix.sounds")
-    return load_library(root)
+    return load_library(root, check_audio=check_audio, verified=verified)
 
 
 def scene_sounds(sample: Sample, taxonomy: Taxonomy) -> tuple[list[str], list[str]]:
