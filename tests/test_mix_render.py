@@ -83,12 +83,18 @@ def test_the_scene_gate_fades_a_steady_bed_into_a_silence_without_a_click():
     """The twin's bed goes silent where the scene does: evenly in dB (a 20 ms linear ramp plunges at its
     end, one click per silence on a steady bed)."""
     rng = np.random.default_rng(4)
-    scene = np.concatenate([0.3 * rng.standard_normal(SR), np.zeros(SR // 2), 0.3 * rng.standard_normal(SR)])
+    scene = np.concatenate([0.3 * rng.standard_normal(SR), np.zeros(SR), 0.3 * rng.standard_normal(SR)])
     bed = 0.3 * rng.standard_normal(scene.size)
     gate = on_off_gate(scene, SR)
-    assert gate[SR + SR // 4] == 0 and gate[SR // 2] == 1 and gate[-SR // 2] == 1  # silent where the scene is
+    assert gate[SR + SR // 2] == 0 and gate[SR // 2] == 1 and gate[-SR // 2] == 1  # silent where the scene is
     assert steps(bed * gate, SR) == 0
-    linear = np.clip(np.convolve((np.abs(np.arange(scene.size) - 1.25 * SR) > SR // 4).astype(float),
+    # and over a bed that flickers by 4 dB every 10 ms, with a duck going down at its fastest (0.4 dB/ms) as
+    # the silence starts: still no click (the gate falling at 0.4 dB/ms made one here)
+    flicker = bed * 10 ** (-4.0 * (np.arange(scene.size) // int(0.01 * SR) % 2) / 20)
+    duck = 10 ** (np.clip(-0.4e3 * (np.arange(scene.size) / SR - 1.0), -25, 0) / 20)
+    assert steps(flicker, SR) == 0 and steps(flicker * gate * duck, SR) == 0
+    assert steps(flicker * on_off_gate(scene, SR, fall_db_per_s=400.0) * duck, SR) == 1
+    linear = np.clip(np.convolve((np.abs(np.arange(scene.size) - 1.5 * SR) > SR // 2).astype(float),
                                  np.ones(320) / 320, mode="same"), 0, 1)
     assert steps(bed * linear, SR) == 1  # the old 20 ms linear ramp: the check does see it
 
