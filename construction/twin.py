@@ -15,6 +15,8 @@ again after it; the same fades and peak guard) from the mixture's own speech tra
     scene's LUFS masks far more than a sparse scene does); first a three-band EQ of at most +-6 dB
     (masking.region_gains) moves its glimpses towards the frequency regions where the scene's are, so
     the match holds on other cell grids too, not only on the one it was made on;
+  - it is ducked on the mixture's own voiced runs (construction.levels.envelope), so its masking follows
+    the mixture's over time, not only in total;
   - where the scene is silent (runs of >= 0.15 s more than 35 dB below its loud frames), the twin's
     background is silent too (construction.masking.on_off_gate): the silences match, the events' rhythm
     is not carried over.
