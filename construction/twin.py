@@ -337,7 +337,10 @@ def make_danger(speech_track: np.ndarray, recipe: MixRecipe, speech_span: tuple[
     and the danger twin differs from the irrelevant twin by the danger sounds alone."""
     total = speech_track.size
     seed = stable_seed("danger", recipe.seed, scene)
-    danger, params, layers = danger_scene(scene, seed, total, speech_span, sample_rate)
+    # "under the speech" is under the words: over the voiced runs, not in the TTS silence before them,
+    # where the scene plays at its alone level (a scream there, ending as "Kill" began, was heard as "Until")
+    words = (voiced[0][0], voiced[-1][1]) if voiced else speech_span
+    danger, params, layers = danger_scene(scene, seed, total, words, sample_rate)
     bed_seed, bed = neutral_bed(ambience, recipe.seed, total, sample_rate, gate)[:2]
     bed_l, danger_l = loudness_lufs(bed, sample_rate), loudness_lufs(danger, sample_rate)
     if np.isfinite(bed_l):
