@@ -139,13 +139,16 @@ def events(hits: np.ndarray, sample_rate: int) -> int:
     return 0 if hits.size == 0 else int(1 + np.count_nonzero(np.diff(hits) > int(0.05 * sample_rate)))
 
 
-def content_steps(sample_rate: int, *tracks: np.ndarray | None) -> np.ndarray:
+def content_steps(sample_rate: int, *tracks: np.ndarray | None, placed: bool = False) -> np.ndarray:
     """The falls the speech or a scene layer makes on its own: over STEP_DB / 2, each found at its own
     level (its peak at -6 dBFS). A fall of which a track makes half or more is the content's (a stop
     consonant, a beep's gate, a knife's click): the rendering's ramps fall at most 3 dB in 5 ms, so a
-    fall left over is one the rendering made (a cut). Computed once per sample, passed to steps."""
-    found = [step_times(t * (0.5 / peak), sample_rate, STEP_DB / 2) for t in tracks
-             if t is not None and (peak := float(np.max(np.abs(t)))) > 0]
+    fall left over is one the rendering made (a cut). Computed once per sample, passed to steps.
+    `placed`: the tracks are at the level they are heard at (the speech track): one louder than -6 dBFS
+    is measured there, not lowered (a word's end at -49 dBFS over a silent scene fell under the -50 dBFS
+    floor once lowered, and was counted as a click)."""
+    found = [step_times(t * (max(0.5 / peak, 1.0) if placed else 0.5 / peak), sample_rate, STEP_DB / 2)
+             for t in tracks if t is not None and (peak := float(np.max(np.abs(t)))) > 0]
     return np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=int)
 
 

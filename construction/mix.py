@@ -381,7 +381,7 @@ class MixStage:
         ref = self.ws.store_audio(mixture, sr)
         scene_alone = (scene * gain * 10 ** (guard_db / 20)).astype(np.float32)  # as heard in the mixture
         in_scene = content_steps(sr, *tracks)  # the falls the sounds make on their own (not clicks)
-        said = content_steps(sr, speech_track)
+        said = content_steps(sr, speech_track, placed=True)  # the speech is placed at the level heard
         with_speech = np.union1d(in_scene, said)
         clicks = {"mixture": steps(mixture, sr, with_speech), "scene": steps(scene_alone, sr, in_scene),
                   "in_sources": source_steps(scene_alone, sr, in_scene)}

@@ -11,7 +11,7 @@ import numpy as np
 from construction.core.record import Sample, SceneSound, make_sample_id
 from construction.core.runner import run_stage
 from construction.core.workspace import Workspace
-from construction.levels import envelope, steps, voiced_runs
+from construction.levels import content_steps, envelope, steps, voiced_runs
 from construction.masking import on_off_gate
 from construction.mix import MixStage, dominate, event_track
 from tests.test_mix import SR, TAXONOMY, _config, _library, _speechlike, _tone
@@ -135,6 +135,18 @@ def test_a_clip_that_ends_at_full_level_is_faded_not_cut(tmp_path):
     assert sample.provenance["mix"]["clicks"] == {"mixture": 0, "scene": 0, "in_sources": 0, "danger": 0,
                                                   "danger_scene": 0}
     assert json.loads(ws.stats_path("mix").read_text())["scene_checks_per_category"]["video_games"]["clicks_mixture"] == 0
+
+
+def test_the_speech_falls_are_its_own_at_the_level_it_is_heard():
+    """The speech track is placed at the level heard: a word's quiet end (-48 dBFS, peak at -1 dBFS) over a
+    silent scene is the speech's fall, not a click; lowered to -6 dBFS it fell under the -50 dBFS floor."""
+    rng = np.random.default_rng(6)
+    n = int(0.3 * SR)  # a voice falling evenly from -12 to -48 dBFS (no step), then silence
+    word = np.concatenate([0.25 * rng.standard_normal(n) * 10 ** (-36 * np.arange(n) / n / 20), np.zeros(SR // 2)])
+    word[0] = 0.89  # a peak at -1 dBFS
+    assert steps(word, SR) == 1
+    assert steps(word, SR, content_steps(SR, word)) == 1  # lowered to a -6 dBFS peak, the fall is missed
+    assert steps(word, SR, content_steps(SR, word, placed=True)) == 0
 
 
 def test_an_event_copy_ends_where_its_sound_does_not_in_its_noise_floor():
