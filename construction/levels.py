@@ -29,6 +29,7 @@ VAD_EDGE_DB = -50.0  # ... and a quieter neighbour with many zero crossings (a f
 VAD_EDGE_ZCR = 0.25  # zero crossings per sample of a fricative (voiced speech has far fewer)
 VAD_BRIDGE_S = 0.3  # a pause shorter than this between words stays ducked (no pumping)
 DUCK_ATTACK_S, DUCK_RELEASE_S = 0.03, 0.08  # the scene goes down before a word and comes back after it
+END_FALL_DB_PER_S = 300.0  # the clip's end fade: 60 dB in 0.2 s, 3 dB per 10 ms
 
 
 def voiced_runs(speech: np.ndarray, sample_rate: int) -> list[tuple[int, int]]:
@@ -71,7 +72,8 @@ def envelope(total: int, alone: int, speech: int, alone_db: float, under_db: flo
     voiced_runs shifted by the speech's start) the scene is ducked only there: it reaches under_db at
     each run's start (a DUCK_ATTACK_S ramp before it) and returns over DUCK_RELEASE_S after its end, so
     the TTS silence around the words carries the scene at its alone level. Without, over the whole
-    speech file (ramped over `fade` before and after it)."""
+    speech file (ramped over `fade` before and after it). A twin's under gain can be above its alone
+    gain (equal masking): the ramps then go up before a run and come down after it, never a jump."""
     db = np.full(total, alone_db)
     if voiced is None:
         db[alone:alone + speech] = under_db
@@ -84,18 +86,22 @@ def envelope(total: int, alone: int, speech: int, alone_db: float, under_db: flo
         # no faster than 1 dB per 2.5 ms, so a deep duck is never itself a step (construction.levels.steps)
         slow = abs(alone_db - under_db) * 0.0025
         attack, release = (int(max(x, slow) * sample_rate) for x in (DUCK_ATTACK_S, DUCK_RELEASE_S))
+        toward = np.minimum if under_db <= alone_db else np.maximum  # the ramp nearer the under level wins
         for start, end in voiced:
             db[start:end] = under_db
             a = np.arange(max(0, start - attack), start)
-            db[a] = np.minimum(db[a], np.linspace(alone_db, under_db, a.size, endpoint=False))
+            db[a] = toward(db[a], np.linspace(alone_db, under_db, a.size, endpoint=False))
             b = np.arange(end, min(total, end + release))
-            db[b] = np.minimum(db[b], np.linspace(under_db, alone_db, b.size, endpoint=False))
+            db[b] = toward(db[b], np.linspace(under_db, alone_db, b.size, endpoint=False))
     gain = 10 ** (db / 20)
     edge = min(fade, total // 2)
     if edge:
         gain[:edge] *= np.linspace(0.0, 1.0, edge, endpoint=False)
-        # out evenly in dB to -60 dB, then 0: a linear fade plunges in its last milliseconds (a step)
-        gain[total - edge:] *= 10 ** (np.linspace(0.0, -60.0, edge) / 20)
+        # out evenly in dB to -60 dB, then 0 (a linear fade plunges in its last milliseconds: a step), no
+        # faster than END_FALL_DB_PER_S: a sound's own fall that content_steps leaves to the check
+        # (under STEP_DB / 2 in 5 ms) plus the fade's stays under STEP_DB
+        tail = min(max(edge, int(60.0 / END_FALL_DB_PER_S * sample_rate)), total // 2)
+        gain[total - tail:] *= 10 ** (np.linspace(0.0, -60.0, tail) / 20)
         gain[-1] = 0.0
     return gain
 
@@ -135,13 +141,16 @@ def events(hits: np.ndarray, sample_rate: int) -> int:
     return 0 if hits.size == 0 else int(1 + np.count_nonzero(np.diff(hits) > int(0.05 * sample_rate)))
 
 
-def content_steps(sample_rate: int, *tracks: np.ndarray | None) -> np.ndarray:
+def content_steps(sample_rate: int, *tracks: np.ndarray | None, placed: bool = False) -> np.ndarray:
     """The falls the speech or a scene layer makes on its own: over STEP_DB / 2, each found at its own
     level (its peak at -6 dBFS). A fall of which a track makes half or more is the content's (a stop
     consonant, a beep's gate, a knife's click): the rendering's ramps fall at most 3 dB in 5 ms, so a
-    fall left over is one the rendering made (a cut). Computed once per sample, passed to steps."""
-    found = [step_times(t * (0.5 / peak), sample_rate, STEP_DB / 2) for t in tracks
-             if t is not None and (peak := float(np.max(np.abs(t)))) > 0]
+    fall left over is one the rendering made (a cut). Computed once per sample, passed to steps.
+    `placed`: the tracks are at the level they are heard at (the speech track): one louder than -6 dBFS
+    is measured there, not lowered (a word's end at -49 dBFS over a silent scene fell under the -50 dBFS
+    floor once lowered, and was counted as a click)."""
+    found = [step_times(t * (max(0.5 / peak, 1.0) if placed else 0.5 / peak), sample_rate, STEP_DB / 2)
+             for t in tracks if t is not None and (peak := float(np.max(np.abs(t)))) > 0]
     return np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=int)
 
 

@@ -381,7 +381,7 @@ class MixStage:
         ref = self.ws.store_audio(mixture, sr)
         scene_alone = (scene * gain * 10 ** (guard_db / 20)).astype(np.float32)  # as heard in the mixture
         in_scene = content_steps(sr, *tracks)  # the falls the sounds make on their own (not clicks)
-        said = content_steps(sr, speech_track)
+        said = content_steps(sr, speech_track, placed=True)  # the speech is placed at the level heard
         with_speech = np.union1d(in_scene, said)
         clicks = {"mixture": steps(mixture, sr, with_speech), "scene": steps(scene_alone, sr, in_scene),
                   "in_sources": source_steps(scene_alone, sr, in_scene)}
@@ -391,14 +391,16 @@ class MixStage:
                   "irrelevant_audio": None, "danger_audio": None, "danger_scene_audio": None, "provenance": provenance}
         if cfg.irrelevant_twin or cfg.danger_twin:
             update.update(self.twins(sample, recipe, speech_track, scene, gain, (alone, alone + speech.size),
-                                     said, clicks))
+                                     said, clicks, voiced))
         return sample.model_copy(update=update)
 
     def twins(self, sample: Sample, recipe: MixRecipe, speech_track: np.ndarray, scene: np.ndarray,
-              gain: np.ndarray, span: tuple[int, int], said: np.ndarray, clicks: dict[str, int]) -> dict[str, Any]:
+              gain: np.ndarray, span: tuple[int, int], said: np.ndarray, clicks: dict[str, int],
+              voiced: list[tuple[int, int]]) -> dict[str, Any]:
         """The mixture's masking (glimpse proportion, background loudness under the speech) on the recipe,
-        and the twins matched to it (construction.twin): the audio refs to store on the sample. The
-        irrelevant twin's clicks (falls the speech does not make) go into `clicks`."""
+        and the twins matched to it (construction.twin), ducked on the same `voiced` runs: the audio refs
+        to store on the sample. The twins' clicks (falls neither the speech nor their own background
+        layers make) go into `clicks`: twin, danger and danger_scene."""
         cfg, sr = self.config.mix, self.config.sample_rate
         start, end = span
         heard = scene * gain
@@ -409,17 +411,20 @@ class MixStage:
         gate = masking.on_off_gate(scene, sr)
         if cfg.irrelevant_twin:  # the same speech track over a neutral ambience
             distance = self.distances.get(sample.category, {}).get("ambiences", {}).get(ambience, {}).get("distance_db")
-            audio, recipe.irrelevant = make_twin(speech_track, recipe, span, ambience,
-                                                 library_entry(self.library, ambience), sr, cfg.fade_s, cfg.peak_dbfs,
-                                                 gate=gate, distance_db=distance, scene_under=heard[start:end])
+            audio, recipe.irrelevant, own = make_twin(speech_track, recipe, span, ambience,
+                                                      library_entry(self.library, ambience), sr, cfg.fade_s,
+                                                      cfg.peak_dbfs, gate=gate, distance_db=distance,
+                                                      scene_under=heard[start:end], voiced=voiced)
             out["irrelevant_audio"] = self.ws.store_audio(audio, sr)
-            clicks["twin"] = steps(audio, sr, said)
+            clicks["twin"] = steps(audio, sr, np.union1d(said, own))
         if cfg.danger_twin:  # and over a real-danger scene (on that same ambience)
             from construction.sounds.procedural import DANGER_SCENES
 
             name = pick_option(sample.sample_id, self.dangers, self.config.seed, sorted(DANGER_SCENES), "danger-scene")
-            audio, alone, recipe.danger = make_danger(speech_track, recipe, span, name, ambience, sr, cfg.fade_s,
-                                                      cfg.peak_dbfs, gate=gate, scene_under=heard[start:end])
+            audio, alone, recipe.danger, own = make_danger(speech_track, recipe, span, name, ambience, sr, cfg.fade_s,
+                                                           cfg.peak_dbfs, gate=gate, scene_under=heard[start:end],
+                                                           voiced=voiced)
+            clicks["danger"], clicks["danger_scene"] = steps(audio, sr, np.union1d(said, own)), steps(alone, sr, own)
             out["danger_audio"], out["danger_scene_audio"] = self.ws.store_audio(audio, sr), self.ws.store_audio(alone, sr)
         return out
 

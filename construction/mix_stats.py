@@ -15,6 +15,9 @@ from construction.tracks import MAX_REPEATS
 from construction.twin import twin_stats
 
 STAGE = "mix"
+# every rendered track is checked (construction.levels.steps): the mixture, its scene alone, the irrelevant
+# twin, the danger twin and the danger scene alone
+CLICK_TRACKS = ("clicks_mixture", "clicks_scene", "clicks_twin", "clicks_danger", "clicks_danger_scene")
 
 
 def mix_stats(ws: Workspace, config: Config, procedural: frozenset[str] = frozenset(),
@@ -88,11 +91,10 @@ def mix_stats(ws: Workspace, config: Config, procedural: frozenset[str] = frozen
         row = {k: c[k] for k in ("measured", "dominant_as_drawn", "support_lowered", "redrawn")}
         row["rejected_not_dominant"] = rejected[category]
         row["share_dominant_as_drawn"] = round(c["dominant_as_drawn"] / c["measured"], 3) if c["measured"] else None
-        row.update({k: c[k] for k in ("clicks_mixture", "clicks_scene", "clicks_twin", "steps_in_sources",
-                                      "samples_repeating_a_recording_over_3")})
+        row.update({k: c[k] for k in (*CLICK_TRACKS, "steps_in_sources", "samples_repeating_a_recording_over_3")})
         quality[category] = row
     return {"scene_checks_per_category": quality,
-            "clicks": sum(c[k] for c in checks.values() for k in ("clicks_mixture", "clicks_scene", "clicks_twin")),
+            "clicks": sum(c[k] for c in checks.values() for k in CLICK_TRACKS),
             "samples_repeating_a_recording_over_3": sum(c["samples_repeating_a_recording_over_3"] for c in checks.values()),
             **(twin_stats(ws.read_samples(STAGE)) if config.mix.irrelevant_twin else {}),
             **({"twin_ambience_distance_db": distances} if distances else {}),

@@ -11,7 +11,8 @@ import numpy as np
 from construction.core.record import Sample, SceneSound, make_sample_id
 from construction.core.runner import run_stage
 from construction.core.workspace import Workspace
-from construction.levels import steps, voiced_runs
+from construction.levels import content_steps, envelope, steps, voiced_runs
+from construction.masking import on_off_gate
 from construction.mix import MixStage, dominate, event_track
 from tests.test_mix import SR, TAXONOMY, _config, _library, _speechlike, _tone
 
@@ -51,6 +52,51 @@ def test_the_scene_is_not_held_down_over_tts_silence(tmp_path):
     assert abs(_level(alone) - _level(silence_after)) < 1.0  # back at the alone level while nobody speaks
     assert abs(_level(alone) - _level(under) - duck) < 1.0
     assert abs(duck) > 3  # the test means something only if the scene does duck
+    # the irrelevant twin ducks on the same run only: its ambience is back at its alone level after the words
+    from tests.test_mix_twin import _twin_parts
+
+    _, ambience, _, _ = _twin_parts(ws, sample)
+    twin = recipe.irrelevant
+    twin_duck = twin.alone_gain_db - twin.under_gain_db
+    alone_t, silence_t = ambience[int(0.2 * SR):int((recipe.scene_alone_s - 0.1) * SR)], ambience[int((end + 0.15) * SR):int((end + 0.6) * SR)]
+    under_t = ambience[int((start + 0.1) * SR):int((end - 0.1) * SR)]
+    assert abs(_level(alone_t) - _level(silence_t)) < 1.0
+    assert abs(_level(alone_t) - _level(under_t) - twin_duck) < 1.5
+    assert abs(twin_duck) > 3
+    assert sample.provenance["mix"]["clicks"] == {"mixture": 0, "scene": 0, "in_sources": 0, "twin": 0, "danger": 0,
+                                                  "danger_scene": 0}
+
+
+def test_a_duck_that_goes_up_ramps_both_ways():
+    """A twin's under gain can be above its alone gain (equal masking): the envelope then rises before a
+    run and falls after it over a ramp, never a cliff (a 22 dB fall in the danger twin was a click)."""
+    rng = np.random.default_rng(3)
+    bed = 0.1 * rng.standard_normal(4 * SR)
+    for alone_db, under_db in ((0.0, -25.0), (-25.0, 0.0)):
+        gain = envelope(bed.size, SR, 2 * SR, alone_db, under_db, int(0.1 * SR), [(SR + SR // 4, 2 * SR)], SR)
+        assert steps(bed * gain, SR) == 0
+        assert abs(20 * np.log10(gain[int(1.5 * SR)]) - under_db) < 1e-6  # at the under level on the run
+        assert abs(20 * np.log10(gain[int(2.5 * SR)]) - alone_db) < 1e-6  # back at the alone level after it
+
+
+def test_the_scene_gate_fades_a_steady_bed_into_a_silence_without_a_click():
+    """The twin's bed goes silent where the scene does: evenly in dB (a 20 ms linear ramp plunges at its
+    end, one click per silence on a steady bed)."""
+    rng = np.random.default_rng(4)
+    scene = np.concatenate([0.3 * rng.standard_normal(SR), np.zeros(SR), 0.3 * rng.standard_normal(SR)])
+    bed = 0.3 * rng.standard_normal(scene.size)
+    gate = on_off_gate(scene, SR)
+    assert gate[SR + SR // 2] == 0 and gate[SR // 2] == 1 and gate[-SR // 2] == 1  # silent where the scene is
+    assert steps(bed * gate, SR) == 0
+    # and over a bed that flickers by 4 dB every 10 ms, with a duck going down at its fastest (0.4 dB/ms) as
+    # the silence starts: still no click (the gate falling at 0.4 dB/ms made one here)
+    flicker = bed * 10 ** (-4.0 * (np.arange(scene.size) // int(0.01 * SR) % 2) / 20)
+    duck = 10 ** (np.clip(-0.4e3 * (np.arange(scene.size) / SR - 1.0), -25, 0) / 20)
+    assert steps(flicker, SR) == 0 and steps(flicker * gate * duck, SR) == 0
+    assert steps(flicker * on_off_gate(scene, SR, fall_db_per_s=400.0) * duck, SR) == 1
+    linear = np.clip(np.convolve((np.abs(np.arange(scene.size) - 1.5 * SR) > SR // 2).astype(float),
+                                 np.ones(320) / 320, mode="same"), 0, 1)
+    assert steps(bed * linear, SR) == 1  # the old 20 ms linear ramp: the check does see it
 
 
 def test_voiced_runs_bridge_short_pauses_and_skip_silence():
@@ -86,8 +132,37 @@ def test_a_clip_that_ends_at_full_level_is_faded_not_cut(tmp_path):
                       progress=False)
     assert stats["kept"] == 1 and stats["clicks"] == 0
     [sample] = ws.read_samples("mix")
-    assert sample.provenance["mix"]["clicks"] == {"mixture": 0, "scene": 0, "in_sources": 0}
+    assert sample.provenance["mix"]["clicks"] == {"mixture": 0, "scene": 0, "in_sources": 0, "danger": 0,
+                                                  "danger_scene": 0}
     assert json.loads(ws.stats_path("mix").read_text())["scene_checks_per_category"]["video_games"]["clicks_mixture"] == 0
+
+
+def test_the_speech_falls_are_its_own_at_the_level_it_is_heard():
+    """The speech track is placed at the level heard: a word's quiet end (-48 dBFS, peak at -1 dBFS) over a
+    silent scene is the speech's fall, not a click; lowered to -6 dBFS it fell under the -50 dBFS floor."""
+    rng = np.random.default_rng(6)
+    n = int(0.3 * SR)  # a voice falling evenly from -12 to -48 dBFS (no step), then silence
+    word = np.concatenate([0.25 * rng.standard_normal(n) * 10 ** (-36 * np.arange(n) / n / 20), np.zeros(SR // 2)])
+    word[0] = 0.89  # a peak at -1 dBFS
+    assert steps(word, SR) == 1
+    assert steps(word, SR, content_steps(SR, word)) == 1  # lowered to a -6 dBFS peak, the fall is missed
+    assert steps(word, SR, content_steps(SR, word, placed=True)) == 0
+
+
+def test_an_event_copy_ends_where_its_sound_does_not_in_its_noise_floor():
+    """A recording decays into its noise floor, 40 dB and more under its peak, which flickers by 12 dB in
+    5 ms; lifted by the scene's gain it was counted as a click. Each copy is faded out where its sound
+    ends (its last 10 ms above -40 dB re its peak)."""
+    rng = np.random.default_rng(5)
+    n = int(0.3 * SR)
+    bang = rng.standard_normal(n) * 10 ** (-40 * np.arange(n) / n / 20)  # to -40 dB in 0.3 s
+    flicker = np.repeat(rng.random(30) < 0.5, int(0.01 * SR)) * (1 - 10 ** (-15 / 20)) + 10 ** (-15 / 20)
+    clip = np.concatenate([bang, 10 ** (-40 / 20) * rng.standard_normal(flicker.size) * flicker])
+    clip *= 0.99 / np.max(np.abs(clip))  # placed loud: its floor about 47 dB under its peak, at -47 dBFS
+    raw = event_track(clip, 2 * SR, [SR // 4], [0.0], fade=0, sample_rate=SR)
+    faded = event_track(clip, 2 * SR, [SR // 4], [0.0], fade=int(0.1 * SR), sample_rate=SR)
+    assert steps(raw, SR) >= 1 and steps(faded, SR) == 0  # played to its end, its floor stops with a click
+    assert np.allclose(faded[SR // 4:SR // 4 + n // 2], raw[SR // 4:SR // 4 + n // 2])  # the sound itself untouched
 
 
 def _sound(role: str, gain_db: float = 0.0) -> SceneSound:

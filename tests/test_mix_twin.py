@@ -83,6 +83,12 @@ def test_the_twins_have_the_mixtures_layout_scene_level_and_glimpse_proportion(t
     assert written["glimpse_difference"]["OVERALL"]["irrelevant"]["p95"] <= 0.01
     assert written["glimpse_difference"]["OVERALL"]["danger"]["n"] == len(SPECS)
     assert written["irrelevant_twins"]["without_twin"] == 0
+    # no click in any of the five rendered tracks of any sample: each is checked and counted
+    assert all(set(s.provenance["mix"]["clicks"]) >= {"mixture", "scene", "twin", "danger", "danger_scene"}
+               for s in samples)
+    assert written["clicks"] == 0
+    for row in written["scene_checks_per_category"].values():
+        assert [row[f"clicks_{t}"] for t in ("mixture", "scene", "twin", "danger", "danger_scene")] == [0] * 5
 
 
 def test_each_category_gets_the_ambiences_far_from_its_defining_sounds_spread_evenly(tmp_path, library):

@@ -88,14 +88,17 @@ def test_noise_at_0_db_is_rejected_more_often_than_at_20_db(tmp_path):
     stats = quiet.read_stats("wer")
     assert sum(stats["wer_mixture_histogram"]["counts"]) == len(SENTENCES)
     # both twins of every kept sample went through the same Whisper; at equal masking the words come
-    # through alike (here white noise at 20 dB: every transcript but at most one word the mixture's)
+    # through alike (here white noise at 20 dB: every irrelevant transcript but at most one word the
+    # mixture's; a scream under two words, a masker the energetic glimpse model does not count, can cost
+    # the danger twin two: "on the roof" -> "on Leroth")
     kept = list(quiet.read_samples("wer"))
     assert all(s.transcript_irrelevant and s.transcript_danger for s in kept)
-    assert all(abs(s.wer_irrelevant - s.wer_mixture) <= 0.15 and abs(s.wer_danger - s.wer_mixture) <= 0.15
+    assert all(abs(s.wer_irrelevant - s.wer_mixture) <= 0.15 and abs(s.wer_danger - s.wer_mixture) <= 0.25
                for s in kept), [(s.wer_mixture, s.wer_irrelevant, s.wer_danger) for s in kept]
     twins = stats["twin_wer"]["OVERALL"]
     assert twins["irrelevant"]["n"] == twins["danger"]["n"] == len(kept)
     assert abs(twins["irrelevant"]["median_difference"]) <= 0.05
+    assert abs(twins["danger"]["median_difference"]) <= 0.05
 
 
 def test_clean_speech_of_every_sample_is_transcribed_on_request(tmp_path):
