@@ -164,13 +164,42 @@ def _rendered(audio: np.ndarray, sample_rate: int, content: np.ndarray) -> np.nd
     return hits
 
 
-def steps(audio: np.ndarray, sample_rate: int, content: np.ndarray | None = None) -> int:
+def _fall_db(x: np.ndarray, sample_rate: int, times: np.ndarray) -> np.ndarray:
+    """How far `x` falls at each of `times`, measured as step_times measures it (5 ms before against 5 ms
+    from 5 ms later)."""
+    win, gap = (max(1, int(v * sample_rate)) for v in (STEP_WINDOW_S, STEP_WITHIN_S))
+    c = np.concatenate([[0.0], np.cumsum(np.asarray(x, dtype=np.float64) ** 2)])
+    before = (c[times] - c[times - win]) / win
+    after = (c[times + gap + win] - c[times + gap]) / win
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return 10 * np.log10(np.maximum(before, 1e-20) / np.maximum(after, 1e-20))
+
+
+def _beats(hits: np.ndarray, sample_rate: int, parts: tuple[np.ndarray, ...]) -> np.ndarray:
+    """Which falls of a sum (a mixture, a twin) none of its rendered parts makes: where every part falls
+    less than STEP_DB / 2, the sum's fall is the parts cancelling (speech beating against a steady
+    bed), not a cut: a cut is made in a part, and shows there."""
+    if not parts or hits.size == 0:
+        return np.zeros(hits.size, dtype=bool)
+    return np.max([_fall_db(p, sample_rate, hits) for p in parts], axis=0) < STEP_DB / 2
+
+
+def steps(audio: np.ndarray, sample_rate: int, content: np.ndarray | None = None,
+          parts: tuple[np.ndarray, ...] = ()) -> int:
     """Clicks: falls of more than STEP_DB within STEP_WITHIN_S (step_times), counted once per 50 ms. A
     fall that fast is a cut, never a natural decay (a shot's tail falls 40 dB in about 0.1 s). Rises are
     not counted: a blow, a shot or a clap starts that fast by nature. `content`: content_steps of the
     speech and the scene's layers as placed in `audio`; a fall they make is theirs, counted by
-    source_steps, not here."""
-    return events(_rendered(audio, sample_rate, np.zeros(0, dtype=int) if content is None else content), sample_rate)
+    source_steps, not here. `parts`: the rendered tracks `audio` is the sum of (the speech and the
+    background as placed); a fall none of them makes is a beat (beats), not a click."""
+    hits = _rendered(audio, sample_rate, np.zeros(0, dtype=int) if content is None else content)
+    return events(hits[~_beats(hits, sample_rate, parts)], sample_rate)
+
+
+def beats(audio: np.ndarray, sample_rate: int, content: np.ndarray, parts: tuple[np.ndarray, ...]) -> int:
+    """Falls of a sum that its parts do not make (what steps leaves out as beats), counted as steps counts."""
+    hits = _rendered(audio, sample_rate, content)
+    return events(hits[_beats(hits, sample_rate, parts)], sample_rate)
 
 
 def source_steps(audio: np.ndarray, sample_rate: int, content: np.ndarray) -> int:

@@ -54,6 +54,7 @@ from construction.core.runner import run_configured
 from construction.core.timing import Clock
 from construction.core.workspace import Rejected, Workspace, require_manifest
 from construction.levels import (
+    beats,
     content_steps,
     envelope,
     gain_to,
@@ -383,8 +384,10 @@ class MixStage:
         in_scene = content_steps(sr, *tracks)  # the falls the sounds make on their own (not clicks)
         said = content_steps(sr, speech_track, placed=True)  # the speech is placed at the level heard
         with_speech = np.union1d(in_scene, said)
-        clicks = {"mixture": steps(mixture, sr, with_speech), "scene": steps(scene_alone, sr, in_scene),
-                  "in_sources": source_steps(scene_alone, sr, in_scene)}
+        parts = (speech_track * 10 ** (guard_db / 20), scene_alone)  # what the mixture sums, as heard
+        clicks = {"mixture": steps(mixture, sr, with_speech, parts), "scene": steps(scene_alone, sr, in_scene),
+                  "in_sources": source_steps(scene_alone, sr, in_scene),
+                  "beats": beats(mixture, sr, with_speech, parts)}
         provenance = {**sample.provenance, STAGE: {"peak_guard_db": round(guard_db, 3), "dominance": dominance,
                                                    "clicks": clicks}}
         update = {"mix": recipe, "mixture": ref, "scene_audio": self.ws.store_audio(scene_alone, sr),
@@ -416,7 +419,10 @@ class MixStage:
                                                       cfg.peak_dbfs, gate=gate, distance_db=distance,
                                                       scene_under=heard[start:end], voiced=voiced)
             out["irrelevant_audio"] = self.ws.store_audio(audio, sr)
-            clicks["twin"] = steps(audio, sr, np.union1d(said, own))
+            voice = speech_track * 10 ** (recipe.irrelevant.peak_guard_db / 20)
+            parts, content = (voice, audio - voice), np.union1d(said, own)
+            clicks["twin"] = steps(audio, sr, content, parts)
+            clicks["beats"] += beats(audio, sr, content, parts)
         if cfg.danger_twin:  # and over a real-danger scene (on that same ambience)
             from construction.sounds.procedural import DANGER_SCENES
 
@@ -424,7 +430,9 @@ class MixStage:
             audio, alone, recipe.danger, own = make_danger(speech_track, recipe, span, name, ambience, sr, cfg.fade_s,
                                                            cfg.peak_dbfs, gate=gate, scene_under=heard[start:end],
                                                            voiced=voiced)
-            clicks["danger"], clicks["danger_scene"] = steps(audio, sr, np.union1d(said, own)), steps(alone, sr, own)
+            parts, content = (speech_track * 10 ** (recipe.danger.peak_guard_db / 20), alone), np.union1d(said, own)
+            clicks["danger"], clicks["danger_scene"] = steps(audio, sr, content, parts), steps(alone, sr, own)
+            clicks["beats"] += beats(audio, sr, content, parts)
             out["danger_audio"], out["danger_scene_audio"] = self.ws.store_audio(audio, sr), self.ws.store_audio(alone, sr)
         return out
 

@@ -47,7 +47,7 @@ def mix_stats(ws: Workspace, config: Config, procedural: frozenset[str] = frozen
             check["support_lowered"] += "support_lowered_db" in dom
             check["redrawn"] += bool(prov.get("redrawn"))
         for track, n in prov.get("clicks", {}).items():
-            check[f"clicks_{track}" if track != "in_sources" else "steps_in_sources"] += n
+            check[{"in_sources": "steps_in_sources", "beats": "beats"}.get(track, f"clicks_{track}")] += n
         copies: Counter = Counter()
         for sound in s.mix.sounds:
             if sound.clip_id not in procedural and sound.kind != "bed" and sound.pattern != "burst":
@@ -91,10 +91,11 @@ def mix_stats(ws: Workspace, config: Config, procedural: frozenset[str] = frozen
         row = {k: c[k] for k in ("measured", "dominant_as_drawn", "support_lowered", "redrawn")}
         row["rejected_not_dominant"] = rejected[category]
         row["share_dominant_as_drawn"] = round(c["dominant_as_drawn"] / c["measured"], 3) if c["measured"] else None
-        row.update({k: c[k] for k in (*CLICK_TRACKS, "steps_in_sources", "samples_repeating_a_recording_over_3")})
+        row.update({k: c[k] for k in (*CLICK_TRACKS, "steps_in_sources", "beats", "samples_repeating_a_recording_over_3")})
         quality[category] = row
     return {"scene_checks_per_category": quality,
             "clicks": sum(c[k] for c in checks.values() for k in CLICK_TRACKS),
+            "beats": sum(c["beats"] for c in checks.values()),  # falls of a sum its parts do not make (levels.beats)
             "samples_repeating_a_recording_over_3": sum(c["samples_repeating_a_recording_over_3"] for c in checks.values()),
             **(twin_stats(ws.read_samples(STAGE)) if config.mix.irrelevant_twin else {}),
             **({"twin_ambience_distance_db": distances} if distances else {}),

@@ -64,7 +64,7 @@ def test_the_scene_is_not_held_down_over_tts_silence(tmp_path):
     assert abs(_level(alone_t) - _level(under_t) - twin_duck) < 1.5
     assert abs(twin_duck) > 3
     assert sample.provenance["mix"]["clicks"] == {"mixture": 0, "scene": 0, "in_sources": 0, "twin": 0, "danger": 0,
-                                                  "danger_scene": 0}
+                                                  "danger_scene": 0, "beats": 0}
 
 
 def test_a_duck_that_goes_up_ramps_both_ways():
@@ -133,7 +133,7 @@ def test_a_clip_that_ends_at_full_level_is_faded_not_cut(tmp_path):
     assert stats["kept"] == 1 and stats["clicks"] == 0
     [sample] = ws.read_samples("mix")
     assert sample.provenance["mix"]["clicks"] == {"mixture": 0, "scene": 0, "in_sources": 0, "danger": 0,
-                                                  "danger_scene": 0}
+                                                  "danger_scene": 0, "beats": 0}
     assert json.loads(ws.stats_path("mix").read_text())["scene_checks_per_category"]["video_games"]["clicks_mixture"] == 0
 
 
@@ -189,3 +189,23 @@ def test_defining_sounds_dominate_or_the_draw_fails():
     sounds = [_sound("defining"), _sound("support", -12.0)]
     out = dominate(sounds, [steady, rng.standard_normal(n)], parts)
     assert "support_lowered_db" not in out and sounds[1].gain_db == -12.0
+
+
+def test_a_sum_that_cancels_is_a_beat_and_a_cut_in_a_part_is_a_click():
+    """Speech beating against a steady bed: the sum falls 20+ dB in a few ms while neither part falls; that
+    is the parts cancelling, counted apart as a beat. The same sum with the bed cut off is a click."""
+    from construction.levels import beats, steps
+
+    sr = 16000
+    t = np.arange(sr) / sr
+    flip = np.clip((t - 0.5) / 0.002, 0, 1) * np.clip((0.53 - t) / 0.002, 0, 1)  # 2 ms ramps, 26 ms of anti-phase
+    voice = 0.2 * np.sin(2 * np.pi * 300 * t)
+    bed = 0.2 * np.sin(2 * np.pi * 300 * t + np.pi * flip)  # same level throughout: only its phase turns
+    mixture = voice + bed
+    none = np.zeros(0, dtype=int)
+    assert steps(mixture, sr, none) >= 1  # without its parts, the cancelling sum looks like a cut
+    assert steps(mixture, sr, none, (voice, bed)) == 0 and beats(mixture, sr, none, (voice, bed)) == 1
+    cut = bed * (t < 0.5)  # the bed stops dead: a fall in a part
+    assert steps(voice + cut, sr, none, (voice, cut)) == 0  # the voice carries on: the sum falls 6 dB only
+    alone = 0.01 * voice
+    assert steps(alone + cut, sr, none, (alone, cut)) == 1 and beats(alone + cut, sr, none, (alone, cut)) == 0
