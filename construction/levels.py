@@ -120,19 +120,24 @@ STEP_DB, STEP_WITHIN_S, STEP_FLOOR_DBFS = 12.0, 0.005, -50.0
 STEP_WINDOW_S = 0.005  # level windows of 5 ms (half a period of 100 Hz): the level 5 ms apart, as the rule says
 
 
+def _levels(x: np.ndarray, sample_rate: int, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(mean square of the 5 ms before each of `times`, how many dB it falls to the 5 ms from 5 ms later)."""
+    win, gap = (max(1, int(v * sample_rate)) for v in (STEP_WINDOW_S, STEP_WITHIN_S))
+    c = np.concatenate([[0.0], np.cumsum(np.asarray(x, dtype=np.float64) ** 2)])
+    before = (c[times] - c[times - win]) / win
+    after = (c[times + gap + win] - c[times + gap]) / win
+    with np.errstate(divide="ignore"):
+        return before, 10 * np.log10(np.maximum(before, 1e-20) / np.maximum(after, 1e-20))
+
+
 def step_times(audio: np.ndarray, sample_rate: int, db: float = STEP_DB) -> np.ndarray:
     """Where the level falls more than STEP_DB within STEP_WITHIN_S (sample indices on a 1 ms grid):
     the RMS of the 5 ms before t against that of the 5 ms from t + 5 ms, from above -50 dBFS."""
     win, gap, hop = (max(1, int(x * sample_rate)) for x in (STEP_WINDOW_S, STEP_WITHIN_S, 0.001))
-    x = np.asarray(audio, dtype=np.float64)
-    if x.size < 2 * win + gap:
+    if np.size(audio) < 2 * win + gap:
         return np.zeros(0, dtype=int)
-    c = np.concatenate([[0.0], np.cumsum(x * x)])
-    t = np.arange(win, x.size - win - gap + 1, hop)
-    before = (c[t] - c[t - win]) / win
-    after = (c[t + gap + win] - c[t + gap]) / win
-    with np.errstate(divide="ignore"):
-        fall = 10 * np.log10(np.maximum(before, 1e-20) / np.maximum(after, 1e-20))
+    t = np.arange(win, np.size(audio) - win - gap + 1, hop)
+    before, fall = _levels(audio, sample_rate, t)
     return t[(before > 10 ** (STEP_FLOOR_DBFS / 10)) & (fall > db)]
 
 
@@ -164,24 +169,13 @@ def _rendered(audio: np.ndarray, sample_rate: int, content: np.ndarray) -> np.nd
     return hits
 
 
-def _fall_db(x: np.ndarray, sample_rate: int, times: np.ndarray) -> np.ndarray:
-    """How far `x` falls at each of `times`, measured as step_times measures it (5 ms before against 5 ms
-    from 5 ms later)."""
-    win, gap = (max(1, int(v * sample_rate)) for v in (STEP_WINDOW_S, STEP_WITHIN_S))
-    c = np.concatenate([[0.0], np.cumsum(np.asarray(x, dtype=np.float64) ** 2)])
-    before = (c[times] - c[times - win]) / win
-    after = (c[times + gap + win] - c[times + gap]) / win
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return 10 * np.log10(np.maximum(before, 1e-20) / np.maximum(after, 1e-20))
-
-
 def _beats(hits: np.ndarray, sample_rate: int, parts: tuple[np.ndarray, ...]) -> np.ndarray:
     """Which falls of a sum (a mixture, a twin) none of its rendered parts makes: where every part falls
     less than STEP_DB / 2, the sum's fall is the parts cancelling (speech beating against a steady
     bed), not a cut: a cut is made in a part, and shows there."""
     if not parts or hits.size == 0:
         return np.zeros(hits.size, dtype=bool)
-    return np.max([_fall_db(p, sample_rate, hits) for p in parts], axis=0) < STEP_DB / 2
+    return np.max([_levels(p, sample_rate, hits)[1] for p in parts], axis=0) < STEP_DB / 2
 
 
 def steps(audio: np.ndarray, sample_rate: int, content: np.ndarray | None = None,
