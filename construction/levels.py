@@ -178,22 +178,22 @@ def _beats(hits: np.ndarray, sample_rate: int, parts: tuple[np.ndarray, ...]) ->
     return np.max([_levels(p, sample_rate, hits)[1] for p in parts], axis=0) < STEP_DB / 2
 
 
-def steps(audio: np.ndarray, sample_rate: int, content: np.ndarray | None = None,
-          parts: tuple[np.ndarray, ...] = ()) -> int:
+def steps(audio: np.ndarray, sample_rate: int, content: np.ndarray | None = None) -> int:
     """Clicks: falls of more than STEP_DB within STEP_WITHIN_S (step_times), counted once per 50 ms. A
     fall that fast is a cut, never a natural decay (a shot's tail falls 40 dB in about 0.1 s). Rises are
     not counted: a blow, a shot or a clap starts that fast by nature. `content`: content_steps of the
     speech and the scene's layers as placed in `audio`; a fall they make is theirs, counted by
-    source_steps, not here. `parts`: the rendered tracks `audio` is the sum of (the speech and the
-    background as placed); a fall none of them makes is a beat (beats), not a click."""
-    hits = _rendered(audio, sample_rate, np.zeros(0, dtype=int) if content is None else content)
-    return events(hits[~_beats(hits, sample_rate, parts)], sample_rate)
+    source_steps, not here."""
+    return events(_rendered(audio, sample_rate, np.zeros(0, dtype=int) if content is None else content), sample_rate)
 
 
-def beats(audio: np.ndarray, sample_rate: int, content: np.ndarray, parts: tuple[np.ndarray, ...]) -> int:
-    """Falls of a sum that its parts do not make (what steps leaves out as beats), counted as steps counts."""
+def clicks_and_beats(audio: np.ndarray, sample_rate: int, content: np.ndarray,
+                     parts: tuple[np.ndarray, ...]) -> tuple[int, int]:
+    """steps of a sum (a mixture, a twin) of `parts` (the speech and the background as rendered), split
+    in two: (clicks, beats). A fall none of the parts makes is a beat, not a click."""
     hits = _rendered(audio, sample_rate, content)
-    return events(hits[_beats(hits, sample_rate, parts)], sample_rate)
+    beat = _beats(hits, sample_rate, parts)
+    return events(hits[~beat], sample_rate), events(hits[beat], sample_rate)
 
 
 def source_steps(audio: np.ndarray, sample_rate: int, content: np.ndarray) -> int:

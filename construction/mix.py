@@ -54,7 +54,7 @@ from construction.core.runner import run_configured
 from construction.core.timing import Clock
 from construction.core.workspace import Rejected, Workspace, require_manifest
 from construction.levels import (
-    beats,
+    clicks_and_beats,
     content_steps,
     envelope,
     gain_to,
@@ -385,9 +385,8 @@ class MixStage:
         said = content_steps(sr, speech_track, placed=True)  # the speech is placed at the level heard
         with_speech = np.union1d(in_scene, said)
         parts = (speech_track * 10 ** (guard_db / 20), scene_alone)  # what the mixture sums, as heard
-        clicks = {"mixture": steps(mixture, sr, with_speech, parts), "scene": steps(scene_alone, sr, in_scene),
-                  "in_sources": source_steps(scene_alone, sr, in_scene),
-                  "beats": beats(mixture, sr, with_speech, parts)}
+        clicks = {"scene": steps(scene_alone, sr, in_scene), "in_sources": source_steps(scene_alone, sr, in_scene)}
+        clicks["mixture"], clicks["beats"] = clicks_and_beats(mixture, sr, with_speech, parts)
         provenance = {**sample.provenance, STAGE: {"peak_guard_db": round(guard_db, 3), "dominance": dominance,
                                                    "clicks": clicks}}
         update = {"mix": recipe, "mixture": ref, "scene_audio": self.ws.store_audio(scene_alone, sr),
@@ -420,9 +419,8 @@ class MixStage:
                                                       scene_under=heard[start:end], voiced=voiced)
             out["irrelevant_audio"] = self.ws.store_audio(audio, sr)
             voice = speech_track * 10 ** (recipe.irrelevant.peak_guard_db / 20)
-            parts, content = (voice, audio - voice), np.union1d(said, own)
-            clicks["twin"] = steps(audio, sr, content, parts)
-            clicks["beats"] += beats(audio, sr, content, parts)
+            clicks["twin"], n = clicks_and_beats(audio, sr, np.union1d(said, own), (voice, audio - voice))
+            clicks["beats"] += n
         if cfg.danger_twin:  # and over a real-danger scene (on that same ambience)
             from construction.sounds.procedural import DANGER_SCENES
 
@@ -430,9 +428,9 @@ class MixStage:
             audio, alone, recipe.danger, own = make_danger(speech_track, recipe, span, name, ambience, sr, cfg.fade_s,
                                                            cfg.peak_dbfs, gate=gate, scene_under=heard[start:end],
                                                            voiced=voiced)
-            parts, content = (speech_track * 10 ** (recipe.danger.peak_guard_db / 20), alone), np.union1d(said, own)
-            clicks["danger"], clicks["danger_scene"] = steps(audio, sr, content, parts), steps(alone, sr, own)
-            clicks["beats"] += beats(audio, sr, content, parts)
+            voice = speech_track * 10 ** (recipe.danger.peak_guard_db / 20)
+            clicks["danger"], n = clicks_and_beats(audio, sr, np.union1d(said, own), (voice, alone))
+            clicks["danger_scene"], clicks["beats"] = steps(alone, sr, own), clicks["beats"] + n
             out["danger_audio"], out["danger_scene_audio"] = self.ws.store_audio(audio, sr), self.ws.store_audio(alone, sr)
         return out
 

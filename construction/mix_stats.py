@@ -95,7 +95,7 @@ def mix_stats(ws: Workspace, config: Config, procedural: frozenset[str] = frozen
         quality[category] = row
     return {"scene_checks_per_category": quality,
             "clicks": sum(c[k] for c in checks.values() for k in CLICK_TRACKS),
-            "beats": sum(c["beats"] for c in checks.values()),  # falls of a sum its parts do not make (levels.beats)
+            "beats": sum(c["beats"] for c in checks.values()),  # falls of a sum its parts do not make (levels.clicks_and_beats)
             "samples_repeating_a_recording_over_3": sum(c["samples_repeating_a_recording_over_3"] for c in checks.values()),
             **(twin_stats(ws.read_samples(STAGE)) if config.mix.irrelevant_twin else {}),
             **({"twin_ambience_distance_db": distances} if distances else {}),

@@ -194,7 +194,7 @@ def test_defining_sounds_dominate_or_the_draw_fails():
 def test_a_sum_that_cancels_is_a_beat_and_a_cut_in_a_part_is_a_click():
     """Speech beating against a steady bed: the sum falls 20+ dB in a few ms while neither part falls; that
     is the parts cancelling, counted apart as a beat. The same sum with the bed cut off is a click."""
-    from construction.levels import beats, steps
+    from construction.levels import clicks_and_beats, steps
 
     sr = 16000
     t = np.arange(sr) / sr
@@ -204,8 +204,8 @@ def test_a_sum_that_cancels_is_a_beat_and_a_cut_in_a_part_is_a_click():
     mixture = voice + bed
     none = np.zeros(0, dtype=int)
     assert steps(mixture, sr, none) >= 1  # without its parts, the cancelling sum looks like a cut
-    assert steps(mixture, sr, none, (voice, bed)) == 0 and beats(mixture, sr, none, (voice, bed)) == 1
+    assert clicks_and_beats(mixture, sr, none, (voice, bed)) == (0, 1)
     cut = bed * (t < 0.5)  # the bed stops dead: a fall in a part
-    assert steps(voice + cut, sr, none, (voice, cut)) == 0  # the voice carries on: the sum falls 6 dB only
+    assert clicks_and_beats(voice + cut, sr, none, (voice, cut)) == (0, 0)  # the voice carries on: the sum falls 6 dB only
     alone = 0.01 * voice
-    assert steps(alone + cut, sr, none, (alone, cut)) == 1 and beats(alone + cut, sr, none, (alone, cut)) == 0
+    assert clicks_and_beats(alone + cut, sr, none, (alone, cut)) == (1, 0)
