@@ -74,7 +74,6 @@ from construction.tracks import (  # noqa: F401
     cap_repeats,
     draw_onsets,
     event_track,
-    loud_end,
 )
 from construction.twin import (
     ambience_distances,

@@ -26,13 +26,7 @@ def bed_track(clip: np.ndarray, length: int, offset: int, crossfade: int) -> np.
     return out[:length]
 
 
-TAIL_S, TAIL_DB = 0.01, -40.0  # a clip whose last 10 ms are above -40 dB re its peak ends in a cut
-
-
-def loud_end(clip: np.ndarray, sample_rate: int) -> bool:
-    """Whether a clip stops while still sounding (its last 10 ms above TAIL_DB re its peak): played as
-    it is, its end would be a click (fluid-gs-applause ends at full level)."""
-    return sounding_end(clip, sample_rate) == clip.size and clip.size > 0
+TAIL_S, TAIL_DB = 0.01, -40.0  # a sound has ended once its 10 ms windows stay 40 dB under its peak (a clip whose last window is above ends in a cut)
 
 
 def sounding_end(clip: np.ndarray, sample_rate: int) -> int:
@@ -55,7 +49,7 @@ def event_track(clip: np.ndarray, length: int, onsets: list[int], gains_db: list
                 sample_rate: int = 16000) -> np.ndarray:
     """Copies of a one-shot at `onsets` (samples), each at its own gain. Each copy ends where its sound
     does (sounding_end): faded out over the `fade` samples after it (over its last `fade` samples if
-    the clip stops still sounding, loud_end), evenly in dB to -60 dB as a natural decay falls (a linear
+    the clip stops still sounding), evenly in dB to -60 dB as a natural decay falls (a linear
     fade plunges at its end: a click itself), so neither a hard end nor a noise floor's flicker is heard."""
     out = np.zeros(length)
     end = sounding_end(clip, sample_rate)
