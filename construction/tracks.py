@@ -26,7 +26,8 @@ def bed_track(clip: np.ndarray, length: int, offset: int, crossfade: int) -> np.
     return out[:length]
 
 
-TAIL_S, TAIL_DB = 0.01, -40.0  # a sound has ended once its 10 ms windows stay 40 dB under its peak (a clip whose last window is above ends in a cut)
+# a sound has ended once its 10 ms windows stay 40 dB under its peak (a clip whose last one is above ends in a cut)
+TAIL_S, TAIL_DB = 0.01, -40.0
 
 
 def sounding_end(clip: np.ndarray, sample_rate: int) -> int:
