@@ -153,7 +153,9 @@ class WerStage:
             self._mix = MixStage(self.workspace, self.config, clock=self.clock)
             self._mix.setup()
         voice = next_voice(self._synthesize.voices, sample.voice_id, tried)
-        spoken = self._synthesize.synthesize_one(sample, voice=voice)
+        # the last voice's clean transcript does not describe the new speech (a kept retry kept it)
+        spoken = self._synthesize.synthesize_one(sample.model_copy(update={"transcript_speech": None, "wer_speech": None}),
+                                                 voice=voice)
         if isinstance(spoken, Rejected):
             return spoken
         return self._mix.mix_one(spoken, attempt=attempt)

@@ -132,6 +132,8 @@ def test_failed_tts_is_resynthesised_with_another_voice(tmp_path):
     assert len(attempts) == 2 and attempts[0]["wer_speech"] > 0.5 and attempts[1]["wer_mixture"] <= 0.2
     assert attempts[1]["voice"] != attempts[0]["voice"] == samples[0].voice_id
     assert rescued.voice_id == attempts[1]["voice"] and rescued.speech.sha256 != samples[0].speech.sha256
+    # the noise's clean transcript (WER > 0.5) is not kept as the new voice's
+    assert rescued.wer_speech is None or rescued.wer_speech <= 0.2, (rescued.wer_speech, rescued.transcript_speech)
 
 
 def test_hopeless_sample_is_dropped_after_k_attempts(tmp_path):
