@@ -135,6 +135,7 @@ class MixStage:
     def __init__(self, workspace: str, config: Config, clock: Clock | None = None):
         self.workspace, self.config = workspace, config
         self.clock = clock or Clock()  # mix_one, twin included (stats timed_s.mix)
+        self._deferred: tuple[str, tuple] | None = None  # the twins' inputs of mix_one(..., twins=False)
 
     def setup(self) -> None:
         from construction.sounds.scenes import assign_clips, open_library, thin_tags
@@ -307,11 +308,15 @@ class MixStage:
             track[begin:begin + ramp] *= np.linspace(0.0, 1.0, ramp, endpoint=False)
         return track
 
-    def mix_one(self, sample: Sample, attempt: int = 0) -> Sample | Rejected:
+    def mix_one(self, sample: Sample, attempt: int = 0, twins: bool = True) -> Sample | Rejected:
+        """The sample mixed (its mixture, its scene alone and, with `twins`, its twins). Without `twins`
+        they are made later by add_twins, once the mixture has passed the WER gate: a re-mix in the WER
+        stage fails the gate about half the time, and twins of a failed attempt were work for nothing."""
+        self._deferred = None
         with self.clock.timed("mix"):
             failed: list[dict[str, Any]] = []
             for redraw in range(MAX_REDRAWS + 1):  # a draw whose defining sounds do not dominate is redrawn
-                out = self._mix_one(sample, attempt, redraw)
+                out = self._mix_one(sample, attempt, redraw, twins)
                 if not isinstance(out, dict):
                     break
                 failed.append(out)
@@ -324,7 +329,8 @@ class MixStage:
                 out.provenance[STAGE]["redrawn"] = len(failed)
             return out
 
-    def _mix_one(self, sample: Sample, attempt: int = 0, redraw: int = 0) -> Sample | Rejected | dict[str, Any]:
+    def _mix_one(self, sample: Sample, attempt: int = 0, redraw: int = 0,
+                 twins: bool = True) -> Sample | Rejected | dict[str, Any]:
         """The mixture of one draw; a dict (the dominance measures) when the draw fails dominance."""
         cfg: MixConfig = self.config.mix
         sr = self.config.sample_rate
@@ -391,9 +397,25 @@ class MixStage:
         update = {"mix": recipe, "mixture": ref, "scene_audio": self.ws.store_audio(scene_alone, sr),
                   "irrelevant_audio": None, "danger_audio": None, "danger_scene_audio": None, "provenance": provenance}
         if cfg.irrelevant_twin or cfg.danger_twin:
-            update.update(self.twins(sample, recipe, speech_track, scene, gain, (alone, alone + speech.size),
-                                     said, clicks, voiced))
+            made = (speech_track, scene, gain, (alone, alone + speech.size), said, voiced)
+            if twins:
+                update.update(self.twins(sample, recipe, *made[:5], clicks, made[5]))
+            else:  # kept in memory for add_twins: the twins of this attempt are the same bytes either way
+                self._deferred = (sample.sample_id, made)
         return sample.model_copy(update=update)
+
+    def add_twins(self, sample: Sample) -> Sample:
+        """`sample` (the last mix_one(..., twins=False), scored since) with its twins made."""
+        if self._deferred is None or self._deferred[0] != sample.sample_id:
+            return sample  # twins switched off, or this mix made them already
+        speech_track, scene, gain, span, said, voiced = self._deferred[1]
+        self._deferred = None
+        with self.clock.timed("mix"):
+            recipe = sample.mix.model_copy(deep=True)
+            clicks = dict(sample.provenance[STAGE]["clicks"])
+            out = self.twins(sample, recipe, speech_track, scene, gain, span, said, clicks, voiced)
+        provenance = {**sample.provenance, STAGE: {**sample.provenance[STAGE], "clicks": clicks}}
+        return sample.model_copy(update={"mix": recipe, "provenance": provenance, **out})
 
     def twins(self, sample: Sample, recipe: MixRecipe, speech_track: np.ndarray, scene: np.ndarray,
               gain: np.ndarray, span: tuple[int, int], said: np.ndarray, clicks: dict[str, int],

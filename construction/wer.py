@@ -158,7 +158,7 @@ class WerStage:
                                                  voice=voice)
         if isinstance(spoken, Rejected):
             return spoken
-        return self._mix.mix_one(spoken, attempt=attempt)
+        return self._mix.mix_one(spoken, attempt=attempt, twins=False)  # twins once it passes
 
     def process(self, batch: list[Sample]) -> list[Sample | Rejected]:
         results: list[Sample | Rejected] = []
@@ -182,6 +182,8 @@ class WerStage:
                     reason = rescored.reason
                     break
                 sample = rescored
+            if reason is None and self._mix is not None:
+                sample = self._mix.add_twins(sample)  # a re-mix that passed (else a no-op)
             provenance = {**sample.provenance, STAGE: {
                 "backend": self.asr.name, "model": self.asr.model_id, "language": self.config.wer.language,
                 "max_wer": self.config.wer.max_wer, "attempts": history}}

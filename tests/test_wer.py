@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 import soundfile as sf
 import yaml
 
@@ -132,6 +133,13 @@ def test_failed_tts_is_resynthesised_with_another_voice(tmp_path):
     assert len(attempts) == 2 and attempts[0]["wer_speech"] > 0.5 and attempts[1]["wer_mixture"] <= 0.2
     assert attempts[1]["voice"] != attempts[0]["voice"] == samples[0].voice_id
     assert rescued.voice_id == attempts[1]["voice"] and rescued.speech.sha256 != samples[0].speech.sha256
+    # the re-mix's twins are made once it passed (MixStage.add_twins): the new speech's, matched to its mixture
+    first = next(s for s in ws.read_samples("mix") if s.sample_id == samples[0].sample_id)
+    assert rescued.irrelevant_audio and rescued.danger_audio and rescued.danger_scene_audio
+    assert rescued.irrelevant_audio.sha256 != first.irrelevant_audio.sha256
+    assert rescued.mix.irrelevant.glimpse_proportion == pytest.approx(rescued.mix.glimpse_proportion, abs=0.01)
+    assert rescued.wer_irrelevant is not None and rescued.wer_danger is not None
+    assert {"twin", "danger", "danger_scene"} <= set(rescued.provenance["mix"]["clicks"])
     # the noise's clean transcript (WER > 0.5) is not kept as the new voice's
     assert rescued.wer_speech is None or rescued.wer_speech <= 0.2, (rescued.wer_speech, rescued.transcript_speech)
 
