@@ -233,10 +233,21 @@ class WerStage:
         everything = np.array(kept + rejected) if kept + rejected else np.zeros(0)
         edges = [0, 0.05, 0.1, 0.2, 0.5, 1.0, np.inf]
         histogram = np.histogram(everything, bins=edges)[0].tolist() if everything.size else []
-        return {**twin_wer_stats(ws),
+        return {**twin_wer_stats(ws), **kept_clicks(ws),
                 "wer_mixture_histogram": {"edges": [0, 0.05, 0.1, 0.2, 0.5, 1.0, "inf"], "counts": histogram},
                 "wer_mixture_mean_kept": round(float(np.mean(kept)), 4) if kept else None,
                 "kept_after_attempts": {str(k): v for k, v in sorted(retried.items())}}
+
+
+def kept_clicks(ws: Workspace) -> dict[str, Any]:
+    """Clicks (construction.levels.steps) in the tracks of the kept samples, per track: these are the tracks
+    that ship, re-mixes included (stats/mix.json counts the mix stage's first attempts)."""
+    tracks = ("mixture", "scene", "twin", "danger", "danger_scene")
+    counts = Counter({t: 0 for t in tracks})
+    for s in ws.read_samples(STAGE):
+        clicks = s.provenance.get("mix", {}).get("clicks", {})
+        counts.update({t: clicks.get(t, 0) for t in tracks})
+    return {"kept_clicks": {"total": sum(counts.values()), **counts}}
 
 
 def twin_wer_stats(ws: Workspace) -> dict[str, Any]:

@@ -58,6 +58,7 @@ def report(workspace: Path) -> dict:
     print(f"mix share of wall:            {stats['mix_share_of_wall']}  (target <= 0.10)")
     wer = json.loads((workspace / "stats" / "wer.json").read_text())
     print(f"kept after attempts: {wer.get('kept_after_attempts')}")
+    print(f"clicks in the kept samples' tracks (re-mixes included): {wer.get('kept_clicks')}")
     return stats
 
 

@@ -10,13 +10,13 @@ import soundfile as sf
 import yaml
 
 from construction.core.config import load_config
-from construction.mix import MixStage
 from construction.core.record import AudioRef, Sample, make_sample_id
 from construction.core.runner import run_stage
+from construction.core.workspace import Rejected, Workspace
+from construction.mix import MixStage
 from construction.sounds.library import Clip, sha256_file, write_catalog
 from construction.synthesize import SynthesizeStage
 from construction.wer import WerStage
-from construction.core.workspace import Workspace
 from tests.conftest import run_module
 
 SENTENCES = [
@@ -218,3 +218,18 @@ def test_only_the_speech_and_a_margin_of_the_mixture_is_transcribed():
     mixture = np.arange(int((1.5 + 2.0 + 1.0) * 16000), dtype=np.float32)
     part = speech_extent(mixture, sample, 16000)
     assert part[0] == int((1.5 - SPEECH_MARGIN_S) * 16000) and part.size == int((2.0 + 2 * SPEECH_MARGIN_S) * 16000)
+
+
+def test_wer_stats_count_the_clicks_of_the_tracks_that_ship(tmp_path):
+    """stats/wer.json's kept_clicks sums the kept samples' click counts per track (a re-mixed sample's are
+    its last mix's); beats and falls inside the sources are not clicks."""
+    from construction.wer import kept_clicks
+
+    ws = Workspace(tmp_path / "ws")
+    _scripts(ws, SENTENCES[:3])
+    rows = list(ws.read_samples("generate"))
+    for row, clicks in zip(rows, ({"mixture": 1, "twin": 2, "beats": 5, "in_sources": 3}, {"danger_scene": 1}, {})):
+        row.provenance["mix"] = {"clicks": clicks}
+    ws.write_manifest("wer", rows[:2], rejected=[Rejected(rows[2].model_copy(
+        update={"provenance": {"mix": {"clicks": {"scene": 4}}}}), "wer_snr: x")])
+    assert kept_clicks(ws)["kept_clicks"] == {"total": 4, "mixture": 1, "scene": 0, "twin": 2, "danger": 0, "danger_scene": 1}
