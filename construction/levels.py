@@ -4,6 +4,8 @@ peak guard, and the click check every rendered track passes."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from construction.sounds.library import block_powers, gated_lufs
@@ -170,9 +172,10 @@ def _rendered(audio: np.ndarray, sample_rate: int, content: np.ndarray) -> np.nd
 
 
 def _beats(hits: np.ndarray, sample_rate: int, parts: tuple[np.ndarray, ...]) -> np.ndarray:
-    """Which falls of a sum (a mixture, a twin) none of its rendered parts makes: where every part falls
-    less than STEP_DB / 2, the sum's fall is the parts cancelling (speech beating against a steady
-    bed), not a cut: a cut is made in a part, and shows there."""
+    """Which falls of a sum (a mixture, a twin, a scene) none of its rendered parts makes: where every
+    part falls less than STEP_DB / 2, the sum's fall is the parts cancelling (speech beating against a
+    steady bed; a music bed's and an explosion's sub-60 Hz swings in anti-phase; a scream's harmonic
+    against a siren's tone), not a cut: a cut is made in a part, and shows there."""
     if not parts or hits.size == 0:
         return np.zeros(hits.size, dtype=bool)
     return np.max([_levels(p, sample_rate, hits)[1] for p in parts], axis=0) < STEP_DB / 2
@@ -188,11 +191,14 @@ def steps(audio: np.ndarray, sample_rate: int, content: np.ndarray | None = None
 
 
 def clicks_and_beats(audio: np.ndarray, sample_rate: int, content: np.ndarray,
-                     parts: tuple[np.ndarray, ...]) -> tuple[int, int]:
-    """steps of a sum (a mixture, a twin) of `parts` (the speech and the background as rendered), split
-    in two: (clicks, beats). A fall none of the parts makes is a beat, not a click."""
+                     parts: tuple[np.ndarray, ...] | Callable[[], tuple[np.ndarray, ...]]) -> tuple[int, int]:
+    """steps of a sum of `parts` (the speech and the background of a mixture or twin; the layers of a
+    scene, each as heard in it), split in two: (clicks, beats). A fall none of the parts makes is a beat,
+    not a click. `parts` may be a function that makes them: called only where the sum falls (rarely)."""
     hits = _rendered(audio, sample_rate, content)
-    beat = _beats(hits, sample_rate, parts)
+    if hits.size == 0:
+        return 0, 0
+    beat = _beats(hits, sample_rate, parts() if callable(parts) else parts)
     return events(hits[~beat], sample_rate), events(hits[beat], sample_rate)
 
 
