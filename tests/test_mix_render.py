@@ -209,3 +209,52 @@ def test_a_sum_that_cancels_is_a_beat_and_a_cut_in_a_part_is_a_click():
     assert clicks_and_beats(voice + cut, sr, none, (voice, cut)) == (0, 0)  # the voice carries on: the sum falls 6 dB only
     alone = 0.01 * voice
     assert clicks_and_beats(alone + cut, sr, none, (alone, cut)) == (1, 0)
+
+
+def test_a_scenes_layers_cancelling_is_a_beat_and_a_cut_layer_is_a_click():
+    """A scene is a sum of its layers: a music bed and an explosion whose low tones swing in anti-phase
+    for a few ms make the scene fall 12+ dB while neither layer falls (seed 5: vg_esports_finals at
+    0.253 s). That is a beat, counted apart, as for a mixture's parts; a layer cut off is still a click.
+    The layers are made only where the scene falls."""
+    from construction.levels import clicks_and_beats, content_steps, steps
+
+    sr = 16000
+    t = np.arange(sr) / sr
+    flip = np.clip((t - 0.5) / 0.002, 0, 1) * np.clip((0.53 - t) / 0.002, 0, 1)
+    bed = 0.2 * np.sin(2 * np.pi * 300 * t)
+    boom = 0.2 * np.sin(2 * np.pi * 300 * t + np.pi * flip) * np.clip(t / 0.01, 0, 1)  # faded in at 0
+    scene = bed + boom
+    own = content_steps(sr, bed, boom)
+    assert steps(scene, sr, own) >= 1  # the check before: a click
+
+    def boom_if_called():
+        raise AssertionError("the layers are made only where the sum falls")
+
+    assert clicks_and_beats(bed, sr, own, boom_if_called) == (0, 0)
+    assert clicks_and_beats(scene, sr, own, lambda: (bed, boom)) == (0, 1)
+    cut = 0.01 * bed + boom * (t < 0.5)  # the loud layer stops dead: its own fall, not the layers cancelling
+    assert clicks_and_beats(cut, sr, content_steps(sr, 0.01 * bed), lambda: (0.01 * bed, boom * (t < 0.5))) == (1, 0)
+
+
+def test_the_danger_scenes_layers_as_heard_sum_to_its_scene_alone():
+    """The danger twin's click check reads its scene's layers as heard (scaled, through the twin's EQ,
+    ducked, guarded): they must add up to the scene the scene arm hears, or a beat could hide a cut."""
+    from construction.core.record import MixRecipe
+    from construction.levels import voiced_runs
+    from construction.twin import make_danger
+
+    sr = 16000
+    rng = np.random.default_rng(3)
+    total, span = 6 * sr, (2 * sr, 4 * sr)
+    speech = np.zeros(total)
+    t = np.arange(span[1] - span[0]) / sr
+    speech[span[0]:span[1]] = 0.1 * np.sin(2 * np.pi * 180 * t) * (np.sin(2 * np.pi * 3 * t) > -0.3)
+    voiced = [(span[0] + a, span[0] + b) for a, b in voiced_runs(speech[span[0]:span[1]], sr)]
+    recipe = MixRecipe.model_construct(seed=11, speech_lufs=-23.0, scene_level_db=-6.0, glimpse_proportion=0.4)
+    scene_under = 0.05 * rng.standard_normal(span[1] - span[0])
+    for name in ("street_emergency", "fire"):
+        audio, alone, _, _, layers = make_danger(speech, recipe, span, name, "rain", sr, 0.1, -1.0,
+                                                  scene_under=scene_under, voiced=voiced)
+        heard = layers()
+        assert len(heard) >= 3
+        assert np.max(np.abs(alone - sum(heard))) < 1e-4 * np.max(np.abs(alone))
