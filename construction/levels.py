@@ -132,7 +132,8 @@ def _levels(x: np.ndarray, sample_rate: int, times: np.ndarray) -> tuple[np.ndar
         return before, 10 * np.log10(np.maximum(before, 1e-20) / np.maximum(after, 1e-20))
 
 
-def step_times(audio: np.ndarray, sample_rate: int, db: float = STEP_DB) -> np.ndarray:
+def step_times(audio: np.ndarray, sample_rate: int, db: float = STEP_DB, floor_dbfs: float = STEP_FLOOR_DBFS
+               ) -> np.ndarray:
     """Where the level falls more than STEP_DB within STEP_WITHIN_S (sample indices on a 1 ms grid):
     the RMS of the 5 ms before t against that of the 5 ms from t + 5 ms, from above -50 dBFS."""
     win, gap, hop = (max(1, int(x * sample_rate)) for x in (STEP_WINDOW_S, STEP_WITHIN_S, 0.001))
@@ -140,7 +141,7 @@ def step_times(audio: np.ndarray, sample_rate: int, db: float = STEP_DB) -> np.n
         return np.zeros(0, dtype=int)
     t = np.arange(win, np.size(audio) - win - gap + 1, hop)
     before, fall = _levels(audio, sample_rate, t)
-    return t[(before > 10 ** (STEP_FLOOR_DBFS / 10)) & (fall > db)]
+    return t[(before > 10 ** (floor_dbfs / 10)) & (fall > db)]
 
 
 def events(hits: np.ndarray, sample_rate: int) -> int:
@@ -153,10 +154,13 @@ def content_steps(sample_rate: int, *tracks: np.ndarray | None, placed: bool = F
     level (its peak at -6 dBFS). A fall of which a track makes half or more is the content's (a stop
     consonant, a beep's gate, a knife's click): the rendering's ramps fall at most 3 dB in 5 ms, so a
     fall left over is one the rendering made (a cut). Computed once per sample, passed to steps.
-    `placed`: the tracks are at the level they are heard at (the speech track): one louder than -6 dBFS
+    `placed`: the tracks are at the level they are heard at (the speech track; a scene's layers at their
+    loudest gain): one louder than -6 dBFS
     is measured there, not lowered (a word's end at -49 dBFS over a silent scene fell under the -50 dBFS
-    floor once lowered, and was counted as a click)."""
-    found = [step_times(t * (max(0.5 / peak, 1.0) if placed else 0.5 / peak), sample_rate, STEP_DB / 2)
+    floor once lowered, and was counted as a click); its falls count from 20 dB under the check's floor
+    (a word's end from -50.3 dBFS, over a bed that lifted the sum to -49.4 dBFS, was counted as a click)."""
+    floor = STEP_FLOOR_DBFS - (20.0 if placed else 0.0)
+    found = [step_times(t * (max(0.5 / peak, 1.0) if placed else 0.5 / peak), sample_rate, STEP_DB / 2, floor)
              for t in tracks if t is not None and (peak := float(np.max(np.abs(t)))) > 0]
     return np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=int)
 

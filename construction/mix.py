@@ -379,7 +379,11 @@ class MixStage:
         mixture, guard_db = render(speech_track, scene, gain, cfg.peak_dbfs)
         ref = self.ws.store_audio(mixture, sr)
         scene_alone = (scene * gain * 10 ** (guard_db / 20)).astype(np.float32)  # as heard in the mixture
-        in_scene = content_steps(sr, *tracks)  # the falls the sounds make on their own (not clicks)
+        # the falls the sounds make on their own (not clicks), each at its loudest as heard if that is above
+        # a -6 dBFS peak (a boing's end at -49.6 dBFS heard was under the floor at -6 dBFS: a click)
+        loudest = max(recipe.alone_gain_db, recipe.under_gain_db) + guard_db
+        in_scene = content_steps(sr, *(t * 10 ** ((x.gain_db + loudest) / 20) for x, t in zip(recipe.sounds, tracks)),
+                                 placed=True)
         said = content_steps(sr, speech_track, placed=True)  # the speech is placed at the level heard
         with_speech = np.union1d(in_scene, said)
         # what the scene and the mixture sum, as heard: made only where a sum falls (levels.clicks_and_beats)

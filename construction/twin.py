@@ -57,7 +57,7 @@ from construction.core.record import (
     stable_seed,
 )
 from construction.core.workspace import atomic_write_text
-from construction.levels import content_steps, envelope, gain_to, render
+from construction.levels import END_FALL_DB_PER_S, content_steps, envelope, gain_to, render
 from construction.sounds.library import loudness_lufs
 from construction.sounds.procedural import (
     CLASSES,
@@ -316,7 +316,10 @@ def danger_scene(name: str, seed: int, total: int, span: tuple[int, int], sample
             if where == "alone":
                 onset = int(rng.uniform(0.1, 0.5) * sample_rate) + i * int(0.3 * sample_rate)
             else:
-                onset = int(rng.uniform(start, max(start + 1, end - clip.size // 2)))
+                # ended before the clip's end fade where it fits: a scream's own roughness under that fade
+                # added up to a 12 dB fall (seed 5, sp_paintball, 6.0 s)
+                latest = min(end - clip.size // 2, total - clip.size - int(60.0 / END_FALL_DB_PER_S * sample_rate))
+                onset = int(rng.uniform(start, max(start + 1, latest)))
             piece = clip[:max(0, total - onset)]
             out[onset:onset + piece.size] += 1.5 * piece  # events over the bed: the screams are heard
             layers.append(np.zeros(total))
