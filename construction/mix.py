@@ -387,7 +387,7 @@ class MixStage:
         said = content_steps(sr, speech_track, placed=True)  # the speech is placed at the level heard
         with_speech = np.union1d(in_scene, said)
         # what the scene and the mixture sum, as heard: made only where a sum falls (levels.clicks_and_beats)
-        layers = lambda: tuple(t * (10 ** ((x.gain_db + guard_db) / 20) * gain) for x, t in zip(recipe.sounds, tracks))  # noqa: E731
+        layers = lambda: tuple(t * (10 ** ((x.gain_db + guard_db) / 20) * gain) for x, t in zip(recipe.sounds, tracks))
         clicks = {"in_sources": source_steps(scene_alone, sr, in_scene)}
         clicks["scene"], clicks["beats"] = clicks_and_beats(scene_alone, sr, in_scene, layers)
         clicks["mixture"], n = clicks_and_beats(mixture, sr, with_speech,

@@ -57,7 +57,13 @@ from construction.core.record import (
     stable_seed,
 )
 from construction.core.workspace import atomic_write_text
-from construction.levels import END_FALL_DB_PER_S, content_steps, envelope, gain_to, render
+from construction.levels import (
+    END_FALL_DB_PER_S,
+    content_steps,
+    envelope,
+    gain_to,
+    render,
+)
 from construction.sounds.library import loudness_lufs
 from construction.sounds.procedural import (
     CLASSES,

@@ -253,8 +253,54 @@ def test_the_danger_scenes_layers_as_heard_sum_to_its_scene_alone():
     recipe = MixRecipe.model_construct(seed=11, speech_lufs=-23.0, scene_level_db=-6.0, glimpse_proportion=0.4)
     scene_under = 0.05 * rng.standard_normal(span[1] - span[0])
     for name in ("street_emergency", "fire"):
-        audio, alone, _, _, layers = make_danger(speech, recipe, span, name, "rain", sr, 0.1, -1.0,
-                                                  scene_under=scene_under, voiced=voiced)
+        _, alone, _, _, layers = make_danger(speech, recipe, span, name, "rain", sr, 0.1, -1.0,
+                                              scene_under=scene_under, voiced=voiced)
         heard = layers()
         assert len(heard) >= 3
         assert np.max(np.abs(alone - sum(heard))) < 1e-4 * np.max(np.abs(alone))
+
+
+def test_a_sources_own_fall_is_found_at_the_level_heard_under_the_floor_a_sum_lifts():
+    """A word's end at -50.3 dBFS over a bed ducking at the same moment: the sum starts at -49.4 dBFS and
+    falls 12+ dB, the voice's own fall starts under the -50 dBFS floor. The voice's falls count from
+    -70 dBFS (seed 5, wt_butcher_backroom's danger twin at 5.56 s); a scene layer's are found at its
+    level as heard when that is above a -6 dBFS peak (a boing's end heard at -49.6 dBFS)."""
+    from construction.levels import content_steps, steps
+
+    sr = 16000
+    t = np.arange(sr) / sr
+    # a loud word (peak -3 dBFS: the speech is measured where it is heard), then a quiet one ending at 0.5 s
+    level = np.where(t < 0.3, 10 ** (-3 / 20), np.sqrt(2) * 10 ** (-50.3 / 20))
+    voice = level * np.sin(2 * np.pi * 300 * t) * (t >= 0.1) * (t < 0.5)
+    voice[int(0.3 * sr):int(0.35 * sr)] = 0.0
+    bed = 10 ** (-57 / 20) * np.random.default_rng(0).standard_normal(sr)
+    duck = 10 ** (np.clip((t - 0.5) / 0.01, 0, 1) * -8 / 20)  # 8 dB in 10 ms: a part's own fall with a duck
+    mixture = voice + bed * duck
+    assert steps(mixture, sr) == 2  # the loud word's end, the quiet one's
+    assert steps(mixture, sr, content_steps(sr, voice, placed=True)) == 0  # both the voice's own
+    # a layer (peak 0.9) heard 8 dB up: its fall from -49.6 dBFS is under the floor at a -6 dBFS peak
+    layer = 0.9 * np.sin(2 * np.pi * 300 * t) * np.where(t < 0.5, 1.0, 0.0)
+    layer[int(0.45 * sr):int(0.5 * sr)] *= 10 ** ((-52.0 - 20 * np.log10(0.9 / np.sqrt(2))) / 20)
+    heard = layer * 10 ** (2.4 / 20)
+    assert steps(heard, sr, content_steps(sr, layer)) == 1
+    assert steps(heard, sr, content_steps(sr, heard, placed=True)) == 0
+
+
+def test_the_scream_fades_its_rooms_tail_and_a_danger_scream_ends_before_the_clips_end_fade():
+    """The procedural scream cut its reverb tail at its end, 31-43 dB under its peak; it now ends 60 dB
+    and more under it. A danger scene's scream under the speech ends before the clip's 0.2 s end fade
+    where it fits (its roughness under the fade added up to a 12.1 dB fall, seed 5 sp_paintball)."""
+    from construction.levels import END_FALL_DB_PER_S
+    from construction.sounds.procedural import draw
+    from construction.twin import danger_scene
+
+    sr = 16000
+    for seed in range(8):
+        clip = np.asarray(draw("scream", seed, 0, sr)[0], dtype=np.float64)
+        last = np.sqrt(np.mean(clip[-int(0.005 * sr):] ** 2))
+        assert 20 * np.log10(last / np.max(np.abs(clip)) + 1e-12) < -60, seed
+    total, span, fade = int(6.1 * sr), (int(2.0 * sr), int(5.7 * sr)), int(60.0 / END_FALL_DB_PER_S * sr)
+    for seed in range(12):
+        _, params, layers = danger_scene("street_emergency", seed, total, span, sr)
+        under = layers[2]  # the scream under the words
+        assert np.flatnonzero(under)[-1] < total - fade, seed
