@@ -301,6 +301,6 @@ def test_the_scream_fades_its_rooms_tail_and_a_danger_scream_ends_before_the_cli
         assert 20 * np.log10(last / np.max(np.abs(clip)) + 1e-12) < -60, seed
     total, span, fade = int(6.1 * sr), (int(2.0 * sr), int(5.7 * sr)), int(60.0 / END_FALL_DB_PER_S * sr)
     for seed in range(12):
-        _, params, layers = danger_scene("street_emergency", seed, total, span, sr)
+        _, _, layers = danger_scene("street_emergency", seed, total, span, sr)
         under = layers[2]  # the scream under the words
         assert np.flatnonzero(under)[-1] < total - fade, seed
