@@ -4,6 +4,8 @@ peak guard, and the click check every rendered track passes."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from construction.sounds.library import block_powers, gated_lufs
@@ -130,7 +132,8 @@ def _levels(x: np.ndarray, sample_rate: int, times: np.ndarray) -> tuple[np.ndar
         return before, 10 * np.log10(np.maximum(before, 1e-20) / np.maximum(after, 1e-20))
 
 
-def step_times(audio: np.ndarray, sample_rate: int, db: float = STEP_DB) -> np.ndarray:
+def step_times(audio: np.ndarray, sample_rate: int, db: float = STEP_DB, floor_dbfs: float = STEP_FLOOR_DBFS
+               ) -> np.ndarray:
     """Where the level falls more than STEP_DB within STEP_WITHIN_S (sample indices on a 1 ms grid):
     the RMS of the 5 ms before t against that of the 5 ms from t + 5 ms, from above -50 dBFS."""
     win, gap, hop = (max(1, int(x * sample_rate)) for x in (STEP_WINDOW_S, STEP_WITHIN_S, 0.001))
@@ -138,7 +141,7 @@ def step_times(audio: np.ndarray, sample_rate: int, db: float = STEP_DB) -> np.n
         return np.zeros(0, dtype=int)
     t = np.arange(win, np.size(audio) - win - gap + 1, hop)
     before, fall = _levels(audio, sample_rate, t)
-    return t[(before > 10 ** (STEP_FLOOR_DBFS / 10)) & (fall > db)]
+    return t[(before > 10 ** (floor_dbfs / 10)) & (fall > db)]
 
 
 def events(hits: np.ndarray, sample_rate: int) -> int:
@@ -151,10 +154,13 @@ def content_steps(sample_rate: int, *tracks: np.ndarray | None, placed: bool = F
     level (its peak at -6 dBFS). A fall of which a track makes half or more is the content's (a stop
     consonant, a beep's gate, a knife's click): the rendering's ramps fall at most 3 dB in 5 ms, so a
     fall left over is one the rendering made (a cut). Computed once per sample, passed to steps.
-    `placed`: the tracks are at the level they are heard at (the speech track): one louder than -6 dBFS
+    `placed`: the tracks are at the level they are heard at (the speech track; a scene's layers at their
+    loudest gain): one louder than -6 dBFS
     is measured there, not lowered (a word's end at -49 dBFS over a silent scene fell under the -50 dBFS
-    floor once lowered, and was counted as a click)."""
-    found = [step_times(t * (max(0.5 / peak, 1.0) if placed else 0.5 / peak), sample_rate, STEP_DB / 2)
+    floor once lowered, and was counted as a click); its falls count from 20 dB under the check's floor
+    (a word's end from -50.3 dBFS, over a bed that lifted the sum to -49.4 dBFS, was counted as a click)."""
+    floor = STEP_FLOOR_DBFS - (20.0 if placed else 0.0)
+    found = [step_times(t * (max(0.5 / peak, 1.0) if placed else 0.5 / peak), sample_rate, STEP_DB / 2, floor)
              for t in tracks if t is not None and (peak := float(np.max(np.abs(t)))) > 0]
     return np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=int)
 
@@ -170,9 +176,10 @@ def _rendered(audio: np.ndarray, sample_rate: int, content: np.ndarray) -> np.nd
 
 
 def _beats(hits: np.ndarray, sample_rate: int, parts: tuple[np.ndarray, ...]) -> np.ndarray:
-    """Which falls of a sum (a mixture, a twin) none of its rendered parts makes: where every part falls
-    less than STEP_DB / 2, the sum's fall is the parts cancelling (speech beating against a steady
-    bed), not a cut: a cut is made in a part, and shows there."""
+    """Which falls of a sum (a mixture, a twin, a scene) none of its rendered parts makes: where every
+    part falls less than STEP_DB / 2, the sum's fall is the parts cancelling (speech beating against a
+    steady bed; a music bed's and an explosion's sub-60 Hz swings in anti-phase; a scream's harmonic
+    against a siren's tone), not a cut: a cut is made in a part, and shows there."""
     if not parts or hits.size == 0:
         return np.zeros(hits.size, dtype=bool)
     return np.max([_levels(p, sample_rate, hits)[1] for p in parts], axis=0) < STEP_DB / 2
@@ -188,11 +195,14 @@ def steps(audio: np.ndarray, sample_rate: int, content: np.ndarray | None = None
 
 
 def clicks_and_beats(audio: np.ndarray, sample_rate: int, content: np.ndarray,
-                     parts: tuple[np.ndarray, ...]) -> tuple[int, int]:
-    """steps of a sum (a mixture, a twin) of `parts` (the speech and the background as rendered), split
-    in two: (clicks, beats). A fall none of the parts makes is a beat, not a click."""
+                     parts: tuple[np.ndarray, ...] | Callable[[], tuple[np.ndarray, ...]]) -> tuple[int, int]:
+    """steps of a sum of `parts` (the speech and the background of a mixture or twin; the layers of a
+    scene, each as heard in it), split in two: (clicks, beats). A fall none of the parts makes is a beat,
+    not a click. `parts` may be a function that makes them: called only where the sum falls (rarely)."""
     hits = _rendered(audio, sample_rate, content)
-    beat = _beats(hits, sample_rate, parts)
+    if hits.size == 0:
+        return 0, 0
+    beat = _beats(hits, sample_rate, parts() if callable(parts) else parts)
     return events(hits[~beat], sample_rate), events(hits[beat], sample_rate)
 
 

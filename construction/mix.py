@@ -60,7 +60,6 @@ from construction.levels import (
     gain_to,
     render,
     source_steps,
-    steps,
     voiced_runs,
 )
 from construction.mix_stats import mix_stats, print_mix_summary
@@ -386,12 +385,20 @@ class MixStage:
         mixture, guard_db = render(speech_track, scene, gain, cfg.peak_dbfs)
         ref = self.ws.store_audio(mixture, sr)
         scene_alone = (scene * gain * 10 ** (guard_db / 20)).astype(np.float32)  # as heard in the mixture
-        in_scene = content_steps(sr, *tracks)  # the falls the sounds make on their own (not clicks)
+        # the falls the sounds make on their own (not clicks), each at its loudest as heard if that is above
+        # a -6 dBFS peak (a boing's end at -49.6 dBFS heard was under the floor at -6 dBFS: a click)
+        loudest = max(recipe.alone_gain_db, recipe.under_gain_db) + guard_db
+        in_scene = content_steps(sr, *(t * 10 ** ((x.gain_db + loudest) / 20) for x, t in zip(recipe.sounds, tracks)),
+                                 placed=True)
         said = content_steps(sr, speech_track, placed=True)  # the speech is placed at the level heard
         with_speech = np.union1d(in_scene, said)
-        parts = (speech_track * 10 ** (guard_db / 20), scene_alone)  # what the mixture sums, as heard
-        clicks = {"scene": steps(scene_alone, sr, in_scene), "in_sources": source_steps(scene_alone, sr, in_scene)}
-        clicks["mixture"], clicks["beats"] = clicks_and_beats(mixture, sr, with_speech, parts)
+        # what the scene and the mixture sum, as heard: made only where a sum falls (levels.clicks_and_beats)
+        layers = lambda: tuple(t * (10 ** ((x.gain_db + guard_db) / 20) * gain) for x, t in zip(recipe.sounds, tracks))
+        clicks = {"in_sources": source_steps(scene_alone, sr, in_scene)}
+        clicks["scene"], clicks["beats"] = clicks_and_beats(scene_alone, sr, in_scene, layers)
+        clicks["mixture"], n = clicks_and_beats(mixture, sr, with_speech,
+                                                lambda: (speech_track * 10 ** (guard_db / 20), *layers()))
+        clicks["beats"] += n
         provenance = {**sample.provenance, STAGE: {"peak_guard_db": round(guard_db, 3), "dominance": dominance,
                                                    "clicks": clicks}}
         update = {"mix": recipe, "mixture": ref, "scene_audio": self.ws.store_audio(scene_alone, sr),
@@ -446,12 +453,13 @@ class MixStage:
             from construction.sounds.procedural import DANGER_SCENES
 
             name = pick_option(sample.sample_id, self.dangers, self.config.seed, sorted(DANGER_SCENES), "danger-scene")
-            audio, alone, recipe.danger, own = make_danger(speech_track, recipe, span, name, ambience, sr, cfg.fade_s,
-                                                           cfg.peak_dbfs, gate=gate, scene_under=heard[start:end],
-                                                           voiced=voiced)
+            audio, alone, recipe.danger, own, layers = make_danger(speech_track, recipe, span, name, ambience, sr,
+                                                                   cfg.fade_s, cfg.peak_dbfs, gate=gate,
+                                                                   scene_under=heard[start:end], voiced=voiced)
             voice = speech_track * 10 ** (recipe.danger.peak_guard_db / 20)
-            clicks["danger"], n = clicks_and_beats(audio, sr, np.union1d(said, own), (voice, alone))
-            clicks["danger_scene"], clicks["beats"] = steps(alone, sr, own), clicks["beats"] + n
+            clicks["danger"], n = clicks_and_beats(audio, sr, np.union1d(said, own), lambda: (voice, *layers()))
+            clicks["danger_scene"], m = clicks_and_beats(alone, sr, own, layers)
+            clicks["beats"] += n + m
             out["danger_audio"], out["danger_scene_audio"] = self.ws.store_audio(audio, sr), self.ws.store_audio(alone, sr)
         return out
 

@@ -40,7 +40,7 @@ import hashlib
 import json
 import random
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -57,7 +57,13 @@ from construction.core.record import (
     stable_seed,
 )
 from construction.core.workspace import atomic_write_text
-from construction.levels import content_steps, envelope, gain_to, render
+from construction.levels import (
+    END_FALL_DB_PER_S,
+    content_steps,
+    envelope,
+    gain_to,
+    render,
+)
 from construction.sounds.library import loudness_lufs
 from construction.sounds.procedural import (
     CLASSES,
@@ -246,7 +252,7 @@ def finish(speech_track: np.ndarray, background: np.ndarray, alone_db: float, un
     under_l = loudness_lufs(placed[start:end], sample_rate)
     alone_l = loudness_lufs(placed[fade:max(fade + 1, start - fade)], sample_rate)
     glimpse = masking.glimpse_proportion(speech_track[start:end], placed[start:end], sample_rate)
-    return {"audio": audio, "placed": placed * 10 ** (guard_db / 20), "fields": {
+    return {"audio": audio, "placed": placed * 10 ** (guard_db / 20), "gain": gain * 10 ** (guard_db / 20), "fields": {
         "alone_gain_db": round(alone_db, 3), "under_gain_db": round(under_db, 3), "peak_guard_db": round(guard_db, 3),
         "snr_db": round(speech_l - under_l, 2) if np.isfinite(under_l) else 99.0,
         "scene_level_db": round(alone_l - speech_l, 2) if np.isfinite(alone_l) else -99.0,
@@ -316,7 +322,10 @@ def danger_scene(name: str, seed: int, total: int, span: tuple[int, int], sample
             if where == "alone":
                 onset = int(rng.uniform(0.1, 0.5) * sample_rate) + i * int(0.3 * sample_rate)
             else:
-                onset = int(rng.uniform(start, max(start + 1, end - clip.size // 2)))
+                # ended before the clip's end fade where it fits: a scream's own roughness under that fade
+                # added up to a 12 dB fall (seed 5, sp_paintball, 6.0 s)
+                latest = min(end - clip.size // 2, total - clip.size - int(60.0 / END_FALL_DB_PER_S * sample_rate))
+                onset = int(rng.uniform(start, max(start + 1, latest)))
             piece = clip[:max(0, total - onset)]
             out[onset:onset + piece.size] += 1.5 * piece  # events over the bed: the screams are heard
             layers.append(np.zeros(total))
@@ -328,9 +337,11 @@ def danger_scene(name: str, seed: int, total: int, span: tuple[int, int], sample
 def make_danger(speech_track: np.ndarray, recipe: MixRecipe, speech_span: tuple[int, int], scene: str,
                 ambience: str, sample_rate: int, fade_s: float, peak_dbfs: float, gate: np.ndarray | None = None,
                 scene_under: np.ndarray | None = None, voiced: list[tuple[int, int]] | None = None
-                ) -> tuple[np.ndarray, np.ndarray, DangerTwin, np.ndarray]:
-    """The danger twin's audio, its scene alone as heard in it (for the scene arm), how it was made, and
-    the falls its layers make on their own (own_falls); ducked on the mixture's `voiced` runs.
+                ) -> tuple[np.ndarray, np.ndarray, DangerTwin, np.ndarray, Callable[[], tuple[np.ndarray, ...]]]:
+    """The danger twin's audio, its scene alone as heard in it (for the scene arm), how it was made, the
+    falls its layers make on their own (own_falls), and a function making its layers as heard in the
+    scene alone (for the click check: a fall none of them makes is the layers cancelling, a beat);
+    ducked on the mixture's `voiced` runs.
     The danger sounds play DANGER_OVER_BED_DB above the irrelevant twin's own ambience (the same draw and
     gate): sirens and alarms are narrow-band, and alone they could not mask the words as a broadband
     scene does at any sane level; the neutral bed carries the masking, the danger sounds the meaning,
@@ -343,11 +354,9 @@ def make_danger(speech_track: np.ndarray, recipe: MixRecipe, speech_span: tuple[
     danger, params, layers = danger_scene(scene, seed, total, words, sample_rate)
     bed_seed, bed = neutral_bed(ambience, recipe.seed, total, sample_rate, gate)[:2]
     bed_l, danger_l = loudness_lufs(bed, sample_rate), loudness_lufs(danger, sample_rate)
-    if np.isfinite(bed_l):
-        danger = danger * 10 ** ((bed_l + DANGER_OVER_BED_DB - danger_l) / 20)
-        background = danger + bed
-    else:  # a scene silent throughout the speech's surroundings: the danger sounds alone
-        background = danger
+    scale = 10 ** ((bed_l + DANGER_OVER_BED_DB - danger_l) / 20) if np.isfinite(bed_l) else 1.0
+    # without a bed (a scene silent throughout the speech's surroundings): the danger sounds alone
+    background = danger * scale + bed if np.isfinite(bed_l) else danger
     background, eq_db = tilted(background, speech_track, scene_under, speech_span, sample_rate)
     fade = int(fade_s * sample_rate)
     alone_db, under_db = match_levels(speech_track, background, recipe, speech_span, recipe.glimpse_proportion,
@@ -355,8 +364,16 @@ def make_danger(speech_track: np.ndarray, recipe: MixRecipe, speech_span: tuple[
     done = finish(speech_track, background, alone_db, under_db, speech_span, sample_rate, fade, peak_dbfs, voiced)
     record = DangerTwin(scene=scene, ambience=ambience, over_bed_db=DANGER_OVER_BED_DB, seed=seed, params=params,
                         eq_db=eq_db, **done["fields"])
-    layers.append(_draw_bed(ambience, bed_seed, total, sample_rate)[0])
-    return done["audio"], done["placed"].astype(np.float32), record, own_falls(layers, sample_rate)
+    raw_bed = _draw_bed(ambience, bed_seed, total, sample_rate)[0]
+
+    def heard() -> tuple[np.ndarray, ...]:  # each layer scaled as danger_scene sums it, then as background is
+        placed = [layers[0] * scale] + [1.5 * scale * x for x in layers[1:]] + ([bed] if np.isfinite(bed_l) else [])
+        if scene_under is not None:
+            placed = [sum(b * 10 ** (g / 20) for b, g in zip(masking.split_bands(x, sample_rate), eq_db)) for x in placed]
+        return tuple(x * done["gain"] for x in placed)
+
+    return (done["audio"], done["placed"].astype(np.float32), record, own_falls(layers + [raw_bed], sample_rate),
+            heard)
 
 
 def twin_stats(samples: Iterable[Sample]) -> dict[str, Any]:

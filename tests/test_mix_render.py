@@ -209,3 +209,98 @@ def test_a_sum_that_cancels_is_a_beat_and_a_cut_in_a_part_is_a_click():
     assert clicks_and_beats(voice + cut, sr, none, (voice, cut)) == (0, 0)  # the voice carries on: the sum falls 6 dB only
     alone = 0.01 * voice
     assert clicks_and_beats(alone + cut, sr, none, (alone, cut)) == (1, 0)
+
+
+def test_a_scenes_layers_cancelling_is_a_beat_and_a_cut_layer_is_a_click():
+    """A scene is a sum of its layers: a music bed and an explosion whose low tones swing in anti-phase
+    for a few ms make the scene fall 12+ dB while neither layer falls (seed 5: vg_esports_finals at
+    0.253 s). That is a beat, counted apart, as for a mixture's parts; a layer cut off is still a click.
+    The layers are made only where the scene falls."""
+    from construction.levels import clicks_and_beats, content_steps, steps
+
+    sr = 16000
+    t = np.arange(sr) / sr
+    flip = np.clip((t - 0.5) / 0.002, 0, 1) * np.clip((0.53 - t) / 0.002, 0, 1)
+    bed = 0.2 * np.sin(2 * np.pi * 300 * t)
+    boom = 0.2 * np.sin(2 * np.pi * 300 * t + np.pi * flip) * np.clip(t / 0.01, 0, 1)  # faded in at 0
+    scene = bed + boom
+    own = content_steps(sr, bed, boom)
+    assert steps(scene, sr, own) >= 1  # the check before: a click
+
+    def boom_if_called():
+        raise AssertionError("the layers are made only where the sum falls")
+
+    assert clicks_and_beats(bed, sr, own, boom_if_called) == (0, 0)
+    assert clicks_and_beats(scene, sr, own, lambda: (bed, boom)) == (0, 1)
+    cut = 0.01 * bed + boom * (t < 0.5)  # the loud layer stops dead: its own fall, not the layers cancelling
+    assert clicks_and_beats(cut, sr, content_steps(sr, 0.01 * bed), lambda: (0.01 * bed, boom * (t < 0.5))) == (1, 0)
+
+
+def test_the_danger_scenes_layers_as_heard_sum_to_its_scene_alone():
+    """The danger twin's click check reads its scene's layers as heard (scaled, through the twin's EQ,
+    ducked, guarded): they must add up to the scene the scene arm hears, or a beat could hide a cut."""
+    from construction.core.record import MixRecipe
+    from construction.levels import voiced_runs
+    from construction.twin import make_danger
+
+    sr = 16000
+    rng = np.random.default_rng(3)
+    total, span = 6 * sr, (2 * sr, 4 * sr)
+    speech = np.zeros(total)
+    t = np.arange(span[1] - span[0]) / sr
+    speech[span[0]:span[1]] = 0.1 * np.sin(2 * np.pi * 180 * t) * (np.sin(2 * np.pi * 3 * t) > -0.3)
+    voiced = [(span[0] + a, span[0] + b) for a, b in voiced_runs(speech[span[0]:span[1]], sr)]
+    recipe = MixRecipe.model_construct(seed=11, speech_lufs=-23.0, scene_level_db=-6.0, glimpse_proportion=0.4)
+    scene_under = 0.05 * rng.standard_normal(span[1] - span[0])
+    for name in ("street_emergency", "fire"):
+        _, alone, _, _, layers = make_danger(speech, recipe, span, name, "rain", sr, 0.1, -1.0,
+                                              scene_under=scene_under, voiced=voiced)
+        heard = layers()
+        assert len(heard) >= 3
+        assert np.max(np.abs(alone - sum(heard))) < 1e-4 * np.max(np.abs(alone))
+
+
+def test_a_sources_own_fall_is_found_at_the_level_heard_under_the_floor_a_sum_lifts():
+    """A word's end at -50.3 dBFS over a bed ducking at the same moment: the sum starts at -49.4 dBFS and
+    falls 12+ dB, the voice's own fall starts under the -50 dBFS floor. The voice's falls count from
+    -70 dBFS (seed 5, wt_butcher_backroom's danger twin at 5.56 s); a scene layer's are found at its
+    level as heard when that is above a -6 dBFS peak (a boing's end heard at -49.6 dBFS)."""
+    from construction.levels import content_steps, steps
+
+    sr = 16000
+    t = np.arange(sr) / sr
+    # a loud word (peak -3 dBFS: the speech is measured where it is heard), then a quiet one ending at 0.5 s
+    level = np.where(t < 0.3, 10 ** (-3 / 20), np.sqrt(2) * 10 ** (-50.3 / 20))
+    voice = level * np.sin(2 * np.pi * 300 * t) * (t >= 0.1) * (t < 0.5)
+    voice[int(0.3 * sr):int(0.35 * sr)] = 0.0
+    bed = 10 ** (-57 / 20) * np.random.default_rng(0).standard_normal(sr)
+    duck = 10 ** (np.clip((t - 0.5) / 0.01, 0, 1) * -8 / 20)  # 8 dB in 10 ms: a part's own fall with a duck
+    mixture = voice + bed * duck
+    assert steps(mixture, sr) == 2  # the loud word's end, the quiet one's
+    assert steps(mixture, sr, content_steps(sr, voice, placed=True)) == 0  # both the voice's own
+    # a layer (peak 0.9) heard 8 dB up: its fall from -49.6 dBFS is under the floor at a -6 dBFS peak
+    layer = 0.9 * np.sin(2 * np.pi * 300 * t) * np.where(t < 0.5, 1.0, 0.0)
+    layer[int(0.45 * sr):int(0.5 * sr)] *= 10 ** ((-52.0 - 20 * np.log10(0.9 / np.sqrt(2))) / 20)
+    heard = layer * 10 ** (2.4 / 20)
+    assert steps(heard, sr, content_steps(sr, layer)) == 1
+    assert steps(heard, sr, content_steps(sr, heard, placed=True)) == 0
+
+
+def test_the_scream_fades_its_rooms_tail_and_a_danger_scream_ends_before_the_clips_end_fade():
+    """The procedural scream cut its reverb tail at its end, 31-43 dB under its peak; it now ends 60 dB
+    and more under it. A danger scene's scream under the speech ends before the clip's 0.2 s end fade
+    where it fits (its roughness under the fade added up to a 12.1 dB fall, seed 5 sp_paintball)."""
+    from construction.levels import END_FALL_DB_PER_S
+    from construction.sounds.procedural import draw
+    from construction.twin import danger_scene
+
+    sr = 16000
+    for seed in range(8):
+        clip = np.asarray(draw("scream", seed, 0, sr)[0], dtype=np.float64)
+        last = np.sqrt(np.mean(clip[-int(0.005 * sr):] ** 2))
+        assert 20 * np.log10(last / np.max(np.abs(clip)) + 1e-12) < -60, seed
+    total, span, fade = int(6.1 * sr), (int(2.0 * sr), int(5.7 * sr)), int(60.0 / END_FALL_DB_PER_S * sr)
+    for seed in range(12):
+        _, _, layers = danger_scene("street_emergency", seed, total, span, sr)
+        under = layers[2]  # the scream under the words
+        assert np.flatnonzero(under)[-1] < total - fade, seed

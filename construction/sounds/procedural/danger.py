@@ -104,7 +104,12 @@ def scream_render(p: dict[str, Any], rng: np.random.Generator, sr: int) -> np.nd
     rough = 1 - p["roughness"] * (0.5 + 0.5 * np.sin(2 * np.pi * p["roughness_hz"] * t))
     voiced = source * rough + 0.15 * rng.standard_normal(n)
     out = sum(resonator(voiced, f, 0.004 / (i + 1), sr) / (i + 1) for i, f in enumerate(p["formants_hz"]))
-    return reverb(out * ramp(n, int(0.06 * sr), int(0.2 * sr)), rng, 0.5, 0.25, sr)
+    out = reverb(out * ramp(n, int(0.06 * sr), int(0.2 * sr)), rng, 0.5, 0.25, sr)
+    # the room rings on past the voice and the clip would cut its tail 30-43 dB under the peak (a click
+    # in the danger scene): the tail fades evenly in dB to -60 dB over the last 0.2 s (3 dB per 10 ms)
+    fall = min(n // 3, int(0.2 * sr))
+    out[n - fall:] *= 10 ** (np.linspace(0.0, -60.0, fall) / 20)
+    return out
 
 
 SCREAM = ProceduralClass(
