@@ -406,7 +406,7 @@ class MixStage:
         if cfg.irrelevant_twin or cfg.danger_twin:
             made = (speech_track, scene, gain, (alone, alone + speech.size), said, voiced)
             if twins:
-                update.update(self.twins(sample, recipe, *made[:5], clicks, made[5]))
+                update.update(self.twins(sample, recipe, *made, clicks))
             else:  # kept in memory for add_twins: the twins of this attempt are the same bytes either way
                 self._deferred = (sample.sample_id, made)
         return sample.model_copy(update=update)
@@ -415,18 +415,17 @@ class MixStage:
         """`sample` (the last mix_one(..., twins=False), scored since) with its twins made."""
         if self._deferred is None or self._deferred[0] != sample.sample_id:
             return sample  # twins switched off, or this mix made them already
-        speech_track, scene, gain, span, said, voiced = self._deferred[1]
-        self._deferred = None
+        made, self._deferred = self._deferred[1], None
         with self.clock.timed("mix"):
             recipe = sample.mix.model_copy(deep=True)
             clicks = dict(sample.provenance[STAGE]["clicks"])
-            out = self.twins(sample, recipe, speech_track, scene, gain, span, said, clicks, voiced)
+            out = self.twins(sample, recipe, *made, clicks)
         provenance = {**sample.provenance, STAGE: {**sample.provenance[STAGE], "clicks": clicks}}
         return sample.model_copy(update={"mix": recipe, "provenance": provenance, **out})
 
     def twins(self, sample: Sample, recipe: MixRecipe, speech_track: np.ndarray, scene: np.ndarray,
-              gain: np.ndarray, span: tuple[int, int], said: np.ndarray, clicks: dict[str, int],
-              voiced: list[tuple[int, int]]) -> dict[str, Any]:
+              gain: np.ndarray, span: tuple[int, int], said: np.ndarray, voiced: list[tuple[int, int]],
+              clicks: dict[str, int]) -> dict[str, Any]:
         """The mixture's masking (glimpse proportion, background loudness under the speech) on the recipe,
         and the twins matched to it (construction.twin), ducked on the same `voiced` runs: the audio refs
         to store on the sample. The twins' clicks (falls neither the speech nor their own background
