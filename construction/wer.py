@@ -242,7 +242,9 @@ class WerStage:
 def kept_clicks(ws: Workspace) -> dict[str, Any]:
     """Clicks (construction.levels.steps) in the tracks of the kept samples, per track: these are the tracks
     that ship, re-mixes included (stats/mix.json counts the mix stage's first attempts)."""
-    tracks = ("mixture", "scene", "twin", "danger", "danger_scene")
+    from construction.mix_stats import CLICK_TRACKS
+
+    tracks = [t.removeprefix("clicks_") for t in CLICK_TRACKS]
     counts = Counter({t: 0 for t in tracks})
     for s in ws.read_samples(STAGE):
         clicks = s.provenance.get("mix", {}).get("clicks", {})
