@@ -199,7 +199,12 @@ def tilted(background: np.ndarray, speech_track: np.ndarray, scene_under: np.nda
     start, end = span
     parts = masking.split_bands(background, sample_rate)
     gains = masking.region_gains(speech_track[start:end], scene_under, [p[start:end] for p in parts], sample_rate)
-    return sum(p * 10 ** (g / 20) for p, g in zip(parts, gains)), gains
+    return equalised(parts, gains), gains
+
+
+def equalised(parts: list[np.ndarray], gains: list[float]) -> np.ndarray:
+    """The three bands of masking.split_bands put back together with the EQ's gains (dB)."""
+    return sum(p * 10 ** (g / 20) for p, g in zip(parts, gains))
 
 
 def own_falls(layers: list[np.ndarray], sample_rate: int) -> np.ndarray:
@@ -327,9 +332,9 @@ def danger_scene(name: str, seed: int, total: int, span: tuple[int, int], sample
                 latest = min(end - clip.size // 2, total - clip.size - int(60.0 / END_FALL_DB_PER_S * sample_rate))
                 onset = int(rng.uniform(start, max(start + 1, latest)))
             piece = clip[:max(0, total - onset)]
-            out[onset:onset + piece.size] += 1.5 * piece  # events over the bed: the screams are heard
             layers.append(np.zeros(total))
-            layers[-1][onset:onset + piece.size] = piece
+            layers[-1][onset:onset + piece.size] = 1.5 * piece  # events over the bed: the screams are heard
+            out += layers[-1]
             placed.append({"class": event, "onset_s": round(onset / sample_rate, 3), "params": params})
     return out, {"bed": bed_params, "events": placed}, layers
 
@@ -367,9 +372,9 @@ def make_danger(speech_track: np.ndarray, recipe: MixRecipe, speech_span: tuple[
     raw_bed = _draw_bed(ambience, bed_seed, total, sample_rate)[0]
 
     def heard() -> tuple[np.ndarray, ...]:  # each layer scaled as danger_scene sums it, then as background is
-        placed = [layers[0] * scale] + [1.5 * scale * x for x in layers[1:]] + ([bed] if np.isfinite(bed_l) else [])
+        placed = [x * scale for x in layers] + ([bed] if np.isfinite(bed_l) else [])
         if scene_under is not None:
-            placed = [sum(b * 10 ** (g / 20) for b, g in zip(masking.split_bands(x, sample_rate), eq_db)) for x in placed]
+            placed = [equalised(masking.split_bands(x, sample_rate), eq_db) for x in placed]
         return tuple(x * done["gain"] for x in placed)
 
     return (done["audio"], done["placed"].astype(np.float32), record, own_falls(layers + [raw_bed], sample_rate),
