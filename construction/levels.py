@@ -32,7 +32,6 @@ VAD_EDGE_ZCR = 0.25  # zero crossings per sample of a fricative (voiced speech h
 VAD_BRIDGE_S = 0.3  # a pause shorter than this between words stays ducked (no pumping)
 DUCK_ATTACK_S, DUCK_RELEASE_S = 0.03, 0.08  # the scene goes down before a word and comes back after it
 END_FALL_DB_PER_S = 300.0  # the clip's end fade: 60 dB in 0.2 s, 3 dB per 10 ms
-DUCK_S_PER_DB = 0.0025  # a duck's ramp takes at least 2.5 ms per dB: 4 dB per 10 ms, never itself a step
 
 
 def voiced_runs(speech: np.ndarray, sample_rate: int) -> list[tuple[int, int]]:
@@ -87,7 +86,7 @@ def envelope(total: int, alone: int, speech: int, alone_db: float, under_db: flo
         db[ramp_up] = np.linspace(under_db, alone_db, ramp_up.size, endpoint=False)
     else:
         # no faster than 1 dB per 2.5 ms, so a deep duck is never itself a step (construction.levels.steps)
-        slow = abs(alone_db - under_db) * DUCK_S_PER_DB
+        slow = abs(alone_db - under_db) * 0.0025
         attack, release = (int(max(x, slow) * sample_rate) for x in (DUCK_ATTACK_S, DUCK_RELEASE_S))
         toward = np.minimum if under_db <= alone_db else np.maximum  # the ramp nearer the under level wins
         for start, end in voiced:
@@ -121,10 +120,6 @@ def render(speech_track: np.ndarray, scene_track: np.ndarray, gain: np.ndarray, 
 
 STEP_DB, STEP_WITHIN_S, STEP_FLOOR_DBFS = 12.0, 0.005, -50.0
 STEP_WINDOW_S = 0.005  # level windows of 5 ms (half a period of 100 Hz): the level 5 ms apart, as the rule says
-# The most the rendering's own ramps fall between the check's two windows (10 ms apart, centre to centre):
-# a duck's 4 dB, the end fade's 3 dB. A part that falls less than STEP_DB / 2 more than this is not making
-# the fall (its content falls under half the step); the rest of the sum's fall is the parts cancelling.
-RAMP_FALL_DB = max((STEP_WINDOW_S + STEP_WITHIN_S) / DUCK_S_PER_DB, END_FALL_DB_PER_S * (STEP_WINDOW_S + STEP_WITHIN_S))
 
 
 def _levels(x: np.ndarray, sample_rate: int, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -157,7 +152,7 @@ def events(hits: np.ndarray, sample_rate: int) -> int:
 def content_steps(sample_rate: int, *tracks: np.ndarray | None, placed: bool = False) -> np.ndarray:
     """The falls the speech or a scene layer makes on its own: over STEP_DB / 2, each found at its own
     level (its peak at -6 dBFS). A fall of which a track makes half or more is the content's (a stop
-    consonant, a beep's gate, a knife's click): the rendering's ramps fall at most RAMP_FALL_DB (4 dB) there, so a
+    consonant, a beep's gate, a knife's click): the rendering's ramps fall at most 3 dB in 5 ms, so a
     fall left over is one the rendering made (a cut). Computed once per sample, passed to steps.
     `placed`: the tracks are at the level they are heard at (the speech track; a scene's layers at their
     loudest gain): one louder than -6 dBFS
@@ -182,15 +177,12 @@ def _rendered(audio: np.ndarray, sample_rate: int, content: np.ndarray) -> np.nd
 
 def _beats(hits: np.ndarray, sample_rate: int, parts: tuple[np.ndarray, ...]) -> np.ndarray:
     """Which falls of a sum (a mixture, a twin, a scene) none of its rendered parts makes: where every
-    part, as heard, falls less than STEP_DB / 2 plus what a ramp of the rendering falls (RAMP_FALL_DB), the
-    sum's fall is the parts cancelling (speech beating against a steady bed; a music bed's and an
-    explosion's sub-60 Hz swings in anti-phase; a scream's harmonic against a siren's tone), not a cut: a
-    cut is made in a part, and shows there as a fall of STEP_DB or more. The ramp's share: a music bed
-    whose note ends (5.8 dB) in the clip's end fade (3 dB) fell 8.9 dB as heard, and with an explosion's
-    tail the scene fell 12.9 dB (seed 5 with Kokoro bm_george for flite awb: vg_esports_finals at 7.73 s)."""
+    part falls less than STEP_DB / 2, the sum's fall is the parts cancelling (speech beating against a
+    steady bed; a music bed's and an explosion's sub-60 Hz swings in anti-phase; a scream's harmonic
+    against a siren's tone), not a cut: a cut is made in a part, and shows there."""
     if not parts or hits.size == 0:
         return np.zeros(hits.size, dtype=bool)
-    return np.max([_levels(p, sample_rate, hits)[1] for p in parts], axis=0) < STEP_DB / 2 + RAMP_FALL_DB
+    return np.max([_levels(p, sample_rate, hits)[1] for p in parts], axis=0) < STEP_DB / 2
 
 
 def steps(audio: np.ndarray, sample_rate: int, content: np.ndarray | None = None) -> int:

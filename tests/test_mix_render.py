@@ -236,30 +236,6 @@ def test_a_scenes_layers_cancelling_is_a_beat_and_a_cut_layer_is_a_click():
     assert clicks_and_beats(cut, sr, content_steps(sr, 0.01 * bed), lambda: (0.01 * bed, boom * (t < 0.5))) == (1, 0)
 
 
-def test_a_layer_in_a_ramp_that_cancels_with_another_is_a_beat_and_a_faster_fall_is_a_click():
-    """A layer as heard carries the rendering's ramps (a duck's 4 dB, the end fade's 3 dB between the
-    check's windows): a music bed's note ending (5.8 dB, under the content rule's 6) in the end fade fell
-    8.9 dB as heard, and cancelling with an explosion's tail the scene fell 12.9 dB. No layer made that
-    fall: a beat. A layer falling faster than its content and a ramp can (a cut) is still a click."""
-    from construction.levels import RAMP_FALL_DB, clicks_and_beats, content_steps
-
-    sr = 16000
-    t = np.arange(sr) / sr
-    flip = np.clip((t - 0.5) / 0.002, 0, 1) * np.clip((0.53 - t) / 0.002, 0, 1)
-    bed = 0.1 * np.sin(2 * np.pi * 300 * t)
-    music = 0.2 * np.sin(2 * np.pi * 300 * t + np.pi * flip)  # its own content: no fall, only its phase turns
-    own = content_steps(sr, bed, music)
-
-    def falling(db: float) -> np.ndarray:  # the layer as heard, through a ramp that falls `db` over 10 ms
-        return music * 10 ** (-db * np.clip((t - 0.495) / 0.01, 0, 1) / 20)
-
-    heard = falling(7.0)  # 7 dB: more than half the step, less than half of it plus a ramp
-    assert RAMP_FALL_DB == 4.0
-    assert clicks_and_beats(bed + heard, sr, own, lambda: (bed, heard)) == (0, 1)
-    cut = falling(14.0)  # faster than any ramp of the rendering: the layer itself steps
-    assert clicks_and_beats(bed + cut, sr, own, lambda: (bed, cut)) == (1, 0)
-
-
 def test_the_danger_scenes_layers_as_heard_sum_to_its_scene_alone():
     """The danger twin's click check reads its scene's layers as heard (scaled, through the twin's EQ,
     ducked, guarded): they must add up to the scene the scene arm hears, or a beat could hide a cut."""
