@@ -359,9 +359,10 @@ def make_danger(speech_track: np.ndarray, recipe: MixRecipe, speech_span: tuple[
     danger, params, layers = danger_scene(scene, seed, total, words, sample_rate)
     bed_seed, bed = neutral_bed(ambience, recipe.seed, total, sample_rate, gate)[:2]
     bed_l, danger_l = loudness_lufs(bed, sample_rate), loudness_lufs(danger, sample_rate)
-    scale = 10 ** ((bed_l + DANGER_OVER_BED_DB - danger_l) / 20) if np.isfinite(bed_l) else 1.0
     # without a bed (a scene silent throughout the speech's surroundings): the danger sounds alone
-    background = danger * scale + bed if np.isfinite(bed_l) else danger
+    beds = [bed] if np.isfinite(bed_l) else []
+    scale = 10 ** ((bed_l + DANGER_OVER_BED_DB - danger_l) / 20) if beds else 1.0
+    background = danger * scale + sum(beds)
     background, eq_db = tilted(background, speech_track, scene_under, speech_span, sample_rate)
     fade = int(fade_s * sample_rate)
     alone_db, under_db = match_levels(speech_track, background, recipe, speech_span, recipe.glimpse_proportion,
@@ -372,7 +373,7 @@ def make_danger(speech_track: np.ndarray, recipe: MixRecipe, speech_span: tuple[
     raw_bed = _draw_bed(ambience, bed_seed, total, sample_rate)[0]
 
     def heard() -> tuple[np.ndarray, ...]:  # each layer scaled as danger_scene sums it, then as background is
-        placed = [x * scale for x in layers] + ([bed] if np.isfinite(bed_l) else [])
+        placed = [x * scale for x in layers] + beds
         if scene_under is not None:
             placed = [equalised(masking.split_bands(x, sample_rate), eq_db) for x in placed]
         return tuple(x * done["gain"] for x in placed)
