@@ -5,7 +5,9 @@ fractions, after the Whisper English normaliser; see construction.speech.scoring
 kept when the mixture's WER <= wer.max_wer. The clean speech is transcribed too, for every sample with
 wer.transcribe_speech = always, else (the default, faster) only for failing ones: a rejected sample
 is reported as `wer_tts` when its clean speech already fails (a TTS problem) and `wer_snr` when only
-the mixture fails (a mixing problem). With wer.resynthesize_attempts = K, a failing sample is
+the mixture fails (a mixing problem). A sample whose mixture fails while its clean speech passes
+(words and key words) is re-mixed with the same speech and a new seed, up to wer.remix_attempts = R
+times: the draw masked it, not the voice. Otherwise, with wer.resynthesize_attempts = K, it is
 re-synthesised with another voice of the same gender (another TTS engine first) and re-mixed with a
 new seed, up to K times; every attempt is recorded in provenance.
 
@@ -112,7 +114,7 @@ class WerStage:
             done[sample.sample_id] = sample.model_copy(update={
                 "transcript_mixture": text, "wer_mixture": round(wer, 4), "cer_mixture": round(cer, 4)})
         # The clean speech tells a TTS failure from a masking one; with "failures" only failures need it
-        todo = [s for s in done.values() if isinstance(s, Sample)
+        todo = [s for s in done.values() if isinstance(s, Sample) and s.transcript_speech is None  # a re-mix's is known
                 and (cfg.transcribe_speech == "always" or s.wer_mixture > cfg.max_wer or self._verdict(s))]
         todo, audio, rejected = self._read(todo, "speech")
         done.update((r.sample.sample_id, r) for r in rejected)
@@ -142,8 +144,21 @@ class WerStage:
         return (f"{code}: mixture WER {sample.wer_mixture:.2f} > {limit} (clean speech WER "
                 f"{sample.wer_speech:.2f}); heard {sample.transcript_mixture!r}")
 
-    def _retry(self, sample: Sample, attempt: int, tried: set[str]) -> Sample | Rejected:
-        """Re-synthesise with the next voice and re-mix with a new seed (same script, same id)."""
+    def _masked(self, sample: Sample) -> bool:
+        """The clean speech passes where the mixture failed: its words and its key words were heard."""
+        from construction.speech.scoring import missing_key_words
+
+        if sample.wer_speech is None or sample.wer_speech > self.config.wer.max_wer:
+            return False
+        return not (self.config.wer.require_key_words
+                    and missing_key_words(sample.key_words, sample.transcript_speech or ""))
+
+    def _remix(self, sample: Sample, attempt: int) -> Sample | Rejected:
+        """The same speech re-mixed with a new seed (its clean transcript still describes it)."""
+        self._stages()
+        return self._mix.mix_one(sample, attempt=attempt, twins=False)  # twins once it passes
+
+    def _stages(self) -> None:
         from construction.mix import MixStage
         from construction.synthesize import SynthesizeStage
 
@@ -152,6 +167,10 @@ class WerStage:
             self._synthesize.setup()
             self._mix = MixStage(self.workspace, self.config, clock=self.clock)
             self._mix.setup()
+
+    def _retry(self, sample: Sample, attempt: int, tried: set[str]) -> Sample | Rejected:
+        """Re-synthesise with the next voice and re-mix with a new seed (same script, same id)."""
+        self._stages()
         voice = next_voice(self._synthesize.voices, sample.voice_id, tried)
         # the last voice's clean transcript does not describe the new speech (a kept retry kept it)
         spoken = self._synthesize.synthesize_one(sample.model_copy(update={"transcript_speech": None, "wer_speech": None}),
@@ -166,14 +185,26 @@ class WerStage:
             if isinstance(sample, Rejected):
                 results.append(sample)
                 continue
+            cfg = self.config.wer
             history: list[dict[str, Any]] = []
-            for attempt in range(1, self.config.wer.resynthesize_attempts + 2):
+            remixes = resyntheses = 0
+            remixed = False  # this attempt re-mixed the last attempt's speech
+            for attempt in range(1, cfg.remix_attempts + cfg.resynthesize_attempts + 2):
                 reason = self._verdict(sample)
                 history.append({"voice": sample.voice_id, "snr_db": sample.mix.snr_db,
-                                "wer_speech": sample.wer_speech, "wer_mixture": sample.wer_mixture})
-                if reason is None or attempt > self.config.wer.resynthesize_attempts:
+                                "wer_speech": sample.wer_speech, "wer_mixture": sample.wer_mixture,
+                                **({"remix": True} if remixed else {})})
+                if reason is None:
                     break
-                retried = self._retry(sample, attempt, {h["voice"] for h in history})
+                remixed = remixes < cfg.remix_attempts and self._masked(sample)
+                if remixed:
+                    remixes += 1
+                    retried = self._remix(sample, attempt)
+                elif resyntheses < cfg.resynthesize_attempts:
+                    resyntheses += 1
+                    retried = self._retry(sample, attempt, {h["voice"] for h in history})
+                else:
+                    break
                 if isinstance(retried, Rejected):
                     reason = retried.reason
                     break

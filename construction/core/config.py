@@ -190,6 +190,10 @@ class WerConfig(Section):
     require_key_words: bool = True
     # 2, not 1: one retry kept 83.0 % of 300 demo scripts after WER, two keep 88.3 % (README, Benchmarks)
     resynthesize_attempts: int = Field(2, ge=0, description="a failing sample gets the next voice and a new mix")
+    # a mixture that fails while its clean speech passes (words and key words) was masked by its draw, not
+    # spoiled by its voice: it is first re-mixed with the same speech and a new seed, so the voice keeps
+    # its share of the release and no synthesis is spent
+    remix_attempts: int = Field(1, ge=0, description="re-mixes of the same speech when only the mixture fails")
     # the kept samples' twins (irrelevant, danger) are transcribed too and their WER recorded (never a reason
     # to reject): equal masking should give equal intelligibility. Costs one Whisper pass per twin.
     transcribe_twins: bool = True
