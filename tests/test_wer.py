@@ -144,6 +144,34 @@ def test_failed_tts_is_resynthesised_with_another_voice(tmp_path):
     assert rescued.wer_speech is None or rescued.wer_speech <= 0.2, (rescued.wer_speech, rescued.transcript_speech)
 
 
+def test_a_masked_mixture_is_re_mixed_with_the_same_speech_before_another_voice(tmp_path):
+    """The clean speech passes and only the mixture fails (here: a mixture whose words were lost): the
+    draw masked it, not the voice, so the same speech is re-mixed with a new seed and no synthesis is
+    spent; the voice keeps its sample."""
+    config = _config(tmp_path, **{"mix.snr_db_min": 20, "mix.snr_db_max": 20, "wer.resynthesize_attempts": 2})
+    ws = Workspace(tmp_path / "ws")
+    _scripts(ws, SENTENCES[:2])
+    for stage in (SynthesizeStage(str(ws.root), config), MixStage(str(ws.root), config)):
+        run_stage(ws, stage, jobs=1, progress=False)
+    mixed = list(ws.read_samples("mix"))
+    length = ws.load_audio(mixed[0].mixture).size
+    noise = (0.1 * np.random.default_rng(0).standard_normal(length)).astype(np.float32)
+    mixed[0] = mixed[0].model_copy(update={"mixture": ws.store_audio(noise, 16000)})
+    ws.write_manifest("mix", mixed)
+    stats = run_stage(ws, WerStage(str(ws.root), config), jobs=1, progress=False)
+    assert stats["kept"] == 2, stats
+    rescued = next(s for s in ws.read_samples("wer") if s.sample_id == mixed[0].sample_id)
+    first, second = rescued.provenance["wer"]["attempts"]
+    assert first["wer_mixture"] > 0.5 and first["wer_speech"] <= 0.2 and "remix" not in first
+    assert second["remix"] is True and second["voice"] == first["voice"] == mixed[0].voice_id
+    assert second["wer_mixture"] <= 0.2 and rescued.wer_mixture == second["wer_mixture"]
+    assert rescued.speech == mixed[0].speech and rescued.mixture.sha256 != mixed[0].mixture.sha256
+    assert rescued.transcript_speech and rescued.wer_speech == first["wer_speech"]  # transcribed once, still true
+    assert rescued.irrelevant_audio and rescued.danger_audio and rescued.wer_irrelevant is not None
+    calls = ws.read_stats("wer").get("timed_calls", {})
+    assert calls.get("tts", 0) == 0 and calls.get("mix", 0) >= 1, calls  # re-mixed, not re-synthesised
+
+
 def test_hopeless_sample_is_dropped_after_k_attempts(tmp_path):
     config = _config(tmp_path, **{"wer.resynthesize_attempts": 1, "wer.max_wer": 0.0})
     ws = Workspace(tmp_path / "ws")
