@@ -5,11 +5,11 @@ fractions, after the Whisper English normaliser; see construction.speech.scoring
 kept when the mixture's WER <= wer.max_wer. The clean speech is transcribed too, for every sample with
 wer.transcribe_speech = always, else (the default, faster) only for failing ones: a rejected sample
 is reported as `wer_tts` when its clean speech already fails (a TTS problem) and `wer_snr` when only
-the mixture fails (a mixing problem). A sample whose mixture fails while its clean speech passes
-(words and key words) is re-mixed with the same speech and a new seed, up to wer.remix_attempts = R
-times: the draw masked it, not the voice. Otherwise, with wer.resynthesize_attempts = K, it is
+the mixture fails (a mixing problem). With wer.resynthesize_attempts = K, a failing sample is
 re-synthesised with another voice of the same gender (another TTS engine first) and re-mixed with a
-new seed, up to K times; every attempt is recorded in provenance.
+new seed, up to K times. With wer.remix_attempts = R (default 0: see WerConfig for the twin cost), a
+sample whose mixture fails while its clean speech passes (words and key words) is first re-mixed with
+the same speech and a new seed, up to R times. Every attempt is recorded in provenance.
 
 Flags: `python -m construction.wer --help`.
 """
@@ -260,14 +260,18 @@ class WerStage:
     def _wer_stats(self, ws: Workspace) -> dict[str, Any]:
         kept = [s.wer_mixture for s in ws.read_samples(STAGE)]
         rejected = [r.sample.wer_mixture for r in ws.read_rejected(STAGE) if r.sample.wer_mixture is not None]
-        retried = Counter(len(s.provenance.get(STAGE, {}).get("attempts", [])) for s in ws.read_samples(STAGE))
+        kept_attempts = [s.provenance.get(STAGE, {}).get("attempts", []) for s in ws.read_samples(STAGE)]
+        retried = Counter(len(a) for a in kept_attempts)
+        remixes = sum(bool(h.get("remix")) for a in kept_attempts for h in a)
         everything = np.array(kept + rejected) if kept + rejected else np.zeros(0)
         edges = [0, 0.05, 0.1, 0.2, 0.5, 1.0, np.inf]
         histogram = np.histogram(everything, bins=edges)[0].tolist() if everything.size else []
         return {**twin_wer_stats(ws), **kept_clicks(ws),
                 "wer_mixture_histogram": {"edges": [0, 0.05, 0.1, 0.2, 0.5, 1.0, "inf"], "counts": histogram},
                 "wer_mixture_mean_kept": round(float(np.mean(kept)), 4) if kept else None,
-                "kept_after_attempts": {str(k): v for k, v in sorted(retried.items())}}
+                "kept_after_attempts": {str(k): v for k, v in sorted(retried.items())},
+                # the kept samples' retries: re-mixes of the same speech, and new voices (re-syntheses)
+                "retries_of_kept": {"remix": remixes, "resynthesis": sum(retried[n] * (n - 1) for n in retried) - remixes}}
 
 
 def kept_clicks(ws: Workspace) -> dict[str, Any]:
@@ -323,6 +327,8 @@ def print_wer_summary(stats: dict[str, Any]) -> None:
         edges = hist["edges"]
         cells = [f"[{edges[i]}, {edges[i + 1]}): {n}" for i, n in enumerate(hist["counts"])]
         print("  mixture WER distribution: " + "  ".join(cells))
+    if stats.get("retries_of_kept"):
+        print("  retries of the kept samples: {remix} re-mixes, {resynthesis} re-syntheses".format(**stats["retries_of_kept"]))
 
 
 # Whisper's cache (AORBENCH_CACHE, XDG_CACHE_HOME) and, re-synthesising, synthesize's (SYNTHESIZE_ENV)
@@ -337,14 +343,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--resynthesize", type=int, help="re-synthesis attempts (default: config "
                                                          "wer.resynthesize_attempts, else "
                                                          f"{defaults.resynthesize_attempts})")
+    parser.add_argument("--remix", type=int, help="re-mixes of the same speech when only the mixture fails "
+                                                  f"(default: config wer.remix_attempts, else {defaults.remix_attempts})")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     require_manifest(args.workspace, STAGE, WerStage.input_stage)
-    config = run_config(args, {"wer.max_wer": args.max_wer, "wer.resynthesize_attempts": args.resynthesize},
-                        flags={"wer.resynthesize_attempts": "--resynthesize"})
+    config = run_config(args, {"wer.max_wer": args.max_wer, "wer.resynthesize_attempts": args.resynthesize,
+                               "wer.remix_attempts": args.remix},
+                        flags={"wer.resynthesize_attempts": "--resynthesize", "wer.remix_attempts": "--remix"})
     ws = Workspace(args.workspace)
     with ws.lock():
         keep_config(ws, config, args, runs=(STAGE,))

@@ -57,7 +57,7 @@ def report(workspace: Path) -> dict:
           f"Whisper passes per kept sample {stats['whisper_clips_per_kept']}")
     print(f"mix share of wall:            {stats['mix_share_of_wall']}  (target <= 0.10)")
     wer = json.loads((workspace / "stats" / "wer.json").read_text())
-    print(f"kept after attempts: {wer.get('kept_after_attempts')}")
+    print(f"kept after attempts: {wer.get('kept_after_attempts')}; their retries: {wer.get('retries_of_kept')}")
     print(f"clicks in the kept samples' tracks (re-mixes included): {wer.get('kept_clicks')}")
     return stats
 

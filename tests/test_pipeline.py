@@ -65,8 +65,10 @@ def _check_model_cost(ws: Path, stdout: str) -> None:
     assert 0 < stats["synthesize"]["timed_s"]["tts"] <= 2 * stats["synthesize"]["seconds_this_run"]  # 2 workers
     n = stats["mix"]["processed_this_run"]
     assert n >= 4 and stats["mix"]["timed_calls"]["mix"] == n and stats["wer"]["timed_calls"]["whisper_clips"] >= n
-    retried = sum((int(k) - 1) * v for k, v in stats["wer"]["kept_after_attempts"].items())
-    assert stats["wer"]["timed_calls"].get("tts", 0) >= retried  # every re-synthesis is timed
+    retries = stats["wer"]["retries_of_kept"]
+    assert sum(retries.values()) == sum((int(k) - 1) * v for k, v in stats["wer"]["kept_after_attempts"].items())
+    assert stats["wer"]["timed_calls"].get("tts", 0) >= retries["resynthesis"]  # every re-synthesis is timed
+    assert stats["wer"]["timed_calls"].get("mix", 0) >= sum(retries.values())  # and every re-mix
     cost = json.loads((ws / "stats" / "pipeline.json").read_text())
     tts, whisper = cost["inference_s"]["tts"], cost["inference_s"]["whisper"]
     assert tts > 0 and whisper > 0 and cost["workers"] == 2 and cost["kept"] == stats["wer"]["kept"]
