@@ -54,6 +54,8 @@ from construction.core.runner import run_configured
 from construction.core.timing import Clock
 from construction.core.workspace import Rejected, Workspace, require_manifest
 from construction.levels import (
+    STEP_DB,
+    STEP_WITHIN_S,
     clicks_and_beats,
     content_steps,
     envelope,
@@ -62,7 +64,7 @@ from construction.levels import (
     source_steps,
     voiced_runs,
 )
-from construction.mix_stats import mix_stats, print_mix_summary
+from construction.mix_stats import CLICK_TRACKS, mix_stats, print_mix_summary
 from construction.sounds.library import loudness_lufs
 from construction.sounds.scenes import Pick, is_procedural, scene_sounds, take_span
 from construction.sounds.variation import change_rate, colour, draw_variation
@@ -90,6 +92,7 @@ log = logging.getLogger(__name__)
 
 
 MAX_REDRAWS = 3  # draws of a recipe before a sample whose defining sounds never dominate is rejected
+CLICKED = tuple(t.removeprefix("clicks_") for t in CLICK_TRACKS)  # the tracks a click is counted in
 DOMINANT_SHARE = 0.6  # of the scene's energy, carried by its defining layers alone and under the speech
 SUPPORT_CUT_MAX_DB = 20.0  # support may be lowered this much to let the defining sounds dominate
 
@@ -314,18 +317,27 @@ class MixStage:
         self._deferred = None
         with self.clock.timed("mix"):
             failed: list[dict[str, Any]] = []
-            for redraw in range(MAX_REDRAWS + 1):  # a draw whose defining sounds do not dominate is redrawn
+            # a draw whose defining sounds do not dominate, or with a click in a track, is drawn again
+            for redraw in range(MAX_REDRAWS + 1):
                 out = self._mix_one(sample, attempt, redraw, twins)
                 if not isinstance(out, dict):
                     break
                 failed.append(out)
             else:
-                worst = failed[0]
+                clicked = [f["clicks"] for f in failed if "clicks" in f]
+                if clicked:
+                    return Rejected(sample, f"click_in_every_draw: {len(clicked)} of {MAX_REDRAWS + 1} draws had a "
+                                            f"step over {STEP_DB:g} dB within {STEP_WITHIN_S * 1000:g} ms that no sound makes (first: {clicked[0]}), "
+                                            f"the others failed dominance")
                 return Rejected(sample, f"defining_not_dominant: in {MAX_REDRAWS + 1} draws the scene's defining "
                                         f"sounds never carried {DOMINANT_SHARE:.0%} of its energy and more than any "
-                                        f"support sound (first draw: {worst})")
+                                        f"support sound (first draw: {failed[0]})")
             if isinstance(out, Sample) and failed:
-                out.provenance[STAGE]["redrawn"] = len(failed)
+                for_clicks = sum("clicks" in f for f in failed)
+                if len(failed) > for_clicks:
+                    out.provenance[STAGE]["redrawn"] = len(failed) - for_clicks
+                if for_clicks:
+                    out.provenance[STAGE]["redrawn_for_clicks"] = for_clicks
             return out
 
     def _mix_one(self, sample: Sample, attempt: int = 0, redraw: int = 0,
@@ -383,7 +395,6 @@ class MixStage:
         recipe.under_gain_db = round(gain_to(under_part, recipe.speech_lufs - recipe.snr_db, sr), 3)
         gain = envelope(total, alone, speech.size, recipe.alone_gain_db, recipe.under_gain_db, fade, voiced, sr)
         mixture, guard_db = render(speech_track, scene, gain, cfg.peak_dbfs)
-        ref = self.ws.store_audio(mixture, sr)
         scene_alone = (scene * gain * 10 ** (guard_db / 20)).astype(np.float32)  # as heard in the mixture
         # the falls the sounds make on their own (not clicks), each at its loudest as heard if that is above
         # a -6 dBFS peak (a boing's end at -49.6 dBFS heard was under the floor at -6 dBFS: a click)
@@ -399,16 +410,22 @@ class MixStage:
         clicks["mixture"], n = clicks_and_beats(mixture, sr, with_speech,
                                                 lambda: (speech_track * 10 ** (guard_db / 20), *layers()))
         clicks["beats"] += n
-        provenance = {**sample.provenance, STAGE: {"peak_guard_db": round(guard_db, 3), "dominance": dominance,
-                                                   "clicks": clicks}}
-        update = {"mix": recipe, "mixture": ref, "scene_audio": self.ws.store_audio(scene_alone, sr),
-                  "irrelevant_audio": None, "danger_audio": None, "danger_scene_audio": None, "provenance": provenance}
+        made_twins: dict[str, np.ndarray] = {}
         if cfg.irrelevant_twin or cfg.danger_twin:
             made = (speech_track, scene, gain, (alone, alone + speech.size), said, voiced)
             if twins:
-                update.update(self.twins(sample, recipe, *made, clicks))
+                made_twins = self.twins(sample, recipe, *made, clicks)
             else:  # kept in memory for add_twins: the twins of this attempt are the same bytes either way
                 self._deferred = (sample.sample_id, made)
+        if any(clicks.get(track, 0) for track in CLICKED):  # a draw with a click is drawn again
+            self._deferred = None
+            return {"clicks": {track: clicks[track] for track in CLICKED if clicks.get(track)}}
+        provenance = {**sample.provenance, STAGE: {"peak_guard_db": round(guard_db, 3), "dominance": dominance,
+                                                   "clicks": clicks}}
+        update = {"mix": recipe, "mixture": self.ws.store_audio(mixture, sr),
+                  "scene_audio": self.ws.store_audio(scene_alone, sr),
+                  "irrelevant_audio": None, "danger_audio": None, "danger_scene_audio": None, "provenance": provenance,
+                  **{key: self.ws.store_audio(audio, sr) for key, audio in made_twins.items()}}
         return sample.model_copy(update=update)
 
     def add_twins(self, sample: Sample) -> Sample:
@@ -416,10 +433,12 @@ class MixStage:
         if self._deferred is None or self._deferred[0] != sample.sample_id:
             return sample  # twins switched off, or this mix made them already
         made, self._deferred = self._deferred[1], None
+        sr = self.config.sample_rate
         with self.clock.timed("mix"):
             recipe = sample.mix.model_copy(deep=True)
-            clicks = dict(sample.provenance[STAGE]["clicks"])
-            out = self.twins(sample, recipe, *made, clicks)
+            clicks = dict(sample.provenance[STAGE]["clicks"])  # a click here is counted: the mixture has passed
+            out = {key: self.ws.store_audio(audio, sr) for key, audio in
+                   self.twins(sample, recipe, *made, clicks).items()}
         provenance = {**sample.provenance, STAGE: {**sample.provenance[STAGE], "clicks": clicks}}
         return sample.model_copy(update={"mix": recipe, "provenance": provenance, **out})
 
@@ -427,8 +446,8 @@ class MixStage:
               gain: np.ndarray, span: tuple[int, int], said: np.ndarray, voiced: list[tuple[int, int]],
               clicks: dict[str, int]) -> dict[str, Any]:
         """The mixture's masking (glimpse proportion, background loudness under the speech) on the recipe,
-        and the twins matched to it (construction.twin), ducked on the same `voiced` runs: the audio refs
-        to store on the sample. The twins' clicks (falls neither the speech nor their own background
+        and the twins matched to it (construction.twin), ducked on the same `voiced` runs: their audio by
+        the sample field it is stored in. The twins' clicks (falls neither the speech nor their own background
         layers make) go into `clicks`: twin, danger and danger_scene."""
         cfg, sr = self.config.mix, self.config.sample_rate
         start, end = span
@@ -444,7 +463,7 @@ class MixStage:
                                                       library_entry(self.library, ambience), sr, cfg.fade_s,
                                                       cfg.peak_dbfs, gate=gate, distance_db=distance,
                                                       scene_under=heard[start:end], voiced=voiced)
-            out["irrelevant_audio"] = self.ws.store_audio(audio, sr)
+            out["irrelevant_audio"] = audio
             voice = speech_track * 10 ** (recipe.irrelevant.peak_guard_db / 20)
             clicks["twin"], n = clicks_and_beats(audio, sr, np.union1d(said, own), (voice, audio - voice))
             clicks["beats"] += n
@@ -459,7 +478,7 @@ class MixStage:
             clicks["danger"], n = clicks_and_beats(audio, sr, np.union1d(said, own), lambda: (voice, *layers()))
             clicks["danger_scene"], m = clicks_and_beats(alone, sr, own, layers)
             clicks["beats"] += n + m
-            out["danger_audio"], out["danger_scene_audio"] = self.ws.store_audio(audio, sr), self.ws.store_audio(alone, sr)
+            out["danger_audio"], out["danger_scene_audio"] = audio, alone
         return out
 
     def process(self, batch: list[Sample]) -> list[Sample | Rejected]:

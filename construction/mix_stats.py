@@ -46,6 +46,7 @@ def mix_stats(ws: Workspace, config: Config, procedural: frozenset[str] = frozen
             check["dominant_as_drawn"] += first
             check["support_lowered"] += "support_lowered_db" in dom
             check["redrawn"] += bool(prov.get("redrawn"))
+        check["redrawn_for_clicks"] += bool(prov.get("redrawn_for_clicks"))  # a draw with a click is drawn again
         for track, n in prov.get("clicks", {}).items():
             check[{"in_sources": "steps_in_sources", "beats": "beats"}.get(track, f"clicks_{track}")] += n
         copies: Counter = Counter()
@@ -91,10 +92,12 @@ def mix_stats(ws: Workspace, config: Config, procedural: frozenset[str] = frozen
         row = {k: c[k] for k in ("measured", "dominant_as_drawn", "support_lowered", "redrawn")}
         row["rejected_not_dominant"] = rejected[category]
         row["share_dominant_as_drawn"] = round(c["dominant_as_drawn"] / c["measured"], 3) if c["measured"] else None
-        row.update({k: c[k] for k in (*CLICK_TRACKS, "steps_in_sources", "beats", "samples_repeating_a_recording_over_3")})
+        row.update({k: c[k] for k in (*CLICK_TRACKS, "redrawn_for_clicks", "steps_in_sources", "beats",
+                                      "samples_repeating_a_recording_over_3")})
         quality[category] = row
     return {"scene_checks_per_category": quality,
             "clicks": sum(c[k] for c in checks.values() for k in CLICK_TRACKS),
+            "redrawn_for_clicks": sum(c["redrawn_for_clicks"] for c in checks.values()),
             "beats": sum(c["beats"] for c in checks.values()),  # falls of a sum its parts do not make (levels.clicks_and_beats)
             "samples_repeating_a_recording_over_3": sum(c["samples_repeating_a_recording_over_3"] for c in checks.values()),
             **(twin_stats(ws.read_samples(STAGE)) if config.mix.irrelevant_twin else {}),

@@ -304,3 +304,57 @@ def test_the_scream_fades_its_rooms_tail_and_a_danger_scream_ends_before_the_cli
         _, _, layers = danger_scene("street_emergency", seed, total, span, sr)
         under = layers[2]  # the scream under the words
         assert np.flatnonzero(under)[-1] < total - fade, seed
+
+
+def _clicking(monkeypatch, draws: int):
+    """The stage's click check, told that the first `draws` tracks it checks have a click (the real
+    clicks left are rare, 4-7 in a 600-script build with the natural bank, and come from layers that
+    cancel while one of them ramps): what the stage does with a click is under test, not the check."""
+    import construction.mix as mix
+
+    real, seen = mix.clicks_and_beats, []
+
+    def check(audio, sample_rate, content, parts):
+        clicks, beats = real(audio, sample_rate, content, parts)
+        if len(seen) < draws:
+            seen.append(audio.size)
+            return clicks + 1, beats
+        return clicks, beats
+
+    monkeypatch.setattr(mix, "clicks_and_beats", check)
+    return seen
+
+
+def _stored(ws: Workspace) -> set[str]:
+    return {str(p.relative_to(ws.root)) for p in ws.root.rglob("*.wav")}
+
+
+def test_a_draw_with_a_click_is_drawn_again_and_leaves_nothing_behind(tmp_path, monkeypatch):
+    library = _library(tmp_path / "sounds", [("music", "game_music", "CC0-1.0", _tone(440, 8.0), SR, "bed")])
+    ws = _one_sample(tmp_path / "ws", "vg_music", _speechlike(3, 1.2))
+    before = _stored(ws)
+    seen = _clicking(monkeypatch, draws=1)
+    stats = run_stage(ws, MixStage(str(ws.root), _config(library)), jobs=1, progress=False)
+    assert stats["kept"] == 1 and len(seen) == 1
+    [sample] = ws.read_samples("mix")
+    prov = sample.provenance["mix"]
+    assert prov["redrawn_for_clicks"] == 1 and "redrawn" not in prov  # not counted as a dominance redraw
+    assert all(n == 0 for track, n in prov["clicks"].items() if track not in ("in_sources", "beats"))
+    written = json.loads(ws.stats_path("mix").read_text())
+    assert written["clicks"] == 0 and written["redrawn_for_clicks"] == 1
+    assert written["scene_checks_per_category"]["video_games"]["redrawn"] == 0
+    # only the kept draw's tracks were stored: the clicked draw left no audio in the workspace
+    refs = {r.path for r in (sample.mixture, sample.scene_audio, sample.irrelevant_audio, sample.danger_audio,
+                             sample.danger_scene_audio)}
+    assert _stored(ws) - before == refs
+
+
+def test_a_click_in_every_draw_rejects_the_sample(tmp_path, monkeypatch):
+    library = _library(tmp_path / "sounds", [("music", "game_music", "CC0-1.0", _tone(440, 8.0), SR, "bed")])
+    ws = _one_sample(tmp_path / "ws", "vg_music", _speechlike(3, 1.2))
+    before = _stored(ws)
+    _clicking(monkeypatch, draws=100)
+    stats = run_stage(ws, MixStage(str(ws.root), _config(library)), jobs=1, progress=False)
+    [rejected] = list(ws.read_rejected("mix"))
+    assert stats["kept"] == 0 and rejected.reason.startswith("click_in_every_draw: 4 of 4 draws"), rejected.reason
+    assert _stored(ws) == before
