@@ -327,8 +327,8 @@ class MixStage:
                 clicked = [f["clicks"] for f in failed if "clicks" in f]
                 if clicked:
                     return Rejected(sample, f"click_in_every_draw: {len(clicked)} of {MAX_REDRAWS + 1} draws had a "
-                                            f"step over {STEP_DB:g} dB within {STEP_WITHIN_S * 1000:g} ms that no sound makes (first: {clicked[0]}), "
-                                            f"the others failed dominance")
+                                            f"step over {STEP_DB:g} dB within {STEP_WITHIN_S * 1000:g} ms that no "
+                                            f"sound makes (first: {clicked[0]}), the others failed dominance")
                 return Rejected(sample, f"defining_not_dominant: in {MAX_REDRAWS + 1} draws the scene's defining "
                                         f"sounds never carried {DOMINANT_SHARE:.0%} of its energy and more than any "
                                         f"support sound (first draw: {failed[0]})")

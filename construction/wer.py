@@ -327,8 +327,9 @@ def print_wer_summary(stats: dict[str, Any]) -> None:
         edges = hist["edges"]
         cells = [f"[{edges[i]}, {edges[i + 1]}): {n}" for i, n in enumerate(hist["counts"])]
         print("  mixture WER distribution: " + "  ".join(cells))
-    if stats.get("retries_of_kept"):
-        print("  retries of the kept samples: {remix} re-mixes, {resynthesis} re-syntheses".format(**stats["retries_of_kept"]))
+    retries = stats.get("retries_of_kept")
+    if retries:
+        print(f"  retries of the kept samples: {retries['remix']} re-mixes, {retries['resynthesis']} re-syntheses")
 
 
 # Whisper's cache (AORBENCH_CACHE, XDG_CACHE_HOME) and, re-synthesising, synthesize's (SYNTHESIZE_ENV)
