@@ -159,6 +159,7 @@ class WerStage:
         return self._mix.mix_one(sample, attempt=attempt, twins=False)  # twins once it passes
 
     def _stages(self) -> None:
+        """The synthesize and mix stages a retry needs, set up at the first retry."""
         from construction.mix import MixStage
         from construction.synthesize import SynthesizeStage
 
