@@ -64,7 +64,7 @@ from construction.levels import (
     source_steps,
     voiced_runs,
 )
-from construction.mix_stats import CLICK_TRACKS, mix_stats, print_mix_summary
+from construction.mix_stats import CLICKED, mix_stats, print_mix_summary
 from construction.sounds.library import loudness_lufs
 from construction.sounds.scenes import Pick, is_procedural, scene_sounds, take_span
 from construction.sounds.variation import change_rate, colour, draw_variation
@@ -92,7 +92,6 @@ log = logging.getLogger(__name__)
 
 
 MAX_REDRAWS = 3  # draws of a recipe before a sample whose defining sounds never dominate is rejected
-CLICKED = tuple(t.removeprefix("clicks_") for t in CLICK_TRACKS)  # the tracks a click is counted in
 DOMINANT_SHARE = 0.6  # of the scene's energy, carried by its defining layers alone and under the speech
 SUPPORT_CUT_MAX_DB = 20.0  # support may be lowered this much to let the defining sounds dominate
 
@@ -326,9 +325,10 @@ class MixStage:
             else:
                 clicked = [f["clicks"] for f in failed if "clicks" in f]
                 if clicked:
+                    others = ", the others failed dominance" if len(clicked) < len(failed) else ""
                     return Rejected(sample, f"click_in_every_draw: {len(clicked)} of {MAX_REDRAWS + 1} draws had a "
                                             f"step over {STEP_DB:g} dB within {STEP_WITHIN_S * 1000:g} ms that no "
-                                            f"sound makes (first: {clicked[0]}), the others failed dominance")
+                                            f"sound makes (first: {clicked[0]}){others}")
                 return Rejected(sample, f"defining_not_dominant: in {MAX_REDRAWS + 1} draws the scene's defining "
                                         f"sounds never carried {DOMINANT_SHARE:.0%} of its energy and more than any "
                                         f"support sound (first draw: {failed[0]})")
@@ -410,16 +410,13 @@ class MixStage:
         clicks["mixture"], n = clicks_and_beats(mixture, sr, with_speech,
                                                 lambda: (speech_track * 10 ** (guard_db / 20), *layers()))
         clicks["beats"] += n
-        made_twins: dict[str, np.ndarray] = {}
-        if cfg.irrelevant_twin or cfg.danger_twin:
-            made = (speech_track, scene, gain, (alone, alone + speech.size), said, voiced)
-            if twins:
-                made_twins = self.twins(sample, recipe, *made, clicks)
-            else:  # kept in memory for add_twins: the twins of this attempt are the same bytes either way
-                self._deferred = (sample.sample_id, made)
+        has_twins = cfg.irrelevant_twin or cfg.danger_twin
+        made = (speech_track, scene, gain, (alone, alone + speech.size), said, voiced)
+        made_twins = self.twins(sample, recipe, *made, clicks) if has_twins and twins else {}
         if any(clicks.get(track, 0) for track in CLICKED):  # a draw with a click is drawn again
-            self._deferred = None
             return {"clicks": {track: clicks[track] for track in CLICKED if clicks.get(track)}}
+        if has_twins and not twins:  # kept in memory for add_twins: the twins of this attempt are the same bytes
+            self._deferred = (sample.sample_id, made)
         provenance = {**sample.provenance, STAGE: {"peak_guard_db": round(guard_db, 3), "dominance": dominance,
                                                    "clicks": clicks}}
         update = {"mix": recipe, "mixture": self.ws.store_audio(mixture, sr),

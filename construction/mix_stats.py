@@ -17,7 +17,8 @@ from construction.twin import twin_stats
 STAGE = "mix"
 # every rendered track is checked (construction.levels.steps): the mixture, its scene alone, the irrelevant
 # twin, the danger twin and the danger scene alone
-CLICK_TRACKS = ("clicks_mixture", "clicks_scene", "clicks_twin", "clicks_danger", "clicks_danger_scene")
+CLICKED = ("mixture", "scene", "twin", "danger", "danger_scene")  # their keys in provenance.mix.clicks
+CLICK_TRACKS = tuple(f"clicks_{track}" for track in CLICKED)  # and in stats/mix.json
 
 
 def mix_stats(ws: Workspace, config: Config, procedural: frozenset[str] = frozenset(),

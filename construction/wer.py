@@ -263,7 +263,7 @@ class WerStage:
         rejected = [r.sample.wer_mixture for r in ws.read_rejected(STAGE) if r.sample.wer_mixture is not None]
         kept_attempts = [s.provenance.get(STAGE, {}).get("attempts", []) for s in ws.read_samples(STAGE)]
         retried = Counter(len(a) for a in kept_attempts)
-        remixes = sum(bool(h.get("remix")) for a in kept_attempts for h in a)
+        retries = [bool(h.get("remix")) for a in kept_attempts for h in a[1:]]  # every attempt after the first
         everything = np.array(kept + rejected) if kept + rejected else np.zeros(0)
         edges = [0, 0.05, 0.1, 0.2, 0.5, 1.0, np.inf]
         histogram = np.histogram(everything, bins=edges)[0].tolist() if everything.size else []
@@ -272,19 +272,18 @@ class WerStage:
                 "wer_mixture_mean_kept": round(float(np.mean(kept)), 4) if kept else None,
                 "kept_after_attempts": {str(k): v for k, v in sorted(retried.items())},
                 # the kept samples' retries: re-mixes of the same speech, and new voices (re-syntheses)
-                "retries_of_kept": {"remix": remixes, "resynthesis": sum(retried[n] * (n - 1) for n in retried) - remixes}}
+                "retries_of_kept": {"remix": sum(retries), "resynthesis": len(retries) - sum(retries)}}
 
 
 def kept_clicks(ws: Workspace) -> dict[str, Any]:
     """Clicks (construction.levels.steps) in the tracks of the kept samples, per track: these are the tracks
     that ship, re-mixes included (stats/mix.json counts the mix stage's first attempts)."""
-    from construction.mix_stats import CLICK_TRACKS
+    from construction.mix_stats import CLICKED
 
-    tracks = [t.removeprefix("clicks_") for t in CLICK_TRACKS]
-    counts = Counter({t: 0 for t in tracks})
+    counts = Counter({t: 0 for t in CLICKED})
     for s in ws.read_samples(STAGE):
         clicks = s.provenance.get("mix", {}).get("clicks", {})
-        counts.update({t: clicks.get(t, 0) for t in tracks})
+        counts.update({t: clicks.get(t, 0) for t in CLICKED})
     return {"kept_clicks": {"total": sum(counts.values()), **counts}}
 
 
