@@ -9,7 +9,10 @@ the mixture fails (a mixing problem). With wer.resynthesize_attempts = K, a fail
 re-synthesised with another voice of the same gender (another TTS engine first) and re-mixed with a
 new seed, up to K times. With wer.remix_attempts = R (default 0: see WerConfig for the twin cost), a
 sample whose mixture fails while its clean speech passes (words and key words) is first re-mixed with
-the same speech and a new seed, up to R times. Every attempt is recorded in provenance.
+the same speech and a new seed, up to R times. With wer.gate_twins (the default) a passing mixture's
+twins (irrelevant, danger) are transcribed and must pass the same gate, or the attempt fails
+(`twin_irrelevant`, `twin_danger`) and is retried as a masked mixture is: the masking baseline is heard
+as the mixture is. Every attempt is recorded in provenance.
 
 Flags: `python -m construction.wer --help`.
 """
@@ -129,7 +132,12 @@ class WerStage:
                 "transcript_speech": text, "wer_speech": round(score(sample.speech_text, text)[0], 4)})
         return [done[s.sample_id] for s in batch]
 
+    @property
+    def _gating_twins(self) -> bool:
+        return self.config.wer.gate_twins and self.config.wer.transcribe_twins
+
     def _verdict(self, sample: Sample) -> str | None:
+        """Why the sample fails the gate (None: it passes): its mixture, then (wer.gate_twins) its twins."""
         from construction.speech.scoring import missing_key_words
 
         limit = self.config.wer.max_wer
@@ -137,17 +145,40 @@ class WerStage:
             missed = missing_key_words(sample.key_words, sample.transcript_mixture or "") \
                 if self.config.wer.require_key_words else []
             if not missed:
-                return None
+                return self._twin_verdict(sample) if self._gating_twins else None
             return (f"keyword_missed: {', '.join(repr(k) for k in missed)} not heard in the mixture "
                     f"(WER {sample.wer_mixture:.2f}); heard {sample.transcript_mixture!r}")
         code = "wer_tts" if sample.wer_speech > limit else "wer_snr"
         return (f"{code}: mixture WER {sample.wer_mixture:.2f} > {limit} (clean speech WER "
                 f"{sample.wer_speech:.2f}); heard {sample.transcript_mixture!r}")
 
-    def _masked(self, sample: Sample) -> bool:
-        """The clean speech passes where the mixture failed: its words and its key words were heard."""
+    def _twin_verdict(self, sample: Sample) -> str | None:
+        """Why a twin of a passing mixture fails the same gate: the masking baseline must be heard as
+        the mixture is, or "twin minus mixture" measures intelligibility, not context use. A twin that
+        could not be read (unscored) is the mix's to report."""
         from construction.speech.scoring import missing_key_words
 
+        limit = self.config.wer.max_wer
+        for kind in ("irrelevant", "danger"):
+            wer, heard = getattr(sample, f"wer_{kind}"), getattr(sample, f"transcript_{kind}")
+            if wer is None:
+                continue
+            missed = missing_key_words(sample.key_words, heard or "") if self.config.wer.require_key_words else []
+            if wer > limit or missed:
+                what = f"WER {wer:.2f} > {limit}" if wer > limit else \
+                    f"{', '.join(repr(k) for k in missed)} not heard (WER {wer:.2f})"
+                return (f"twin_{kind}: the {kind} twin fails the gate its mixture passed ({what}; mixture WER "
+                        f"{sample.wer_mixture:.2f}); heard {heard!r}")
+        return None
+
+    def _masked(self, sample: Sample) -> bool:
+        """The clean speech passes where the mixture failed: its words and its key words were heard. A
+        passing mixture whose twin failed counts too: its speech is heard at that masking."""
+        from construction.speech.scoring import missing_key_words
+
+        if self._gating_twins and sample.wer_mixture is not None and sample.wer_mixture <= self.config.wer.max_wer \
+                and (self._verdict(sample) or "").startswith("twin_"):
+            return True
         if sample.wer_speech is None or sample.wer_speech > self.config.wer.max_wer:
             return False
         return not (self.config.wer.require_key_words
@@ -156,7 +187,7 @@ class WerStage:
     def _remix(self, sample: Sample, attempt: int) -> Sample | Rejected:
         """The same speech re-mixed with a new seed (its clean transcript still describes it)."""
         self._stages()
-        return self._mix.mix_one(sample, attempt=attempt, twins=False)  # twins once it passes
+        return self._mix.mix_one(_without_twins(sample), attempt=attempt, twins=False)  # twins once it passes
 
     def _stages(self) -> None:
         """The synthesize and mix stages a retry needs, set up at the first retry."""
@@ -174,15 +205,18 @@ class WerStage:
         self._stages()
         voice = next_voice(self._synthesize.voices, sample.voice_id, tried)
         # the last voice's clean transcript does not describe the new speech (a kept retry kept it)
-        spoken = self._synthesize.synthesize_one(sample.model_copy(update={"transcript_speech": None, "wer_speech": None}),
-                                                 voice=voice)
+        spoken = self._synthesize.synthesize_one(_without_twins(sample).model_copy(
+            update={"transcript_speech": None, "wer_speech": None}), voice=voice)
         if isinstance(spoken, Rejected):
             return spoken
         return self._mix.mix_one(spoken, attempt=attempt, twins=False)  # twins once it passes
 
     def process(self, batch: list[Sample]) -> list[Sample | Rejected]:
         results: list[Sample | Rejected] = []
-        for sample in self._transcribe_and_score(batch):
+        scored = self._transcribe_and_score(batch)
+        if self._gating_twins:  # the first attempts' twins (made by the mix stage) heard in one call
+            scored = self._with_twins_heard(scored)
+        for sample in scored:
             if isinstance(sample, Rejected):
                 results.append(sample)
                 continue
@@ -194,9 +228,13 @@ class WerStage:
                 reason = self._verdict(sample)
                 history.append({"voice": sample.voice_id, "snr_db": sample.mix.snr_db,
                                 "wer_speech": sample.wer_speech, "wer_mixture": sample.wer_mixture,
+                                **{f"wer_{k}": getattr(sample, f"wer_{k}") for k in ("irrelevant", "danger")
+                                   if self._gating_twins and getattr(sample, f"wer_{k}") is not None},
                                 **({"remix": True} if remixed else {})})
                 if reason is None:
                     break
+                if reason.startswith("twin_"):
+                    history[-1]["twin_failed"] = reason.split(":")[0].removeprefix("twin_")
                 remixed = remixes < cfg.remix_attempts and self._masked(sample)
                 if remixed:
                     remixes += 1
@@ -213,6 +251,8 @@ class WerStage:
                 if isinstance(rescored, Rejected):
                     reason = rescored.reason
                     break
+                if self._gating_twins:  # a mixture that passed gets its twins, which must pass too
+                    rescored = self._with_twins_heard([rescored])[0]
                 sample = rescored
             if reason is None and self._mix is not None:
                 sample = self._mix.add_twins(sample)  # a re-mix that passed (else a no-op)
@@ -221,10 +261,20 @@ class WerStage:
                 "max_wer": self.config.wer.max_wer, "attempts": history}}
             sample = sample.model_copy(update={"provenance": provenance})
             results.append(sample if reason is None else Rejected(sample, reason))
-        if self.config.wer.transcribe_twins:
+        if self.config.wer.transcribe_twins and not self._gating_twins:  # recorded, not gated
             twins = self._transcribe_twins([r for r in results if isinstance(r, Sample)])
             results = [twins.get(r.sample_id, r) if isinstance(r, Sample) else r for r in results]
         return results
+
+    def _with_twins_heard(self, scored: list[Sample | Rejected]) -> list[Sample | Rejected]:
+        """`scored` with the twins of each passing mixture made (a re-mix's, MixStage.add_twins) and
+        transcribed, for the twin gate; the others as they are."""
+        passing = [s for s in scored if isinstance(s, Sample) and self._verdict(s) is None]
+        if self._mix is not None:
+            passing = [self._mix.add_twins(s) for s in passing]
+        heard = {s.sample_id: s for s in passing}
+        heard.update(self._transcribe_twins(passing))
+        return [heard.get(s.sample_id, s) if isinstance(s, Sample) else s for s in scored]
 
     def _transcribe_twins(self, kept: list[Sample]) -> dict[str, Sample]:
         """The kept samples with their twins' transcripts and WER (irrelevant, danger), scored like the
@@ -267,12 +317,31 @@ class WerStage:
         everything = np.array(kept + rejected) if kept + rejected else np.zeros(0)
         edges = [0, 0.05, 0.1, 0.2, 0.5, 1.0, np.inf]
         histogram = np.histogram(everything, bins=edges)[0].tolist() if everything.size else []
-        return {**twin_wer_stats(ws), **kept_clicks(ws),
+        return {**twin_wer_stats(ws), **twin_gate_stats(ws), **kept_clicks(ws),
                 "wer_mixture_histogram": {"edges": [0, 0.05, 0.1, 0.2, 0.5, 1.0, "inf"], "counts": histogram},
                 "wer_mixture_mean_kept": round(float(np.mean(kept)), 4) if kept else None,
                 "kept_after_attempts": {str(k): v for k, v in sorted(retried.items())},
                 # the kept samples' retries: re-mixes of the same speech, and new voices (re-syntheses)
                 "retries_of_kept": {"remix": sum(retries), "resynthesis": len(retries) - sum(retries)}}
+
+
+def _without_twins(sample: Sample) -> Sample:
+    """A sample about to be mixed again: its last twins' transcripts do not describe the new twins."""
+    return sample.model_copy(update={f"{what}_{kind}": None for what in ("transcript", "wer")
+                                     for kind in ("irrelevant", "danger")})
+
+
+def twin_gate_stats(ws: Workspace) -> dict[str, Any]:
+    """How the twin gate decided, over every attempt whose twins were heard (kept and rejected samples):
+    those attempts, and those whose irrelevant or danger twin failed the gate its mixture passed (before
+    the gate such samples shipped). The kept samples' twin WER (twin_wer) is after the gate."""
+    heard, failed = 0, Counter({"irrelevant": 0, "danger": 0})
+    for sample in list(ws.read_samples(STAGE)) + [r.sample for r in ws.read_rejected(STAGE)]:
+        for attempt in sample.provenance.get(STAGE, {}).get("attempts", []):
+            heard += "wer_irrelevant" in attempt or "wer_danger" in attempt
+            if attempt.get("twin_failed"):
+                failed[attempt["twin_failed"]] += 1
+    return {"twin_gate": {"attempts_heard": heard, "failed": dict(failed)}} if heard else {}
 
 
 def kept_clicks(ws: Workspace) -> dict[str, Any]:

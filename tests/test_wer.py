@@ -80,9 +80,11 @@ def test_noise_at_0_db_is_rejected_more_often_than_at_20_db(tmp_path):
     rejected_quiet = len(list(quiet.read_rejected("wer")))
     rejected_loud = len(list(loud.read_rejected("wer")))
     assert rejected_loud > rejected_quiet
-    # clean speech is the same in both: its WER says the TTS was fine, so drops are SNR problems
-    assert all(r.reason.startswith("wer_snr") for r in loud.read_rejected("wer"))
-    assert all(r.sample.transcript_speech is not None for r in loud.read_rejected("wer"))
+    # clean speech is the same in both: its WER says the TTS was fine, so drops are SNR problems (the
+    # mixture's, or a passing mixture's twin's: the twin gate, whose clean speech was not needed)
+    loud_rejected = list(loud.read_rejected("wer"))
+    assert all(r.reason.startswith(("wer_snr", "twin_")) for r in loud_rejected)
+    assert all(r.sample.transcript_speech is not None for r in loud_rejected if r.reason.startswith("wer_snr"))
     sample = next(quiet.read_samples("wer"))
     assert sample.provenance["wer"]["model"].startswith("whisper-base")
     assert sample.transcript_speech is None  # by default the clean speech is transcribed for failures only
@@ -173,6 +175,41 @@ def test_a_masked_mixture_is_re_mixed_with_the_same_speech_before_another_voice(
     assert rescued.irrelevant_audio and rescued.danger_audio and rescued.wer_irrelevant is not None
     calls = ws.read_stats("wer").get("timed_calls", {})
     assert calls.get("tts", 0) == 0 and calls.get("mix", 0) >= 1, calls  # re-mixed, not re-synthesised
+
+
+def test_a_twin_that_fails_the_gate_its_mixture_passed_fails_the_attempt(tmp_path):
+    """The irrelevant twin is the masking baseline: if Whisper cannot follow its words where the mixture
+    passed, "twin minus mixture" would measure intelligibility. Here the first attempt's twin is noise:
+    the attempt fails as twin_irrelevant and is re-mixed (its speech is heard at that masking), and the
+    sample ships with twins that pass; with no retry left it is rejected."""
+    config = _config(tmp_path, **{"mix.snr_db_min": 20, "mix.snr_db_max": 20, "wer.resynthesize_attempts": 1,
+                                  "wer.remix_attempts": 1})
+    ws = Workspace(tmp_path / "ws")
+    _scripts(ws, SENTENCES[:2])
+    for stage in (SynthesizeStage(str(ws.root), config), MixStage(str(ws.root), config)):
+        run_stage(ws, stage, jobs=1, progress=False)
+    mixed = list(ws.read_samples("mix"))
+    length = ws.load_audio(mixed[0].irrelevant_audio).size
+    noise = (0.1 * np.random.default_rng(0).standard_normal(length)).astype(np.float32)
+    mixed[0] = mixed[0].model_copy(update={"irrelevant_audio": ws.store_audio(noise, 16000)})
+    ws.write_manifest("mix", mixed)
+    stats = run_stage(ws, WerStage(str(ws.root), config), jobs=1, progress=False)
+    assert stats["kept"] == 2, stats
+    rescued = next(s for s in ws.read_samples("wer") if s.sample_id == mixed[0].sample_id)
+    first, second = rescued.provenance["wer"]["attempts"]
+    assert first["wer_mixture"] <= 0.2 and first["wer_irrelevant"] > 0.5 and first["twin_failed"] == "irrelevant"
+    assert second["remix"] is True and second["voice"] == first["voice"] and "twin_failed" not in second
+    assert rescued.irrelevant_audio.sha256 != mixed[0].irrelevant_audio.sha256
+    assert rescued.wer_irrelevant == second["wer_irrelevant"] <= 0.2 and rescued.wer_danger <= 0.2
+    assert ws.read_stats("wer")["twin_gate"] == {"attempts_heard": 3, "failed": {"irrelevant": 1, "danger": 0}}
+    assert ws.read_stats("wer").get("timed_calls", {}).get("tts", 0) == 0  # re-mixed, not re-synthesised
+
+    # no retry left: rejected, and why
+    config = _config(tmp_path, **{"mix.snr_db_min": 20, "mix.snr_db_max": 20})
+    stats = run_stage(ws, WerStage(str(ws.root), config), jobs=1, progress=False, restart=True)
+    [rejected] = list(ws.read_rejected("wer"))
+    assert stats["kept"] == 1 and rejected.reason.startswith("twin_irrelevant: the irrelevant twin fails"), rejected.reason
+    assert rejected.sample.wer_mixture <= 0.2 and rejected.sample.wer_irrelevant > 0.5
 
 
 def test_hopeless_sample_is_dropped_after_k_attempts(tmp_path):
