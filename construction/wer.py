@@ -5,14 +5,14 @@ fractions, after the Whisper English normaliser; see construction.speech.scoring
 kept when the mixture's WER <= wer.max_wer. The clean speech is transcribed too, for every sample with
 wer.transcribe_speech = always, else (the default, faster) only for failing ones: a rejected sample
 is reported as `wer_tts` when its clean speech already fails (a TTS problem) and `wer_snr` when only
-the mixture fails (a mixing problem). With wer.resynthesize_attempts = K, a failing sample is
-re-synthesised with another voice of the same gender (another TTS engine first) and re-mixed with a
-new seed, up to K times. With wer.remix_attempts = R (default 0: see WerConfig for the twin cost), a
-sample whose mixture fails while its clean speech passes (words and key words) is first re-mixed with
-the same speech and a new seed, up to R times. With wer.gate_twins (the default) a passing mixture's
-twins (irrelevant, danger) are transcribed and must pass the same gate, or the attempt fails
-(`twin_irrelevant`, `twin_danger`) and is retried as a masked mixture is: the masking baseline is heard
-as the mixture is. Every attempt is recorded in provenance.
+the mixture fails (a mixing problem). With wer.gate_twins (the default) a passing mixture's twins
+(irrelevant, danger) are transcribed and must pass the same gate, or the attempt fails (`twin_irrelevant`,
+`twin_danger`): the masking baseline must be heard as the mixture is. A sample whose mixture failed while
+its clean speech passed, or whose twin failed, was masked by its draw: with wer.remix_attempts = R
+(default 2) it is first re-mixed with the same speech and a new seed, up to R times. Then, with
+wer.resynthesize_attempts = K, a failing sample is re-synthesised with another voice of the same gender
+(another TTS engine first) and re-mixed with a new seed, up to K times. Every attempt is recorded in
+provenance.
 
 Flags: `python -m construction.wer --help`.
 """

@@ -118,7 +118,7 @@ def test_clean_speech_of_every_sample_is_transcribed_on_request(tmp_path):
 
 
 def test_failed_tts_is_resynthesised_with_another_voice(tmp_path):
-    # re-mixes on: a clip whose clean speech fails is never re-mixed, its voice is replaced
+    # with re-mixes: a clip whose clean speech fails is never re-mixed, its voice is replaced
     config = _config(tmp_path, **{"mix.snr_db_min": 20, "mix.snr_db_max": 20, "wer.resynthesize_attempts": 2,
                                   "wer.remix_attempts": 2})
     ws = Workspace(tmp_path / "ws")
@@ -151,7 +151,7 @@ def test_failed_tts_is_resynthesised_with_another_voice(tmp_path):
 def test_a_masked_mixture_is_re_mixed_with_the_same_speech_before_another_voice(tmp_path):
     """The clean speech passes and only the mixture fails (here: a mixture whose words were lost): the
     draw masked it, not the voice, so the same speech is re-mixed with a new seed and no synthesis is
-    spent; the voice keeps its sample (wer.remix_attempts, off by default)."""
+    spent; the voice keeps its sample (wer.remix_attempts)."""
     config = _config(tmp_path, **{"mix.snr_db_min": 20, "mix.snr_db_max": 20, "wer.resynthesize_attempts": 2,
                                   "wer.remix_attempts": 1})
     ws = Workspace(tmp_path / "ws")

@@ -190,15 +190,14 @@ class WerConfig(Section):
     require_key_words: bool = True
     # 2, not 1: one retry kept 83.0 % of 300 demo scripts after WER, two keep 88.3 % (README, Benchmarks)
     resynthesize_attempts: int = Field(2, ge=0, description="a failing sample gets the next voice and a new mix")
-    # a mixture that fails while its clean speech passes (words and key words) was masked by its draw, not
-    # spoiled by its voice: with R > 0 it is first re-mixed with the same speech and a new seed (no
-    # synthesis spent; the voice keeps its sample). Off by default, for the premise: a re-draw that passes
-    # is often a lucky one, and the twin, matched to its masking, then fails more often than for other
-    # samples (irrelevant-twin WER > mixture WER + 0.2 for 12 % of the re-mixed samples kept, 3.5-4.6 %
-    # of the others), so the masking baseline is weaker exactly where the re-mix added samples. 600
-    # scripts (seed 5): R = 0 kept 546 at 1.64 syntheses per kept sample, R = 1 562 at 1.45, R = 2 571 at
-    # 1.38, all at 4.25-4.29 Whisper passes per kept sample and the same SNRs kept
-    remix_attempts: int = Field(0, ge=0, description="re-mixes of the same speech when only the mixture fails")
+    # a mixture that fails while its clean speech passes (words and key words), or passes while a twin fails,
+    # was masked by its draw, not spoiled by its voice: it is first re-mixed with the same speech and a new
+    # seed, up to R times (no synthesis spent; the voice keeps its sample). Safe for the premise only with
+    # gate_twins: without it a re-draw that passes is often a lucky one whose twin, matched to its masking,
+    # is not heard (irrelevant-twin WER > mixture WER + 0.2 for 12 % of the re-mixed samples kept). 600
+    # scripts (seed 5) with the twin gate: R = 0 kept 494 at 2.05 syntheses per kept sample (flite awb and
+    # slt voicing 29 and 32), R = 2 536 at 1.65 (47 and 51), every kept twin passing the gate
+    remix_attempts: int = Field(2, ge=0, description="re-mixes of the same speech when only its masking failed")
     # the twins (irrelevant, danger) of a passing mixture are transcribed too and their WER recorded: equal
     # masking should give equal intelligibility. Costs one Whisper pass per twin.
     transcribe_twins: bool = True
