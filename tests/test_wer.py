@@ -205,7 +205,7 @@ def test_a_twin_that_fails_the_gate_its_mixture_passed_fails_the_attempt(tmp_pat
     assert ws.read_stats("wer").get("timed_calls", {}).get("tts", 0) == 0  # re-mixed, not re-synthesised
 
     # no retry left: rejected, and why
-    config = _config(tmp_path, **{"mix.snr_db_min": 20, "mix.snr_db_max": 20})
+    config = _config(tmp_path, **{"mix.snr_db_min": 20, "mix.snr_db_max": 20, "wer.remix_attempts": 0})
     stats = run_stage(ws, WerStage(str(ws.root), config), jobs=1, progress=False, restart=True)
     [rejected] = list(ws.read_rejected("wer"))
     assert stats["kept"] == 1 and rejected.reason.startswith("twin_irrelevant: the irrelevant twin fails"), rejected.reason
