@@ -276,15 +276,15 @@ class WerStage:
         heard.update(self._transcribe_twins(passing))
         return [heard.get(s.sample_id, s) if isinstance(s, Sample) else s for s in scored]
 
-    def _transcribe_twins(self, kept: list[Sample]) -> dict[str, Sample]:
-        """The kept samples with their twins' transcripts and WER (irrelevant, danger), scored like the
-        mixture over the same extent; a twin that cannot be read is left unscored (it is the mix's to
-        report)."""
+    def _transcribe_twins(self, samples: list[Sample]) -> dict[str, Sample]:
+        """The samples (passing mixtures) with their twins' transcripts and WER (irrelevant, danger), scored
+        like the mixture over the same extent; a twin that cannot be read is left unscored (it is the mix's
+        to report)."""
         from construction.speech.scoring import score
 
         jobs: list[tuple[Sample, str]] = []
         audio: list[np.ndarray] = []
-        for sample in kept:
+        for sample in samples:
             for kind in ("irrelevant", "danger"):
                 ref = getattr(sample, f"{kind}_audio")
                 if ref is None:
@@ -303,7 +303,7 @@ class WerStage:
         for (sample, kind), text in zip(jobs, texts):
             update.setdefault(sample.sample_id, {}).update({
                 f"transcript_{kind}": text, f"wer_{kind}": round(score(sample.speech_text, text)[0], 4)})
-        return {s.sample_id: s.model_copy(update=update[s.sample_id]) for s in kept if s.sample_id in update}
+        return {s.sample_id: s.model_copy(update=update[s.sample_id]) for s in samples if s.sample_id in update}
 
     def extra_stats(self, ws: Workspace) -> dict[str, Any]:
         return {**self._wer_stats(ws), **keep_rates(ws)}
