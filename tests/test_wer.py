@@ -48,7 +48,7 @@ def _config(tmp_path: Path, **overrides):
     (tmp_path / "taxonomy.yaml").write_text(yaml.safe_dump(taxonomy))
     values = {"mix.sounds": str(_noise_library(tmp_path / "sounds")), "generate.taxonomy": str(tmp_path / "taxonomy.yaml"),
               "synthesize.voices": VOICES, "synthesize.require_genders": [],
-              "wer.resynthesize_attempts": 0, "mix.min_clips_per_defining_tag": 1,
+              "wer.resynthesize_attempts": 0, "wer.remix_attempts": 0, "mix.min_clips_per_defining_tag": 1,
               **overrides}  # tests that retry say so; one noise clip is the whole library
     return load_config(None, values)
 
@@ -205,7 +205,7 @@ def test_a_twin_that_fails_the_gate_its_mixture_passed_fails_the_attempt(tmp_pat
     assert ws.read_stats("wer").get("timed_calls", {}).get("tts", 0) == 0  # re-mixed, not re-synthesised
 
     # no retry left: rejected, and why
-    config = _config(tmp_path, **{"mix.snr_db_min": 20, "mix.snr_db_max": 20, "wer.remix_attempts": 0})
+    config = _config(tmp_path, **{"mix.snr_db_min": 20, "mix.snr_db_max": 20})
     stats = run_stage(ws, WerStage(str(ws.root), config), jobs=1, progress=False, restart=True)
     [rejected] = list(ws.read_rejected("wer"))
     assert stats["kept"] == 1 and rejected.reason.startswith("twin_irrelevant: the irrelevant twin fails"), rejected.reason
