@@ -148,21 +148,28 @@ def test_failed_tts_is_resynthesised_with_another_voice(tmp_path):
     assert rescued.wer_speech is None or rescued.wer_speech <= 0.2, (rescued.wer_speech, rescued.transcript_speech)
 
 
+def _mixed_with_noise_for(tmp_path: Path, config, track: str) -> tuple[Workspace, list[Sample]]:
+    """Two scripts spoken and mixed, the first sample's `track` (mixture, irrelevant_audio) replaced by
+    noise of its length: its words lost there alone."""
+    ws = Workspace(tmp_path / "ws")
+    _scripts(ws, SENTENCES[:2])
+    for stage in (SynthesizeStage(str(ws.root), config), MixStage(str(ws.root), config)):
+        run_stage(ws, stage, jobs=1, progress=False)
+    mixed = list(ws.read_samples("mix"))
+    length = ws.load_audio(getattr(mixed[0], track)).size
+    noise = (0.1 * np.random.default_rng(0).standard_normal(length)).astype(np.float32)
+    mixed[0] = mixed[0].model_copy(update={track: ws.store_audio(noise, 16000)})
+    ws.write_manifest("mix", mixed)
+    return ws, mixed
+
+
 def test_a_masked_mixture_is_re_mixed_with_the_same_speech_before_another_voice(tmp_path):
     """The clean speech passes and only the mixture fails (here: a mixture whose words were lost): the
     draw masked it, not the voice, so the same speech is re-mixed with a new seed and no synthesis is
     spent; the voice keeps its sample (wer.remix_attempts)."""
     config = _config(tmp_path, **{"mix.snr_db_min": 20, "mix.snr_db_max": 20, "wer.resynthesize_attempts": 2,
                                   "wer.remix_attempts": 1})
-    ws = Workspace(tmp_path / "ws")
-    _scripts(ws, SENTENCES[:2])
-    for stage in (SynthesizeStage(str(ws.root), config), MixStage(str(ws.root), config)):
-        run_stage(ws, stage, jobs=1, progress=False)
-    mixed = list(ws.read_samples("mix"))
-    length = ws.load_audio(mixed[0].mixture).size
-    noise = (0.1 * np.random.default_rng(0).standard_normal(length)).astype(np.float32)
-    mixed[0] = mixed[0].model_copy(update={"mixture": ws.store_audio(noise, 16000)})
-    ws.write_manifest("mix", mixed)
+    ws, mixed = _mixed_with_noise_for(tmp_path, config, "mixture")
     stats = run_stage(ws, WerStage(str(ws.root), config), jobs=1, progress=False)
     assert stats["kept"] == 2, stats
     rescued = next(s for s in ws.read_samples("wer") if s.sample_id == mixed[0].sample_id)
@@ -184,15 +191,7 @@ def test_a_twin_that_fails_the_gate_its_mixture_passed_fails_the_attempt(tmp_pat
     sample ships with twins that pass; with no retry left it is rejected."""
     config = _config(tmp_path, **{"mix.snr_db_min": 20, "mix.snr_db_max": 20, "wer.resynthesize_attempts": 1,
                                   "wer.remix_attempts": 1})
-    ws = Workspace(tmp_path / "ws")
-    _scripts(ws, SENTENCES[:2])
-    for stage in (SynthesizeStage(str(ws.root), config), MixStage(str(ws.root), config)):
-        run_stage(ws, stage, jobs=1, progress=False)
-    mixed = list(ws.read_samples("mix"))
-    length = ws.load_audio(mixed[0].irrelevant_audio).size
-    noise = (0.1 * np.random.default_rng(0).standard_normal(length)).astype(np.float32)
-    mixed[0] = mixed[0].model_copy(update={"irrelevant_audio": ws.store_audio(noise, 16000)})
-    ws.write_manifest("mix", mixed)
+    ws, mixed = _mixed_with_noise_for(tmp_path, config, "irrelevant_audio")
     stats = run_stage(ws, WerStage(str(ws.root), config), jobs=1, progress=False)
     assert stats["kept"] == 2, stats
     rescued = next(s for s in ws.read_samples("wer") if s.sample_id == mixed[0].sample_id)
