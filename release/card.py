@@ -251,7 +251,10 @@ def dataset_card(inputs: ReleaseInputs, info: dict[str, Any], rows: list[dict[st
            if int(mix_cfg.get("min_clips_per_defining_tag") or 3) < 3 else ""),
         f"4. **ASR filter:** {counter_text(prov('wer', 'backend'))} with model "
         f"{counter_text(prov('wer', 'model'))}; clips whose mixture transcript had a normalised WER above "
-        f"{counter_text(max_wers)} were dropped.",
+        f"{counter_text(max_wers)} were dropped"
+        + (", and so were clips whose irrelevant or danger twin failed that check while the mixture passed "
+           "(the twins are the baseline a refusal is read against: their words must be heard as the "
+           "mixture's are)." if wer_cfg.get("gate_twins") and wer_cfg.get("transcribe_twins", True) else "."),
         f"5. **Human labels:** {info['num_annotators']} annotators in all (pseudonymous ids A01...); consensus "
         f"level `{md(agreement.get('level', 'n/a'))}`; decided by "
         f"{counter_text(Counter(str(r['decided_by']) for r in rows))}. See below.", "",

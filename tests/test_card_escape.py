@@ -54,6 +54,8 @@ def test_attribution_and_card_escape_markdown_and_html(tmp_path):
     assert r"models: \[m\](javascript:alert(2))" in card
     assert r"n/a (&lt;b onmouseover=alert(3)&gt;few&lt;/b&gt; \| \[y\](javascript:z))" in card
     assert "n/a (&lt;img src=y&gt;)" in card
+    # the build's twin gate (wer.gate_twins, on in this workspace's config) is on the card's ASR filter line
+    assert "and so were clips whose irrelevant or danger twin failed that check while the mixture passed" in card
 
 
 # --- what CommonMark/GFM would still render from the data ---------------------------------------
