@@ -413,7 +413,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--resynthesize", type=int, help="re-synthesis attempts (default: config "
                                                          "wer.resynthesize_attempts, else "
                                                          f"{defaults.resynthesize_attempts})")
-    parser.add_argument("--remix", type=int, help="re-mixes of the same speech when only the mixture fails "
+    parser.add_argument("--remix", type=int, help="re-mixes of the same speech when only its masking failed "
+                                                  "(the mixture, or a twin of a passing mixture) "
                                                   f"(default: config wer.remix_attempts, else {defaults.remix_attempts})")
     return parser
 
