@@ -136,14 +136,17 @@ class WerStage:
     def _gating_twins(self) -> bool:
         return self.config.wer.gate_twins and self.config.wer.transcribe_twins
 
-    def _verdict(self, sample: Sample) -> str | None:
-        """Why the sample fails the gate (None: it passes): its mixture, then (wer.gate_twins) its twins."""
+    def _missed(self, sample: Sample, heard: str | None) -> list[str]:
+        """The sample's key words not heard in `heard` (none when wer.require_key_words is off)."""
         from construction.speech.scoring import missing_key_words
 
+        return missing_key_words(sample.key_words, heard or "") if self.config.wer.require_key_words else []
+
+    def _verdict(self, sample: Sample) -> str | None:
+        """Why the sample fails the gate (None: it passes): its mixture, then (wer.gate_twins) its twins."""
         limit = self.config.wer.max_wer
         if sample.wer_mixture <= limit:
-            missed = missing_key_words(sample.key_words, sample.transcript_mixture or "") \
-                if self.config.wer.require_key_words else []
+            missed = self._missed(sample, sample.transcript_mixture)
             if not missed:
                 return self._twin_verdict(sample) if self._gating_twins else None
             return (f"keyword_missed: {', '.join(repr(k) for k in missed)} not heard in the mixture "
@@ -156,14 +159,12 @@ class WerStage:
         """Why a twin of a passing mixture fails the same gate: the masking baseline must be heard as
         the mixture is, or "twin minus mixture" measures intelligibility, not context use. A twin that
         could not be read (unscored) is the mix's to report."""
-        from construction.speech.scoring import missing_key_words
-
         limit = self.config.wer.max_wer
         for kind in ("irrelevant", "danger"):
             wer, heard = getattr(sample, f"wer_{kind}"), getattr(sample, f"transcript_{kind}")
             if wer is None:
                 continue
-            missed = missing_key_words(sample.key_words, heard or "") if self.config.wer.require_key_words else []
+            missed = self._missed(sample, heard)
             if wer > limit or missed:
                 what = f"WER {wer:.2f} > {limit}" if wer > limit else \
                     f"{', '.join(repr(k) for k in missed)} not heard (WER {wer:.2f})"
@@ -171,18 +172,14 @@ class WerStage:
                         f"{sample.wer_mixture:.2f}); heard {heard!r}")
         return None
 
-    def _masked(self, sample: Sample) -> bool:
-        """The clean speech passes where the mixture failed: its words and its key words were heard. A
-        passing mixture whose twin failed counts too: its speech is heard at that masking."""
-        from construction.speech.scoring import missing_key_words
-
-        if self._gating_twins and sample.wer_mixture is not None and sample.wer_mixture <= self.config.wer.max_wer \
-                and (self._verdict(sample) or "").startswith("twin_"):
+    def _masked(self, sample: Sample, reason: str) -> bool:
+        """Its draw masked the speech, not its voice (`reason`: why it failed): the mixture failed while
+        the clean speech's words and key words were heard, or the mixture passed and a twin failed."""
+        if reason.startswith("twin_"):
             return True
         if sample.wer_speech is None or sample.wer_speech > self.config.wer.max_wer:
             return False
-        return not (self.config.wer.require_key_words
-                    and missing_key_words(sample.key_words, sample.transcript_speech or ""))
+        return not self._missed(sample, sample.transcript_speech)
 
     def _remix(self, sample: Sample, attempt: int) -> Sample | Rejected:
         """The same speech re-mixed with a new seed (its clean transcript still describes it)."""
@@ -235,7 +232,7 @@ class WerStage:
                     break
                 if reason.startswith("twin_"):
                     history[-1]["twin_failed"] = reason.split(":")[0].removeprefix("twin_")
-                remixed = remixes < cfg.remix_attempts and self._masked(sample)
+                remixed = remixes < cfg.remix_attempts and self._masked(sample, reason)
                 if remixed:
                     remixes += 1
                     retried = self._remix(sample, attempt)
