@@ -7,7 +7,8 @@ wer.transcribe_speech = always, else (the default, faster) only for failing ones
 is reported as `wer_tts` when its clean speech already fails (a TTS problem) and `wer_snr` when only
 the mixture fails (a mixing problem). With wer.gate_twins (the default) a passing mixture's twins
 (irrelevant, danger) are transcribed and must pass the same gate, or the attempt fails (`twin_irrelevant`,
-`twin_danger`): the masking baseline must be heard as the mixture is. A sample whose mixture failed while
+`twin_danger`): the masking baseline must be heard as the mixture is. A re-mix's twins are made once its
+mixture passes, too late for the mix to draw them again, so one with a click fails it (`twin_click`). A sample whose mixture failed while
 its clean speech passed, or whose twin failed, was masked by its draw: with wer.remix_attempts = R
 (default 2) it is first re-mixed with the same speech and a new seed, up to R times. Then, with
 wer.resynthesize_attempts = K, a failing sample is re-synthesised with another voice of the same gender
@@ -157,8 +158,12 @@ class WerStage:
 
     def _twin_verdict(self, sample: Sample) -> str | None:
         """Why a twin of a passing mixture fails the same gate: the masking baseline must be heard as
-        the mixture is, or "twin minus mixture" measures intelligibility, not context use. A twin that
-        could not be read (unscored) is the mix's to report."""
+        the mixture is, or "twin minus mixture" measures intelligibility, not context use. A twin with
+        a click fails too. A twin that could not be read (unscored) is the mix's to report."""
+        clicked = _twin_clicks(sample)
+        if clicked:  # made after the gate passed its mixture (a re-mix's twins), so not redrawn by the mix
+            return (f"twin_click: the twins of a passing mixture have a click ({', '.join(f'{t} {n}' for t, n in clicked.items())}); "
+                    f"no kept track may have one")
         limit = self.config.wer.max_wer
         for kind in ("irrelevant", "danger"):
             wer, heard = getattr(sample, f"wer_{kind}"), getattr(sample, f"transcript_{kind}")
@@ -270,7 +275,7 @@ class WerStage:
         if self._mix is not None:
             passing = [self._mix.add_twins(s) for s in passing]
         heard = {s.sample_id: s for s in passing}
-        heard.update(self._transcribe_twins(passing))
+        heard.update(self._transcribe_twins([s for s in passing if not _twin_clicks(s)]))  # a click fails it unheard
         return [heard.get(s.sample_id, s) if isinstance(s, Sample) else s for s in scored]
 
     def _transcribe_twins(self, samples: list[Sample]) -> dict[str, Sample]:
@@ -326,6 +331,12 @@ def _without_twins(sample: Sample) -> Sample:
     """A sample about to be mixed again: its last twins' transcripts do not describe the new twins."""
     return sample.model_copy(update={f"{what}_{kind}": None for what in ("transcript", "wer")
                                      for kind in ("irrelevant", "danger")})
+
+
+def _twin_clicks(sample: Sample) -> dict[str, int]:
+    """The clicks counted in the sample's twin tracks (irrelevant, danger, danger scene), by track."""
+    clicks = sample.provenance.get("mix", {}).get("clicks", {})
+    return {t: clicks[t] for t in ("twin", "danger", "danger_scene") if clicks.get(t)}
 
 
 def twin_gate_stats(ws: Workspace) -> dict[str, Any]:

@@ -211,6 +211,32 @@ def test_a_twin_that_fails_the_gate_its_mixture_passed_fails_the_attempt(tmp_pat
     assert rejected.sample.wer_mixture <= 0.2 and rejected.sample.wer_irrelevant > 0.5
 
 
+def test_a_passing_mixture_whose_twin_has_a_click_is_re_mixed(tmp_path):
+    """A retry's twins are made after its mixture passed the gate, too late for the mix to draw them again:
+    a click in one fails the attempt (twin_click), unheard, and the sample is re-mixed; no kept track has
+    a click. Here the first attempt's danger twin is marked as clicked in the mix manifest."""
+    config = _config(tmp_path, **{"mix.snr_db_min": 20, "mix.snr_db_max": 20, "wer.remix_attempts": 1})
+    ws = Workspace(tmp_path / "ws")
+    _scripts(ws, SENTENCES[:2])
+    for stage in (SynthesizeStage(str(ws.root), config), MixStage(str(ws.root), config)):
+        run_stage(ws, stage, jobs=1, progress=False)
+    mixed = list(ws.read_samples("mix"))
+    mixed[0].provenance["mix"]["clicks"]["danger"] = 1
+    ws.write_manifest("mix", mixed)
+    stats = run_stage(ws, WerStage(str(ws.root), config), jobs=1, progress=False)
+    assert stats["kept"] == 2 and stats["kept_clicks"]["total"] == 0, stats
+    assert stats["twin_gate"]["failed"]["click"] == 1
+    rescued = next(s for s in ws.read_samples("wer") if s.sample_id == mixed[0].sample_id)
+    first, second = rescued.provenance["wer"]["attempts"]
+    assert first["twin_failed"] == "click" and "wer_irrelevant" not in first  # failed unheard
+    assert second["remix"] is True and rescued.danger_audio.sha256 != mixed[0].danger_audio.sha256
+
+    config = _config(tmp_path, **{"mix.snr_db_min": 20, "mix.snr_db_max": 20})  # no retry left: rejected
+    run_stage(ws, WerStage(str(ws.root), config), jobs=1, progress=False, restart=True)
+    [rejected] = list(ws.read_rejected("wer"))
+    assert rejected.reason.startswith("twin_click: the twins of a passing mixture have a click (danger 1)"), rejected.reason
+
+
 def test_hopeless_sample_is_dropped_after_k_attempts(tmp_path):
     config = _config(tmp_path, **{"wer.resynthesize_attempts": 1, "wer.max_wer": 0.0})
     ws = Workspace(tmp_path / "ws")
