@@ -16,8 +16,8 @@ from construction.speech.tts import load_backend
 from construction.speech.voices import (
     CATALOGUE,
     DEFAULT_BANK_IDS,
+    FAST_BANK_IDS,
     KOKORO_BANK_IDS,
-    NATURAL_BANK_IDS,
     Voice,
     offline_voice_bank,
     voice_by_id,
@@ -25,7 +25,7 @@ from construction.speech.voices import (
 from tests.conftest import REPO
 
 SENTENCE = "Finish him off, the crowd is going wild tonight."
-BANK_VOICES = [voice_by_id(i) for i in dict.fromkeys(DEFAULT_BANK_IDS + KOKORO_BANK_IDS + NATURAL_BANK_IDS)]  # every bank, once
+BANK_VOICES = [voice_by_id(i) for i in dict.fromkeys(DEFAULT_BANK_IDS + KOKORO_BANK_IDS + FAST_BANK_IDS)]  # every bank, once
 SHORT = "Drop it now."
 
 
@@ -43,7 +43,7 @@ def spoken() -> dict[str, tuple[np.ndarray, int]]:
 
 
 @pytest.mark.parametrize("bank", [offline_voice_bank(), [voice_by_id(i) for i in KOKORO_BANK_IDS],
-                                  [voice_by_id(i) for i in NATURAL_BANK_IDS]], ids=["default", "kokoro", "natural"])
+                                  [voice_by_id(i) for i in FAST_BANK_IDS]], ids=["default", "kokoro", "fast"])
 def test_bank_has_female_and_male_us_and_uk_voices(bank):
     assert len(bank) >= 6
     assert len({v.voice_id for v in bank}) == len(bank)
@@ -62,13 +62,13 @@ def test_kokoro_bank_config_lists_the_kokoro_bank():
     assert tuple(config.synthesize.voices) == KOKORO_BANK_IDS
 
 
-def test_natural_bank_puts_kokoro_in_flites_places_with_the_same_genders():
-    config = load_config(Path(__file__).resolve().parents[1] / "configs" / "voices-natural.yaml")
-    assert tuple(config.synthesize.voices) == NATURAL_BANK_IDS
-    natural, default = [voice_by_id(v) for v in NATURAL_BANK_IDS], offline_voice_bank()
-    assert not any(v.backend == "flite" for v in natural)
-    assert sorted(v.gender for v in natural) == sorted(v.gender for v in default)
-    assert sorted(v.accent[:5] for v in natural) == sorted(v.accent[:5] for v in default)
+def test_fast_bank_puts_flite_in_three_kokoro_places_with_the_same_genders_and_accents():
+    config = load_config(Path(__file__).resolve().parents[1] / "configs" / "voices-fast.yaml")
+    assert tuple(config.synthesize.voices) == FAST_BANK_IDS
+    fast, default = [voice_by_id(v) for v in FAST_BANK_IDS], offline_voice_bank()
+    assert not any(v.backend == "flite" for v in default) and sum(v.backend == "flite" for v in fast) == 3
+    assert sorted(v.gender for v in fast) == sorted(v.gender for v in default)
+    assert sorted(v.accent[:5] for v in fast) == sorted(v.accent[:5] for v in default)
 
 
 @pytest.mark.parametrize("voice", BANK_VOICES, ids=lambda v: v.voice_id)

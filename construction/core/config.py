@@ -195,9 +195,10 @@ class WerConfig(Section):
     # seed, up to R times (no synthesis spent; the voice keeps its sample). Safe for the premise only with
     # gate_twins: without it a re-draw that passes is often a lucky one whose twin, matched to its masking,
     # is not heard (irrelevant-twin WER > mixture WER + 0.2 for 12 % of the re-mixed samples kept). 600
-    # scripts (seed 5) with the twin gate: R = 0 kept 494 at 2.05 syntheses per kept sample (flite awb and
-    # slt voicing 29 and 32), R = 2 536 at 1.65 (47 and 51), every kept twin passing the gate
-    remix_attempts: int = Field(2, ge=0, description="re-mixes of the same speech when only its masking failed")
+    # scripts (seed 5) with the twin gate and the flite bank: R = 0 kept 494 at 2.05 syntheses per kept sample
+    # (flite awb and slt voicing 29 and 32), R = 2 536 at 1.65 (47 and 51); with the default bank R = 2 kept
+    # 573 at 1.267, R = 3 574 at 1.246 (kept SNRs under 6 dB: 22.2 and 21.3 %; drawn 27.5 %)
+    remix_attempts: int = Field(3, ge=0, description="re-mixes of the same speech when only its masking failed")
     # the twins (irrelevant, danger) of a passing mixture are transcribed too and their WER recorded: equal
     # masking should give equal intelligibility. Costs one Whisper pass per twin.
     transcribe_twins: bool = True

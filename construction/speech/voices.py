@@ -63,12 +63,21 @@ CATALOGUE: tuple[Voice, ...] = (
 )
 _BY_ID = {v.voice_id: v for v in CATALOGUE}
 
-# The default bank: three female and three male voices, US and UK, chosen so that 3,000 samples build
-# in under 30 min on a 2-core CPU. Kokoro is the best of them and 20-50x slower than the others
-# (real-time factor ~0.65 on one core vs 0.01-0.1), so it voices only the UK female; hibari "heart"
-# is a distillation of Kokoro af_heart. KOKORO_BANK_IDS is the richer bank (configs/voices-kokoro.yaml):
-# twelve voices, seven of them Kokoro, about 3x slower to synthesise.
-DEFAULT_BANK_IDS: tuple[str, ...] = (
+# The default bank: three female and three male voices, US, US and UK each (NATURAL_BANK_IDS). Until
+# round 9 of issue 33 flite voiced three of the six places, chosen so that 3,000 samples built in under 30
+# min on a 2-core CPU; that criterion was withdrawn, and flite's voices were the build's weakest: the WER
+# gate (mixture and both twins heard) kept 24-57 % of their first attempts against 58-89 % of the others',
+# so a flite bank spends 1.65 syntheses per kept sample against 1.27 and keeps 536 of 600 scripts against
+# 573 (perf/results/issue33-bank-round9-600.txt). Kokoro (real-time factor ~0.65 on one core against
+# flite's 0.02) makes the build about 1.6x as long. FAST_BANK_IDS is that flite bank
+# (configs/voices-fast.yaml). KOKORO_BANK_IDS is the richer bank (configs/voices-kokoro.yaml): twelve voices,
+# seven of them Kokoro. hibari "heart" is a distillation of Kokoro af_heart.
+NATURAL_BANK_IDS: tuple[str, ...] = (
+    "hibari:heart", "kokoro:af_bella", "kokoro:bf_emma",  # female: US, US, UK
+    "piper:en_US-joe-medium", "kokoro:am_michael", "kokoro:bm_george",  # male: US, US, UK
+)
+DEFAULT_BANK_IDS = NATURAL_BANK_IDS
+FAST_BANK_IDS: tuple[str, ...] = (
     "hibari:heart", "flite:slt", "kokoro:bf_emma",  # female: US, US, UK
     "piper:en_US-joe-medium", "flite:rms", "flite:awb",  # male: US, US, UK (awb: Scottish)
 )
@@ -77,14 +86,6 @@ KOKORO_BANK_IDS: tuple[str, ...] = (
     "kokoro:bf_emma", "kokoro:bf_isabella",  # female, UK
     "kokoro:am_michael", "piper:en_US-joe-medium", "flite:rms",  # male, US
     "kokoro:bm_george", "kokoro:bm_fable", "flite:awb",  # male, UK (awb: Scottish)
-)
-
-# The default bank with Kokoro voices in flite's places (same genders, US/UK; awb's Scottish becomes UK):
-# configs/voices-natural.yaml. On the same 60 scripts and mixes, first attempts kept 149/180 (83 %) against
-# flite's 81/180 (45 %), at 30-40x flite's TTS time (perf/results/issue33-voices-kokoro-vs-flite.txt).
-NATURAL_BANK_IDS: tuple[str, ...] = (
-    "hibari:heart", "kokoro:af_bella", "kokoro:bf_emma",  # female: US, US, UK
-    "piper:en_US-joe-medium", "kokoro:am_michael", "kokoro:bm_george",  # male: US, US, UK
 )
 
 
