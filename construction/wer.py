@@ -8,11 +8,11 @@ is reported as `wer_tts` when its clean speech already fails (a TTS problem) and
 the mixture fails (a mixing problem). With wer.gate_twins (the default) a passing mixture's twins
 (irrelevant, danger) are transcribed and must pass the same gate, or the attempt fails (`twin_irrelevant`,
 `twin_danger`): the masking baseline must be heard as the mixture is. A re-mix's twins are made once its
-mixture passes, too late for the mix to draw them again, so one with a click fails it (`twin_click`). A sample whose mixture failed while
-its clean speech passed, or whose twin failed, was masked by its draw: with wer.remix_attempts = R
-(default 2) it is first re-mixed with the same speech and a new seed, up to R times. Then, with
-wer.resynthesize_attempts = K, a failing sample is re-synthesised with another voice of the same gender
-(another TTS engine first) and re-mixed with a new seed, up to K times. Every attempt is recorded in
+mixture passes, too late for the mix to draw them again, so one with a click fails it (`twin_click`). A
+sample whose mixture failed while its clean speech passed, or whose twin failed, was masked by its draw:
+with wer.remix_attempts = R (default 3) it is first re-mixed with the same speech and a new seed, up to
+R times. Then, with wer.resynthesize_attempts = K, a failing sample is re-synthesised with another voice
+of the same gender (another TTS engine first) and re-mixed with a new seed, up to K times. Every attempt is recorded in
 provenance.
 
 Flags: `python -m construction.wer --help`.
@@ -162,8 +162,8 @@ class WerStage:
         a click fails too. A twin that could not be read (unscored) is the mix's to report."""
         clicked = _twin_clicks(sample)
         if clicked:  # made after the gate passed its mixture (a re-mix's twins), so not redrawn by the mix
-            return (f"twin_click: the twins of a passing mixture have a click ({', '.join(f'{t} {n}' for t, n in clicked.items())}); "
-                    f"no kept track may have one")
+            where = ", ".join(f"{track} {n}" for track, n in clicked.items())
+            return f"twin_click: the twins of a passing mixture have a click ({where}); no kept track may have one"
         limit = self.config.wer.max_wer
         for kind in ("irrelevant", "danger"):
             wer, heard = getattr(sample, f"wer_{kind}"), getattr(sample, f"transcript_{kind}")

@@ -67,11 +67,12 @@ _BY_ID = {v.voice_id: v for v in CATALOGUE}
 # round 9 of issue 33 flite voiced three of the six places, chosen so that 3,000 samples built in under 30
 # min on a 2-core CPU; that criterion was withdrawn, and flite's voices were the build's weakest: the WER
 # gate (mixture and both twins heard) kept 24-57 % of their first attempts against 58-89 % of the others',
-# so a flite bank spends 1.65 syntheses per kept sample against 1.27 and keeps 536 of 600 scripts against
-# 573 (perf/results/issue33-bank-round9-600.txt). Kokoro (real-time factor ~0.65 on one core against
-# flite's 0.02) makes the build about 1.6x as long. FAST_BANK_IDS is that flite bank
-# (configs/voices-fast.yaml). KOKORO_BANK_IDS is the richer bank (configs/voices-kokoro.yaml): twelve voices,
-# seven of them Kokoro. hibari "heart" is a distillation of Kokoro af_heart.
+# so with 2 re-mixes a flite bank spent 1.65 syntheses per kept sample and kept 536 of 600 scripts, this
+# bank 1.27 and 573 (1.25 and 574 with 3 re-mixes, the default; perf/results/issue33-bank-round9-600.txt).
+# Kokoro (real-time factor ~0.65 on one core against flite's 0.02) makes the build about 1.6x as long.
+# FAST_BANK_IDS is that flite bank (configs/voices-fast.yaml). KOKORO_BANK_IDS is the richer bank
+# (configs/voices-kokoro.yaml): twelve voices, seven of them Kokoro. hibari "heart" is a distillation of
+# Kokoro af_heart.
 NATURAL_BANK_IDS: tuple[str, ...] = (
     "hibari:heart", "kokoro:af_bella", "kokoro:bf_emma",  # female: US, US, UK
     "piper:en_US-joe-medium", "kokoro:am_michael", "kokoro:bm_george",  # male: US, US, UK
