@@ -17,7 +17,8 @@ from construction.twin import twin_stats
 STAGE = "mix"
 # every rendered track is checked (construction.levels.steps): the mixture, its scene alone, the irrelevant
 # twin, the danger twin and the danger scene alone
-CLICKED = ("mixture", "scene", "twin", "danger", "danger_scene")  # their keys in provenance.mix.clicks
+TWIN_CLICKED = ("twin", "danger", "danger_scene")  # the twins' tracks (the danger scene with them)
+CLICKED = ("mixture", "scene", *TWIN_CLICKED)  # their keys in provenance.mix.clicks
 CLICK_TRACKS = tuple(f"clicks_{track}" for track in CLICKED)  # and in stats/mix.json
 
 

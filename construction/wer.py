@@ -12,8 +12,8 @@ mixture passes, too late for the mix to draw them again, so one with a click fai
 sample whose mixture failed while its clean speech passed, or whose twin failed, was masked by its draw:
 with wer.remix_attempts = R (default 3) it is first re-mixed with the same speech and a new seed, up to
 R times. Then, with wer.resynthesize_attempts = K, a failing sample is re-synthesised with another voice
-of the same gender (another TTS engine first) and re-mixed with a new seed, up to K times. Every attempt is recorded in
-provenance.
+of the same gender (another TTS engine first) and re-mixed with a new seed, up to K times. Every attempt
+is recorded in provenance.
 
 Flags: `python -m construction.wer --help`.
 """
@@ -335,8 +335,10 @@ def _without_twins(sample: Sample) -> Sample:
 
 def _twin_clicks(sample: Sample) -> dict[str, int]:
     """The clicks counted in the sample's twin tracks (irrelevant, danger, danger scene), by track."""
+    from construction.mix_stats import TWIN_CLICKED
+
     clicks = sample.provenance.get("mix", {}).get("clicks", {})
-    return {t: clicks[t] for t in ("twin", "danger", "danger_scene") if clicks.get(t)}
+    return {t: clicks[t] for t in TWIN_CLICKED if clicks.get(t)}
 
 
 def twin_gate_stats(ws: Workspace) -> dict[str, Any]:

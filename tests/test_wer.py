@@ -148,14 +148,19 @@ def test_failed_tts_is_resynthesised_with_another_voice(tmp_path):
     assert rescued.wer_speech is None or rescued.wer_speech <= 0.2, (rescued.wer_speech, rescued.transcript_speech)
 
 
-def _mixed_with_noise_for(tmp_path: Path, config, track: str) -> tuple[Workspace, list[Sample]]:
-    """Two scripts spoken and mixed, the first sample's `track` (mixture, irrelevant_audio) replaced by
-    noise of its length: its words lost there alone."""
+def _spoken_and_mixed(tmp_path: Path, config) -> tuple[Workspace, list[Sample]]:
+    """Two scripts spoken and mixed (the WER stage's input), and the mix manifest's samples."""
     ws = Workspace(tmp_path / "ws")
     _scripts(ws, SENTENCES[:2])
     for stage in (SynthesizeStage(str(ws.root), config), MixStage(str(ws.root), config)):
         run_stage(ws, stage, jobs=1, progress=False)
-    mixed = list(ws.read_samples("mix"))
+    return ws, list(ws.read_samples("mix"))
+
+
+def _mixed_with_noise_for(tmp_path: Path, config, track: str) -> tuple[Workspace, list[Sample]]:
+    """Two scripts spoken and mixed, the first sample's `track` (mixture, irrelevant_audio) replaced by
+    noise of its length: its words lost there alone."""
+    ws, mixed = _spoken_and_mixed(tmp_path, config)
     length = ws.load_audio(getattr(mixed[0], track)).size
     noise = (0.1 * np.random.default_rng(0).standard_normal(length)).astype(np.float32)
     mixed[0] = mixed[0].model_copy(update={track: ws.store_audio(noise, 16000)})
@@ -216,11 +221,7 @@ def test_a_passing_mixture_whose_twin_has_a_click_is_re_mixed(tmp_path):
     a click in one fails the attempt (twin_click), unheard, and the sample is re-mixed; no kept track has
     a click. Here the first attempt's danger twin is marked as clicked in the mix manifest."""
     config = _config(tmp_path, **{"mix.snr_db_min": 20, "mix.snr_db_max": 20, "wer.remix_attempts": 1})
-    ws = Workspace(tmp_path / "ws")
-    _scripts(ws, SENTENCES[:2])
-    for stage in (SynthesizeStage(str(ws.root), config), MixStage(str(ws.root), config)):
-        run_stage(ws, stage, jobs=1, progress=False)
-    mixed = list(ws.read_samples("mix"))
+    ws, mixed = _spoken_and_mixed(tmp_path, config)
     mixed[0].provenance["mix"]["clicks"]["danger"] = 1
     ws.write_manifest("mix", mixed)
     stats = run_stage(ws, WerStage(str(ws.root), config), jobs=1, progress=False)

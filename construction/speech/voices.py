@@ -63,7 +63,7 @@ CATALOGUE: tuple[Voice, ...] = (
 )
 _BY_ID = {v.voice_id: v for v in CATALOGUE}
 
-# The default bank: three female and three male voices, US, US and UK each (NATURAL_BANK_IDS). Until
+# The default bank: three female and three male voices, US, US and UK each. Until
 # round 9 of issue 33 flite voiced three of the six places, chosen so that 3,000 samples built in under 30
 # min on a 2-core CPU; that criterion was withdrawn, and flite's voices were the build's weakest: the WER
 # gate (mixture and both twins heard) kept 24-57 % of their first attempts against 58-89 % of the others',
@@ -73,11 +73,10 @@ _BY_ID = {v.voice_id: v for v in CATALOGUE}
 # FAST_BANK_IDS is that flite bank (configs/voices-fast.yaml). KOKORO_BANK_IDS is the richer bank
 # (configs/voices-kokoro.yaml): twelve voices, seven of them Kokoro. hibari "heart" is a distillation of
 # Kokoro af_heart.
-NATURAL_BANK_IDS: tuple[str, ...] = (
+DEFAULT_BANK_IDS: tuple[str, ...] = (
     "hibari:heart", "kokoro:af_bella", "kokoro:bf_emma",  # female: US, US, UK
     "piper:en_US-joe-medium", "kokoro:am_michael", "kokoro:bm_george",  # male: US, US, UK
 )
-DEFAULT_BANK_IDS = NATURAL_BANK_IDS
 FAST_BANK_IDS: tuple[str, ...] = (
     "hibari:heart", "flite:slt", "kokoro:bf_emma",  # female: US, US, UK
     "piper:en_US-joe-medium", "flite:rms", "flite:awb",  # male: US, US, UK (awb: Scottish)
