@@ -8,7 +8,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from construction.sounds.library import block_powers, gated_lufs
+from construction.core.record import MixRecipe
+from construction.sounds.library import block_powers, gated_lufs, loudness_lufs
 
 
 def gain_to(audio: np.ndarray, target_lufs: float, sample_rate: int) -> float:
@@ -65,6 +66,18 @@ def voiced_runs(speech: np.ndarray, sample_rate: int) -> list[tuple[int, int]]:
         else:
             runs.append([i, i + 1])
     return [(a * hop, min(speech.size, b * hop)) for a, b in runs]
+
+
+def placed_speech(speech: np.ndarray, recipe: MixRecipe, sample_rate: int
+                  ) -> tuple[np.ndarray, int, list[tuple[int, int]]]:
+    """(the speech track: the speech at the recipe's loudness after the scene-alone part, zeros around it;
+    where the speech starts; its voiced runs in the track, where the scene is ducked, not over the TTS
+    silence around them)."""
+    alone, after = int(recipe.scene_alone_s * sample_rate), int(recipe.scene_after_s * sample_rate)
+    track = np.zeros(alone + speech.size + after)
+    track[alone:alone + speech.size] = speech * 10 ** ((recipe.speech_lufs - loudness_lufs(speech, sample_rate)) / 20)
+    voiced = [(alone + a, alone + b) for a, b in voiced_runs(speech, sample_rate)] or [(alone, alone + speech.size)]
+    return track, alone, voiced
 
 
 def envelope(total: int, alone: int, speech: int, alone_db: float, under_db: float, fade: int,

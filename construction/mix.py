@@ -25,7 +25,8 @@ the scene alone is L(scene alone before the speech) - L(speech). A final peak gu
 mixture, so neither changes. Every mixture also gets its irrelevant-background twin (mix.irrelevant_twin,
 on by default): the same speech track over a neutral ambience that masks it as the scene does (equal
 glimpse proportion, construction.masking), and its danger twin (mix.danger_twin): the same speech over a
-real-danger scene, masking-matched the same way (construction.twin).
+real-danger scene, masking-matched the same way (construction.twin). The automatic build makes the twins
+in the WER stage, of the mixtures that pass its gate (MixStage twins_after_gate).
 Flags: --help (the sound library is --sounds LIBRARY_DIR, config mix.sounds).
 """
 
@@ -52,7 +53,12 @@ from construction.core.errors import WorkbenchError
 from construction.core.record import MixRecipe, Sample, SceneSound, stable_seed
 from construction.core.runner import run_configured
 from construction.core.timing import Clock
-from construction.core.workspace import Rejected, Workspace, require_manifest
+from construction.core.workspace import (
+    Rejected,
+    Workspace,
+    require_manifest,
+)
+from construction.dominance import DOMINANT_SHARE, dominate
 from construction.levels import (
     STEP_DB,
     STEP_WITHIN_S,
@@ -60,9 +66,9 @@ from construction.levels import (
     content_steps,
     envelope,
     gain_to,
+    placed_speech,
     render,
     source_steps,
-    voiced_runs,
 )
 from construction.mix_stats import CLICKED, mix_stats, print_mix_summary
 from construction.sounds.library import loudness_lufs
@@ -81,9 +87,12 @@ from construction.twin import (
     ambience_for,
     assign_ambiences,
     assign_danger,
+    keep_scene,
     library_entry,
     make_danger,
     make_twin,
+    pending_path,
+    read_scene,
 )
 from construction.twin import pick as pick_option
 
@@ -92,40 +101,6 @@ log = logging.getLogger(__name__)
 
 
 MAX_REDRAWS = 3  # draws of a recipe before a sample whose defining sounds never dominate is rejected
-DOMINANT_SHARE = 0.6  # of the scene's energy, carried by its defining layers alone and under the speech
-SUPPORT_CUT_MAX_DB = 20.0  # support may be lowered this much to let the defining sounds dominate
-
-
-def dominate(sounds: list[SceneSound], tracks: list[np.ndarray], parts: list[Any]) -> dict[str, Any]:
-    """The defining sounds dominate what is heard: in each part (the scene alone, the scene under the
-    voiced speech), the defining layers carry at least DOMINANT_SHARE of the scene's energy, and every
-    defining layer that sounds there is louder than every support layer. Support sounds are lowered
-    (together, up to SUPPORT_CUT_MAX_DB) where that makes the rule hold; their gains change in
-    `sounds`. Returns the measures, with `fails` set when lowering cannot make it hold (a defining
-    sound that is silent in a part next to a sounding support, or defining layers too sparse)."""
-    energy = [[float(np.mean((t[part] * 10 ** (s.gain_db / 20)) ** 2)) for s, t in zip(sounds, tracks)] for part in parts]
-    cut = 1.0  # the support layers' energy factor
-    for e in energy:
-        d = [x for s, x in zip(sounds, e) if s.role == "defining"]
-        sup = [x for s, x in zip(sounds, e) if s.role == "support"]
-        if not sup or not max(sup):
-            continue
-        sounding = [x for x in d if x > 1e-4 * sum(e)]  # a defining layer silent in this part is not compared
-        need = min(0.9 * min(sounding) / max(sup), (sum(d) / DOMINANT_SHARE - sum(d)) / sum(sup)) if sounding else 0.0
-        cut = min(cut, need)
-    out: dict[str, Any] = {}
-    if cut < 10 ** (-SUPPORT_CUT_MAX_DB / 10):
-        out["fails"] = True
-    elif cut < 1.0:
-        out["support_lowered_db"] = round(-10 * np.log10(cut), 2)
-        for s in sounds:
-            if s.role == "support":
-                s.gain_db = round(s.gain_db + 10 * np.log10(cut), 3)
-    for name, e in zip(("alone", "under"), energy):
-        d = sum(x for s, x in zip(sounds, e) if s.role == "defining")
-        sup = sum(x for s, x in zip(sounds, e) if s.role == "support") * min(cut, 1.0)
-        out[f"defining_share_{name}"] = round(d / (d + sup), 3) if d + sup > 0 else 0.0
-    return out
 
 
 class MixStage:
@@ -133,9 +108,14 @@ class MixStage:
     input_stage = "synthesize"
     max_jobs = None
 
-    def __init__(self, workspace: str, config: Config, clock: Clock | None = None):
+    def __init__(self, workspace: str, config: Config, clock: Clock | None = None, twins_after_gate: bool = False):
+        """With `twins_after_gate` (the automatic build, whose WER stage gates the twins) the first attempts'
+        twins are left to the WER stage, made once the mixture has passed the gate (add_twins): a third of
+        first mixtures fail it, and their twins were two thirds of the mix's work for nothing. Each
+        mixture's scene waits in the workspace cache (PENDING) until then, so the twins are the same bytes."""
         self.workspace, self.config = workspace, config
         self.clock = clock or Clock()  # mix_one, twin included (stats timed_s.mix)
+        self.twins_after_gate = twins_after_gate
         self._deferred: tuple[str, tuple] | None = None  # the twins' inputs of mix_one(..., twins=False)
 
     def setup(self) -> None:
@@ -357,12 +337,8 @@ class MixStage:
         recipe = self.recipe(sample, speech.size / sr, attempt, redraw)
         if isinstance(recipe, str):
             return Rejected(sample, recipe)
-        alone, after = int(recipe.scene_alone_s * sr), int(recipe.scene_after_s * sr)
-        total = alone + speech.size + after
-        speech_track = np.zeros(total)
-        speech_track[alone:alone + speech.size] = speech * 10 ** ((recipe.speech_lufs - loudness_lufs(speech, sr)) / 20)
-        # the scene is ducked only where the speech is voiced, not over the TTS silence around it
-        voiced = [(alone + a, alone + b) for a, b in voiced_runs(speech, sr)] or [(alone, alone + speech.size)]
+        speech_track, alone, voiced = placed_speech(speech, recipe, sr)
+        total = speech_track.size
         recipe.voiced_s = [(round(a / sr, 3), round(b / sr, 3)) for a, b in voiced]
         tracks = []
         for sound in recipe.sounds:
@@ -417,6 +393,8 @@ class MixStage:
             return {"clicks": {track: clicks[track] for track in CLICKED if clicks.get(track)}}
         if has_twins and not twins:  # kept in memory for add_twins: the twins of this attempt are the same bytes
             self._deferred = (sample.sample_id, made)
+            if self.twins_after_gate:  # and the scene on disk for the WER stage, another process
+                keep_scene(pending_path(self.workspace, sample.sample_id), scene)
         provenance = {**sample.provenance, STAGE: {"peak_guard_db": round(guard_db, 3), "dominance": dominance,
                                                    "clicks": clicks}}
         update = {"mix": recipe, "mixture": self.ws.store_audio(mixture, sr),
@@ -425,11 +403,38 @@ class MixStage:
                   **{key: self.ws.store_audio(audio, sr) for key, audio in made_twins.items()}}
         return sample.model_copy(update=update)
 
+    def _pending(self, sample: Sample) -> tuple | None:
+        """The twins' inputs of a mixture made with twins_after_gate: its scene from the cache, the rest
+        made again from its speech and recipe (as _mix_one makes them); None when no scene waits."""
+        scene = read_scene(pending_path(self.workspace, sample.sample_id))
+        if scene is None or sample.mix is None or sample.speech is None:
+            return None  # none kept, or unreadable: the sample is mixed again (WerStage)
+        sr, recipe = self.config.sample_rate, sample.mix
+        with self.clock.timed("mix"):
+            try:
+                speech = self.ws.load_audio(sample.speech)
+            except WorkbenchError:
+                return None
+            speech_track, alone, voiced = placed_speech(speech, recipe, sr)
+            if scene.shape != speech_track.shape:
+                return None
+            gain = envelope(speech_track.size, alone, speech.size, recipe.alone_gain_db, recipe.under_gain_db,
+                            int(self.config.mix.fade_s * sr), voiced, sr)
+            return (speech_track, scene, gain, (alone, alone + speech.size),
+                    content_steps(sr, speech_track, placed=True), voiced)
+
     def add_twins(self, sample: Sample) -> Sample:
-        """`sample` (the last mix_one(..., twins=False), scored since) with its twins made."""
-        if self._deferred is None or self._deferred[0] != sample.sample_id:
-            return sample  # twins switched off, or this mix made them already
-        made, self._deferred = self._deferred[1], None
+        """`sample` (the last mix_one(..., twins=False), scored since, or a first attempt made with
+        twins_after_gate) with its twins made; unchanged when none wait (twins off, or made already)."""
+        if self._deferred is not None and self._deferred[0] == sample.sample_id:
+            made = self._deferred[1]
+        elif sample.irrelevant_audio is None and sample.danger_audio is None:
+            made = self._pending(sample)
+        else:
+            made = None
+        self._deferred = None
+        if made is None:
+            return sample
         sr = self.config.sample_rate
         with self.clock.timed("mix"):
             recipe = sample.mix.model_copy(deep=True)
@@ -479,7 +484,7 @@ class MixStage:
         return out
 
     def process(self, batch: list[Sample]) -> list[Sample | Rejected]:
-        return [self.mix_one(sample) for sample in batch]
+        return [self.mix_one(sample, twins=not self.twins_after_gate) for sample in batch]
 
     def extra_stats(self, ws: Workspace) -> dict[str, Any]:
         from construction.sounds.scenes import is_procedural, open_library
@@ -493,7 +498,8 @@ class MixStage:
             distances = ambience_distances(load_taxonomy(self.config.generate.taxonomy)[0], library,
                                            self.config.release_licence, self.config.sample_rate,
                                            ws.cache_dir("twin"))
-        return mix_stats(ws, self.config, frozenset(c.clip_id for c in library.clips if is_procedural(c)), distances)
+        return mix_stats(ws, self.config, frozenset(c.clip_id for c in library.clips if is_procedural(c)), distances,
+                         self.twins_after_gate)
 
 
 SOUNDS_HELP = f"sound library folder (default: config mix.sounds, else {MixConfig().sounds})"

@@ -23,11 +23,12 @@ CLICK_TRACKS = tuple(f"clicks_{track}" for track in CLICKED)  # and in stats/mix
 
 
 def mix_stats(ws: Workspace, config: Config, procedural: frozenset[str] = frozenset(),
-              distances: dict[str, Any] | None = None) -> dict[str, Any]:
+              distances: dict[str, Any] | None = None, twins_after_gate: bool = False) -> dict[str, Any]:
     """What was mixed: per category and scene the distinct clips, RECORDINGS (clips cut from one recording
     count once) and TAKES, and the top clip's and top recording's share of the samples; per category and
     defining sound the recordings, takes and procedural draws (`procedural`: the clip ids that are
-    procedural classes); levels and scene-alone time; the twins per neutral class."""
+    procedural classes); levels and scene-alone time; the twins per neutral class, unless the WER stage
+    makes them (`twins_after_gate`: stats/wer.json has them)."""
     per_category: dict[str, Counter] = defaultdict(Counter)
     per_scene: dict[str, Counter] = defaultdict(Counter)
     recordings: dict[str, Counter] = defaultdict(Counter)
@@ -102,7 +103,9 @@ def mix_stats(ws: Workspace, config: Config, procedural: frozenset[str] = frozen
             "redrawn_for_clicks": sum(c["redrawn_for_clicks"] for c in checks.values()),
             "beats": sum(c["beats"] for c in checks.values()),  # falls of a sum its parts do not make (levels.clicks_and_beats)
             "samples_repeating_a_recording_over_3": sum(c["samples_repeating_a_recording_over_3"] for c in checks.values()),
-            **(twin_stats(ws.read_samples(STAGE)) if config.mix.irrelevant_twin else {}),
+            **(twin_stats(ws.read_samples(STAGE)) if config.mix.irrelevant_twin and not twins_after_gate else {}),
+            **({"twins": "made by the WER stage once each mixture passes its gate: stats/wer.json"}
+               if twins_after_gate else {}),
             **({"twin_ambience_distance_db": distances} if distances else {}),
             "clips_per_category": by_category, "clips_per_scene": use(per_scene, n_scene),
             "defining_sounds_per_category": per_sound,

@@ -40,7 +40,10 @@ def automatic_stages(ws: Workspace, config: Config) -> list:
 
     voice_bank(config.synthesize)  # fail fast on a bad voice bank, before any work
     root = str(ws.root)
-    return [SynthesizeStage(root, config), MixStage(root, config), WerStage(root, config)]
+    # the WER stage gates the twins, so it makes the first attempts' twins once their mixtures pass
+    twins_after_gate = config.wer.gate_twins and config.wer.transcribe_twins
+    return [SynthesizeStage(root, config), MixStage(root, config, twins_after_gate=twins_after_gate),
+            WerStage(root, config)]
 
 
 def run_pipeline(ws: Workspace, config: Config, *, restart: bool = False, retry_rejected: bool = False,

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import random
 from collections import defaultdict
 from collections.abc import Callable, Iterable
@@ -56,7 +57,7 @@ from construction.core.record import (
     Sample,
     stable_seed,
 )
-from construction.core.workspace import atomic_write_text
+from construction.core.workspace import atomic_write_text, reporting_write_errors
 from construction.levels import (
     END_FALL_DB_PER_S,
     content_steps,
@@ -411,3 +412,37 @@ def twin_stats(samples: Iterable[Sample]) -> dict[str, Any]:
             "danger_twins": {"per_scene": danger_counts},
             "glimpse_difference": {key: {kind: summary(v) for kind, v in sorted(kinds.items())}
                                    for key, kinds in sorted(miss.items())}}
+
+
+# ---------------------------------------------------------------------------------------------------
+# the scenes that wait for their twins (construction.mix twins_after_gate)
+# ---------------------------------------------------------------------------------------------------
+
+PENDING = "pending-twins"  # the workspace cache folder they wait in
+
+
+def pending_path(workspace: str | Path, sample_id: str) -> Path:
+    """Where a mixture's scene waits for its twins; the WER stage removes it once done with the sample."""
+    return Path(workspace) / "cache" / PENDING / f"{sample_id}.npy"
+
+
+def keep_scene(path: Path, scene: np.ndarray) -> None:
+    """The scene, float64 as summed, so the twins made from it later are the same bytes. Renamed into
+    place whole but not synced: a cache, and a scene lost in a crash is mixed again (WerStage)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(f".{os.getpid()}.tmp")
+    with reporting_write_errors(path):
+        try:
+            with open(partial, "wb") as f:
+                np.save(f, scene, allow_pickle=False)
+            os.replace(partial, path)
+        finally:
+            partial.unlink(missing_ok=True)  # a disk that filled up keeps no half file
+
+
+def read_scene(path: Path) -> np.ndarray | None:
+    """A kept scene, or None: none kept, or unreadable (a crash mid-write leaves only the .tmp)."""
+    try:
+        return np.load(path, allow_pickle=False)
+    except (OSError, ValueError):
+        return None

@@ -8,7 +8,8 @@ is reported as `wer_tts` when its clean speech already fails (a TTS problem) and
 the mixture fails (a mixing problem). With wer.gate_twins (the default) a passing mixture's twins
 (irrelevant, danger) are transcribed and must pass the same gate, or the attempt fails (`twin_irrelevant`,
 `twin_danger`): the masking baseline must be heard as the mixture is. A re-mix's twins are made once its
-mixture passes, too late for the mix to draw them again, so one with a click fails it (`twin_click`). A
+mixture passes (and, in the automatic build, a first attempt's: construction.mix twins_after_gate), too
+late for the mix to draw them again, so one with a click fails it (`twin_click`). A
 sample whose mixture failed while its clean speech passed, or whose twin failed, was masked by its draw:
 with wer.remix_attempts = R (default 3) it is first re-mixed with the same speech and a new seed, up to
 R times. Then, with wer.resynthesize_attempts = K, a failing sample is re-synthesised with another voice
@@ -216,8 +217,8 @@ class WerStage:
     def process(self, batch: list[Sample]) -> list[Sample | Rejected]:
         results: list[Sample | Rejected] = []
         scored = self._transcribe_and_score(batch)
-        if self._gating_twins:  # the first attempts' twins (made by the mix stage) heard in one call
-            scored = self._with_twins_heard(scored)
+        if self._gating_twins:  # the first attempts' twins heard in one call
+            scored = self._with_twins_heard(scored, first=True)
         for sample in scored:
             if isinstance(sample, Rejected):
                 results.append(sample)
@@ -263,20 +264,41 @@ class WerStage:
                 "max_wer": self.config.wer.max_wer, "attempts": history}}
             sample = sample.model_copy(update={"provenance": provenance})
             results.append(sample if reason is None else Rejected(sample, reason))
+        from construction.twin import pending_path
+
+        for sample in batch:  # done with: the scenes the mix kept for their twins go
+            pending_path(self.workspace, sample.sample_id).unlink(missing_ok=True)
         if self.config.wer.transcribe_twins and not self._gating_twins:  # recorded, not gated
             twins = self._transcribe_twins([r for r in results if isinstance(r, Sample)])
             results = [twins.get(r.sample_id, r) if isinstance(r, Sample) else r for r in results]
         return results
 
-    def _with_twins_heard(self, scored: list[Sample | Rejected]) -> list[Sample | Rejected]:
-        """`scored` with the twins of each passing mixture made (a re-mix's, MixStage.add_twins) and
-        transcribed, for the twin gate; the others as they are."""
-        passing = [s for s in scored if isinstance(s, Sample) and self._verdict(s) is None]
-        if self._mix is not None:
-            passing = [self._mix.add_twins(s) for s in passing]
+    def _with_twins_heard(self, scored: list[Sample | Rejected], first: bool = False) -> list[Sample | Rejected]:
+        """`scored` with the twins of each passing mixture made and transcribed, for the twin gate; the
+        others as they are."""
+        passing = [self._with_twins_made(s, first) for s in scored if isinstance(s, Sample) and self._verdict(s) is None]
         heard = {s.sample_id: s for s in passing}
         heard.update(self._transcribe_twins([s for s in passing if not _twin_clicks(s)]))  # a click fails it unheard
         return [heard.get(s.sample_id, s) if isinstance(s, Sample) else s for s in scored]
+
+    def _with_twins_made(self, sample: Sample, first: bool) -> Sample:
+        """A passing mixture with its twins: a re-mix's (the mix kept their inputs in memory), or a first
+        attempt's the mix stage left to this one (MixStage twins_after_gate: made from the scene it kept
+        in the cache, or, that scene lost to a crash, from the sample mixed again: same seed, same bytes)."""
+        mix = self.config.mix
+        if not (mix.irrelevant_twin or mix.danger_twin) or sample.irrelevant_audio or sample.danger_audio:
+            return sample  # twins off, or the mix stage made them
+        self._stages()
+        made = self._mix.add_twins(sample)
+        if first and made is sample:  # drawn as the mix stage drew it: twins after the mixture, as there
+            made = self._mix.mix_one(sample, attempt=0, twins=False)
+            if isinstance(made, Sample) and made.mixture == sample.mixture:
+                made = self._mix.add_twins(made)
+            else:
+                raise WorkbenchError(f"{sample.sample_id}: its mixture, mixed again for its twins, differs from the "
+                                     f"one Whisper heard; rerun with --restart (python -m construction.mix) to mix "
+                                     f"it afresh")
+        return made
 
     def _transcribe_twins(self, samples: list[Sample]) -> dict[str, Sample]:
         """The samples (passing mixtures) with their twins' transcripts and WER (irrelevant, danger), scored
@@ -319,7 +341,7 @@ class WerStage:
         everything = np.array(kept + rejected) if kept + rejected else np.zeros(0)
         edges = [0, 0.05, 0.1, 0.2, 0.5, 1.0, np.inf]
         histogram = np.histogram(everything, bins=edges)[0].tolist() if everything.size else []
-        return {**twin_wer_stats(ws), **twin_gate_stats(ws), **kept_clicks(ws),
+        return {**made_twin_stats(ws, self.config), **twin_wer_stats(ws), **twin_gate_stats(ws), **kept_clicks(ws),
                 "wer_mixture_histogram": {"edges": [0, 0.05, 0.1, 0.2, 0.5, 1.0, "inf"], "counts": histogram},
                 "wer_mixture_mean_kept": round(float(np.mean(kept)), 4) if kept else None,
                 "kept_after_attempts": {str(k): v for k, v in sorted(retried.items())},
@@ -339,6 +361,17 @@ def _twin_clicks(sample: Sample) -> dict[str, int]:
 
     clicks = sample.provenance.get("mix", {}).get("clicks", {})
     return {t: clicks[t] for t in TWIN_CLICKED if clicks.get(t)}
+
+
+def made_twin_stats(ws: Workspace, config: Config) -> dict[str, Any]:
+    """construction.twin.twin_stats (twin counts, glimpse match per category) over the kept samples and
+    the rejected ones whose last attempt got twins: in the automatic build the twins are made here."""
+    from construction.twin import twin_stats
+
+    if not config.mix.irrelevant_twin:
+        return {}
+    rejected = [r.sample for r in ws.read_rejected(STAGE) if r.sample.irrelevant_audio is not None]
+    return twin_stats([*ws.read_samples(STAGE), *rejected])
 
 
 def twin_gate_stats(ws: Workspace) -> dict[str, Any]:

@@ -11,9 +11,10 @@ import numpy as np
 from construction.core.record import Sample, SceneSound, make_sample_id
 from construction.core.runner import run_stage
 from construction.core.workspace import Workspace
+from construction.dominance import dominate
 from construction.levels import content_steps, envelope, steps, voiced_runs
 from construction.masking import on_off_gate
-from construction.mix import MixStage, dominate, event_track
+from construction.mix import MixStage, event_track
 from tests.test_mix import SR, TAXONOMY, _config, _library, _speechlike, _tone
 
 

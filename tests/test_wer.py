@@ -148,6 +148,39 @@ def test_failed_tts_is_resynthesised_with_another_voice(tmp_path):
     assert rescued.wer_speech is None or rescued.wer_speech <= 0.2, (rescued.wer_speech, rescued.transcript_speech)
 
 
+def test_twins_made_after_the_gate_are_the_bytes_the_mix_stage_makes(tmp_path):
+    """The automatic build leaves the first attempts' twins to the WER stage (MixStage twins_after_gate):
+    only mixtures that pass the gate get them, made from the scene the mix kept in the cache, and they are
+    the bytes the mix stage makes itself. A scene lost to a crash is mixed again to the same bytes; no
+    scene is left in the cache."""
+    config = _config(tmp_path, **{"mix.snr_db_min": 20, "mix.snr_db_max": 20})
+    in_mix = _build(tmp_path / "in_mix", config)
+    ws = Workspace(tmp_path / "after_gate")
+    _scripts(ws, SENTENCES)
+    run_stage(ws, SynthesizeStage(str(ws.root), config), jobs=1, progress=False)
+    run_stage(ws, MixStage(str(ws.root), config, twins_after_gate=True), jobs=1, progress=False)
+    mixed = list(ws.read_samples("mix"))
+    assert mixed and all(s.irrelevant_audio is None and s.danger_audio is None for s in mixed)
+    assert "glimpse_difference" not in ws.read_stats("mix") and "stats/wer.json" in ws.read_stats("mix")["twins"]
+    waiting = sorted((ws.root / "cache" / "pending-twins").glob("*.npy"))
+    assert len(waiting) == len(mixed)
+    waiting[0].unlink()  # lost to a crash
+    run_stage(ws, WerStage(str(ws.root), config), jobs=1, progress=False)
+    assert not list((ws.root / "cache" / "pending-twins").iterdir())
+    expected = {s.sample_id: s for s in in_mix.read_samples("wer")}
+    got = {s.sample_id: s for s in ws.read_samples("wer")}
+    assert len(got) >= 4 and got.keys() == expected.keys()
+    for sample_id, sample in got.items():
+        tracks = ("mixture", "scene_audio", "irrelevant_audio", "danger_audio", "danger_scene_audio")
+        assert [getattr(sample, t).sha256 for t in tracks] == [getattr(expected[sample_id], t).sha256 for t in tracks]
+        assert sample.mix == expected[sample_id].mix and sample.provenance["mix"] == expected[sample_id].provenance["mix"]
+    # a mixture that failed the gate got no twins (the mix stage had made them for nothing)
+    failed = [r.sample for r in ws.read_rejected("wer") if r.reason.startswith(("wer_", "keyword_"))]
+    assert all(s.irrelevant_audio is None and s.danger_audio is None for s in failed)
+    counted = ws.read_stats("wer")["glimpse_difference"]["OVERALL"]
+    assert counted["irrelevant"]["n"] == counted["danger"]["n"] == len(got) + len(list(ws.read_rejected("wer"))) - len(failed)
+
+
 def _spoken_and_mixed(tmp_path: Path, config) -> tuple[Workspace, list[Sample]]:
     """Two scripts spoken and mixed (the WER stage's input), and the mix manifest's samples."""
     ws = Workspace(tmp_path / "ws")
