@@ -127,8 +127,11 @@ def spectrogram_png(audio: np.ndarray, sample_rate: int) -> bytes:
     from PIL import Image
 
     x = np.asarray(audio, dtype=np.float64)
-    fig, ax = plt.subplots(figsize=(SPECTROGRAM_PX[0] / SPECTROGRAM_DPI, SPECTROGRAM_PX[1] / SPECTROGRAM_DPI),
-                           dpi=SPECTROGRAM_DPI)
+    fig = plt.figure(figsize=(SPECTROGRAM_PX[0] / SPECTROGRAM_DPI, SPECTROGRAM_PX[1] / SPECTROGRAM_DPI),
+                     dpi=SPECTROGRAM_DPI)
+    # fixed margins that fit the tick labels, and one draw into pixels: tight_layout and savefig drew
+    # every figure three times (0.26 s a clip, 2.3x this)
+    ax = fig.add_axes((0.075, 0.16, 0.915, 0.81))
     nfft = 512 if sample_rate <= 24000 else 1024
     with np.errstate(divide="ignore"):  # digital silence is exact zeros
         ax.specgram(x + 1e-9, NFFT=nfft, Fs=sample_rate, noverlap=nfft * 3 // 4, cmap="magma", vmin=-120)
@@ -136,12 +139,11 @@ def spectrogram_png(audio: np.ndarray, sample_rate: int) -> bytes:
     ax.set_xlabel("time (s)", fontsize=8)
     ax.set_ylabel("Hz", fontsize=8)
     ax.tick_params(labelsize=7)
-    fig.tight_layout()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=SPECTROGRAM_DPI)
+    fig.canvas.draw()
+    pixels = np.asarray(fig.canvas.buffer_rgba())[..., :3]
     plt.close(fig)
     small = io.BytesIO()  # a 64-colour palette: a noise spectrogram in full colour is large
-    Image.open(io.BytesIO(buffer.getvalue())).convert("RGB").quantize(64).save(small, format="PNG", optimize=True)
+    Image.fromarray(pixels).quantize(64).save(small, format="PNG", optimize=True)
     return small.getvalue()
 
 
