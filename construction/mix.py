@@ -110,7 +110,7 @@ class MixStage:
 
     def __init__(self, workspace: str, config: Config, clock: Clock | None = None, twins_after_gate: bool = False):
         """With `twins_after_gate` (the automatic build, whose WER stage gates the twins) the first attempts'
-        twins are left to the WER stage, made once the mixture has passed the gate (add_twins): a third of
+        twins are left to the WER stage, made once the mixture has passed the gate (add_twins): a sixth of
         first mixtures fail it, and their twins were two thirds of the mix's work for nothing. Each
         mixture's scene waits in the workspace cache (PENDING) until then, so the twins are the same bytes."""
         self.workspace, self.config = workspace, config
