@@ -53,11 +53,7 @@ from construction.core.errors import WorkbenchError
 from construction.core.record import MixRecipe, Sample, SceneSound, stable_seed
 from construction.core.runner import run_configured
 from construction.core.timing import Clock
-from construction.core.workspace import (
-    Rejected,
-    Workspace,
-    require_manifest,
-)
+from construction.core.workspace import Rejected, Workspace, require_manifest
 from construction.dominance import DOMINANT_SHARE, dominate
 from construction.levels import (
     STEP_DB,
@@ -112,7 +108,8 @@ class MixStage:
         """With `twins_after_gate` (the automatic build, whose WER stage gates the twins) the first attempts'
         twins are left to the WER stage, made once the mixture has passed the gate (add_twins): a sixth of
         first mixtures fail it, and their twins were two thirds of the mix's work for nothing. Each
-        mixture's scene waits in the workspace cache (PENDING) until then, so the twins are the same bytes."""
+        mixture's scene waits in the workspace cache (construction.twin.pending_path) until then, so the
+        twins are the same bytes."""
         self.workspace, self.config = workspace, config
         self.clock = clock or Clock()  # mix_one, twin included (stats timed_s.mix)
         self.twins_after_gate = twins_after_gate

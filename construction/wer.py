@@ -257,8 +257,8 @@ class WerStage:
                 if self._gating_twins:  # a mixture that passed gets its twins, which must pass too
                     rescored = self._with_twins_heard([rescored])[0]
                 sample = rescored
-            if reason is None and self._mix is not None:
-                sample = self._mix.add_twins(sample)  # a re-mix that passed (else a no-op)
+            if reason is None:  # with the twin gate off, the twins of what passed are made here
+                sample = self._with_twins_made(sample, first=len(history) == 1)
             provenance = {**sample.provenance, STAGE: {
                 "backend": self.asr.name, "model": self.asr.model_id, "language": self.config.wer.language,
                 "max_wer": self.config.wer.max_wer, "attempts": history}}

@@ -180,6 +180,14 @@ def test_twins_made_after_the_gate_are_the_bytes_the_mix_stage_makes(tmp_path):
     counted = ws.read_stats("wer")["glimpse_difference"]["OVERALL"]
     assert counted["irrelevant"]["n"] == counted["danger"]["n"] == len(got) + len(list(ws.read_rejected("wer"))) - len(failed)
 
+    # a WER run with the twin gate off (its config is not the build's) still gives what passes its twins:
+    # every scene is gone by now, so each is mixed again, to the same bytes
+    config = _config(tmp_path, **{"mix.snr_db_min": 20, "mix.snr_db_max": 20, "wer.gate_twins": False})
+    run_stage(ws, WerStage(str(ws.root), config), jobs=1, progress=False, restart=True)
+    kept = list(ws.read_samples("wer"))
+    assert len(kept) >= len(got) and all(s.irrelevant_audio and s.danger_audio for s in kept)
+    assert all(s.irrelevant_audio == expected[s.sample_id].irrelevant_audio for s in kept if s.sample_id in expected)
+
 
 def _spoken_and_mixed(tmp_path: Path, config) -> tuple[Workspace, list[Sample]]:
     """Two scripts spoken and mixed (the WER stage's input), and the mix manifest's samples."""
