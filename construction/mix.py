@@ -407,33 +407,30 @@ class MixStage:
         if scene is None or sample.mix is None or sample.speech is None:
             return None  # none kept, or unreadable: the sample is mixed again (WerStage)
         sr, recipe = self.config.sample_rate, sample.mix
-        with self.clock.timed("mix"):
-            try:
-                speech = self.ws.load_audio(sample.speech)
-            except WorkbenchError:
-                return None
-            speech_track, alone, voiced = placed_speech(speech, recipe, sr)
-            if scene.shape != speech_track.shape:
-                return None
-            gain = envelope(speech_track.size, alone, speech.size, recipe.alone_gain_db, recipe.under_gain_db,
-                            int(self.config.mix.fade_s * sr), voiced, sr)
-            return (speech_track, scene, gain, (alone, alone + speech.size),
-                    content_steps(sr, speech_track, placed=True), voiced)
+        try:
+            speech = self.ws.load_audio(sample.speech)
+        except WorkbenchError:
+            return None
+        speech_track, alone, voiced = placed_speech(speech, recipe, sr)
+        if scene.shape != speech_track.shape:
+            return None
+        gain = envelope(speech_track.size, alone, speech.size, recipe.alone_gain_db, recipe.under_gain_db,
+                        int(self.config.mix.fade_s * sr), voiced, sr)
+        return (speech_track, scene, gain, (alone, alone + speech.size), content_steps(sr, speech_track, placed=True),
+                voiced)
 
     def add_twins(self, sample: Sample) -> Sample:
         """`sample` (the last mix_one(..., twins=False), scored since, or a first attempt made with
         twins_after_gate) with its twins made; unchanged when none wait (twins off, or made already)."""
-        if self._deferred is not None and self._deferred[0] == sample.sample_id:
-            made = self._deferred[1]
-        elif sample.irrelevant_audio is None and sample.danger_audio is None:
-            made = self._pending(sample)
-        else:
-            made = None
-        self._deferred = None
-        if made is None:
+        deferred, self._deferred = self._deferred, None
+        kept = deferred is not None and deferred[0] == sample.sample_id
+        if not kept and (sample.irrelevant_audio is not None or sample.danger_audio is not None):
             return sample
         sr = self.config.sample_rate
-        with self.clock.timed("mix"):
+        with self.clock.timed("mix"):  # one timed call, the kept scene's reading included
+            made = deferred[1] if kept else self._pending(sample)
+            if made is None:
+                return sample
             recipe = sample.mix.model_copy(deep=True)
             clicks = dict(sample.provenance[STAGE]["clicks"])  # a click here is counted: the mixture has passed
             out = {key: self.ws.store_audio(audio, sr) for key, audio in
