@@ -7,8 +7,9 @@
     (every flag: --help)
 
 The README demo has no humans. This makes accounts annotator-K@demo.aor-bench.invalid through the real
-invite/signup flow (or logs them in when they exist) and has them submit labels through the API, with a
-lead time, as a browser would. With the arms (the default), --annotators N per arm means 3N accounts
+invite/signup flow (or logs them in when they exist; an account stays logged in from run to run, its token
+kept in the server's data dir, SESSIONS_FILE) and has them submit labels through the API, with a lead time,
+as a browser would. With the arms (the default), --annotators N per arm means 3N accounts
 in three groups; each sample is heard by each group in one arm only (the groups rotate over the arms
 from sample to sample), so nobody judges a sample twice; a control goes to the group that heard only
 its sample's scene, and every account meets every catch item.
@@ -38,12 +39,14 @@ from them says so on its card and is never pushed to the Hub.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import sys
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from annotation.labelstudio import (
@@ -86,7 +89,7 @@ from annotation.state import (
 from construction.core.cli import Parser, add_workspace, old_spelling, run_main
 from construction.core.errors import WorkbenchError
 from construction.core.record import ARMS, AudioRef, Sample, stable_seed
-from construction.core.workspace import Workspace
+from construction.core.workspace import Workspace, atomic_write_text
 from construction.text.taxonomy import sample_frames
 from tqdm import tqdm
 
@@ -290,21 +293,63 @@ class Labelled(Counter):
     short: int = 0
 
 
+# the demo accounts' API tokens, kept in the server's data dir beside its database (which holds every
+# token): a person stays logged in from round to round, and a log-in costs the server about a second
+SESSIONS_FILE = "demo-sessions.json"
+
+
 class Sessions(dict):
     """email -> (an SDK client acting as that demo account, its user id), made once per run: signing up or
-    logging in takes about a second an account, and the arms share their accounts."""
+    logging in takes about a second an account, and the arms share their accounts. A token kept from an
+    earlier run (SESSIONS_FILE) is used while the server still accepts it for that account."""
 
     def __init__(self, server: Server, quiet: bool = True):
         super().__init__()
         self.server, self.quiet, self.invite = server, quiet, []
+        self.kept = None if server.data_dir is None else Path(server.data_dir) / SESSIONS_FILE
 
     def login(self, emails: Sequence[str]) -> None:
         todo = [email for email in emails if email not in self]
+        if not todo:
+            return
+        kept = self._kept_tokens()
+        renewed = {}
         for email in tqdm(todo, desc="demo accounts (sign up or log in)", unit="account", file=sys.stderr,
-                          disable=self.quiet or not todo):
-            client = make_client(self.server.url, demo_account_token(self.server, email, self.invite))
-            with self.server.errors(f"reading demo account {email}"):
-                self[email] = (client, client.users.whoami().id)
+                          disable=self.quiet):
+            session = self._resume(email, kept.get(email.lower()))
+            if session is None:
+                token = demo_account_token(self.server, email, self.invite)
+                client = make_client(self.server.url, token)
+                with self.server.errors(f"reading demo account {email}"):
+                    session = (client, client.users.whoami().id)
+                renewed[email.lower()] = token
+            self[email] = session
+        if renewed and self.kept is not None:
+            atomic_write_text(self.kept, json.dumps({**kept, **renewed}, indent=1, sort_keys=True))  # mode 0600
+
+    def _kept_tokens(self) -> dict[str, str]:
+        try:
+            kept = json.loads(self.kept.read_text()) if self.kept is not None and self.kept.is_file() else {}
+        except (OSError, ValueError):
+            return {}  # unreadable: the accounts log in again and the file is rewritten
+        return {str(k): str(v) for k, v in kept.items()} if isinstance(kept, dict) else {}
+
+    def _resume(self, email: str, token: str | None) -> tuple[Any, int] | None:
+        """The account's session from a kept token; None when there is none, or the server no longer takes
+        it as this account's (revoked, a new database, or another account's)."""
+        if not token:
+            return None
+        from label_studio_sdk.core.api_error import ApiError
+
+        client = make_client(self.server.url, token)
+        with self.server.errors(f"reading demo account {email}"):
+            try:
+                user = client.users.whoami()
+            except ApiError as exc:
+                if exc.status_code in (401, 403):
+                    return None
+                raise
+        return (client, user.id) if (user.email or "").lower() == email.lower() else None
 
     def user_ids(self, emails: Sequence[str]) -> dict[str, int | None]:
         """email -> user id, from the admin's list of users, logging nobody in (a log-in costs Label Studio

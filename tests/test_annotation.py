@@ -652,6 +652,44 @@ def test_demo_annotators_end_to_end(ls, admin, tmp_path, capsys):
     assert b"demo.aor-bench.invalid" not in b"".join(snapshot(ws.root).values())
 
 
+def test_demo_accounts_stay_logged_in_and_log_in_again_when_a_kept_token_fails(ls, admin, tmp_path, capsys):
+    """A demo account's token is kept beside the server's database (owner-only) and used again by the next
+    run, as a person stays logged in; a kept token the server refuses, or one that is another account's, is
+    replaced by a fresh log-in, and each label is still its own account's."""
+    kept = ls.data_dir / demo_annotators.SESSIONS_FILE
+    server = ["--data-dir", str(ls.data_dir)]
+    runs = []
+    for n, title in enumerate(("Kept sessions 1", "Kept sessions 2")):
+        ws = make_workspace(tmp_path / f"ws{n}", 2, first=40 + 2 * n, served=ls.document_root)
+        assert cli(push.main, "--workspace", str(ws.root), "--project", title, "--catch", "0", *server,
+                   capsys=capsys)[0] == 0
+        if n == 1:  # the first run's tokens, spoiled: one refused, one another account's
+            tokens = json.loads(kept.read_text())
+            tokens[demo_email(1)], tokens[demo_email(2)] = "not-a-token", tokens[demo_email(3)]
+            kept.write_text(json.dumps(tokens))
+        code, out, err = cli(demo_annotators.main, "--workspace", str(ws.root), "--annotators", "1", *server,
+                             capsys=capsys)
+        assert code == 0, err
+        assert "submitted 6 label(s)" in out  # 2 samples x 3 arms, one account each
+        runs.append(ws)
+        assert kept.stat().st_mode & 0o077 == 0, oct(kept.stat().st_mode)
+        tokens = json.loads(kept.read_text())
+        for k in (1, 2, 3):  # every kept token acts as its own account
+            assert make_client(ls.url, tokens[demo_email(k)]).users.whoami().email == demo_email(k)
+        assert not set(tokens.values()) & {t for t in out.split() + err.split()}  # never printed
+    for ws in runs:
+        assert cli(pull.main, "--workspace", str(ws.root), *server, capsys=capsys)[0] == 0
+        salt = read_state(ws)["pseudonym_salt"]
+        names = {pseudonym(demo_email(k), salt) for k in (1, 2, 3)}
+        arms_of = {}
+        for sample in ws.read_samples("annotated"):
+            assert len(sample.annotations) == 3
+            for a in sample.annotations:
+                assert a.annotator in names
+                arms_of.setdefault((sample.sample_id, a.annotator), []).append(a.arm)
+        assert all(len(arms) == 1 for arms in arms_of.values())  # nobody labelled in another's name
+
+
 def test_adjudication_round_trip_is_blind(ls, admin, accounts, tokens, tmp_path, capsys):
     ws = make_workspace(tmp_path / "ws", 4, served=ls.document_root)
     server = ["--data-dir", str(ls.data_dir)]
