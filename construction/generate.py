@@ -197,7 +197,8 @@ def run_generate(ws: Workspace, config: Config, progress: bool = True, restart: 
     categories = [taxonomy.category(c) for c in category_ids]
     # only scenes whose every defining sound has a clip under the release licence are paired: a script
     # the mix cannot render is never written, synthesised and then dropped
-    library = open_library(config.mix.sounds)
+    # the decoding check is remembered in the workspace's cache, where the mix stage finds it (one decode a build)
+    library = open_library(config.mix.sounds, verified=ws.cache_dir("library"))
     unrenderable = unrenderable_scenes(taxonomy, library, config.release_licence)
     # nor scenes the mix would refuse as too thin for a release (mix.min_clips_per_defining_tag recordings)
     thin = thin_scenes(taxonomy, library, config.release_licence, config.mix.min_clips_per_defining_tag)
