@@ -352,8 +352,8 @@ class Sessions(dict):
         return (client, user.id) if (user.email or "").lower() == email.lower() else None
 
     def user_ids(self, emails: Sequence[str]) -> dict[str, int | None]:
-        """email -> user id, from the admin's list of users, logging nobody in (a log-in costs Label Studio
-        about 0.3 s of password hashing); None for an account not signed up yet, which has labelled nothing."""
+        """email -> user id, from the admin's list of users, logging nobody in (a log-in through the form costs
+        about a second); None for an account not signed up yet, which has labelled nothing."""
         listed: dict[str, int] = {}
         if any(email not in self for email in emails):
             listed = {address.lower(): user_id for user_id, address in user_emails(self.server).items()}

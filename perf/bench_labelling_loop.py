@@ -9,12 +9,14 @@ this Python: Label Studio's start, the staged rounds (push, the demo annotators,
 round submits nothing, the adjudication, the library review, the stop. Passes alternate (before, after,
 before, ...) so a change in the machine's load hits both alike. Prints per pass the wall seconds of each
 command (summed by command), the total, the labels each round submitted (the same on both sides: the demo
-is seeded), and after/before of the totals (the median over rounds).
+is seeded, and both copies get the same task-key secret and salt), and after/before of the totals (the
+median over rounds).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -25,6 +27,7 @@ import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
+from secrets import token_hex
 
 ROOT = Path(__file__).resolve().parents[1]
 WS = ["--workspace", "workspace"]
@@ -42,10 +45,13 @@ def export(ref: str, folder: Path) -> Path:
     return folder
 
 
-def one_pass(code: Path, built: Path) -> tuple[dict[str, float], list[str], float]:
+def one_pass(code: Path, built: Path, secrets: dict[str, str]) -> tuple[dict[str, float], list[str], float]:
     """(seconds by command, labels submitted per round, total seconds) of the page's step 3 in `code`."""
     shutil.rmtree(code / "workspace", ignore_errors=True)
     shutil.copytree(built, code / "workspace", symlinks=True)
+    # the same task-key secret and salt on both sides: the tasks' keys and order, and so which scripted
+    # account labels what, are the same (a first push would draw new ones)
+    (code / "workspace" / "annotation.json").write_text(json.dumps(secrets))
     seconds: dict[str, float] = defaultdict(float)
     submitted: list[str] = []
 
@@ -87,13 +93,16 @@ def main() -> None:
     built = Path(args.workspace).resolve()
     if not (built / "manifests" / "controls.jsonl").is_file():
         sys.exit(f"error: {built} is not a workspace built by the page's step 2 (no manifests/controls.jsonl)")
+    if (built / "annotation.json").exists():
+        sys.exit(f"error: {built} has been pushed already (annotation.json); give a workspace of step 2 only")
+    secrets = {"pseudonym_salt": token_hex(16), "task_key_secret": token_hex(16)}
     totals: dict[str, list[float]] = {"before": [], "after": []}
     with tempfile.TemporaryDirectory(prefix="bench-labelling-") as scratch:
         codes = {side: export(ref, Path(scratch) / side) for side, ref in (("before", args.before), ("after", args.after))}
         labels = {}
         for n in range(args.rounds):
             for side in ("before", "after"):
-                seconds, submitted, total = one_pass(codes[side], built)
+                seconds, submitted, total = one_pass(codes[side], built, secrets)
                 totals[side].append(total)
                 labels.setdefault(side, submitted)
                 print(f"pass {n + 1} {side} ({getattr(args, side)}): {total:.1f} s, labels per round {submitted}")
