@@ -71,7 +71,7 @@ def control_for(sample: Sample, kind: str, taxonomy, seed: int) -> Sample | None
 
 def neutral_mix(stage, sample: Sample) -> Sample | Rejected:
     """The speech alone, laid out like a mixture (silence where the scene would be heard)."""
-    from construction.levels import render
+    from construction.mixing.levels import render
     from construction.sounds.library import loudness_lufs
 
     cfg, sr = stage.config.mix, stage.config.sample_rate

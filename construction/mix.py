@@ -24,8 +24,8 @@ loudness (pyloudnorm) of each component alone over the speech's extent in the fi
 the scene alone is L(scene alone before the speech) - L(speech). A final peak guard scales the whole
 mixture, so neither changes. Every mixture also gets its irrelevant-background twin (mix.irrelevant_twin,
 on by default): the same speech track over a neutral ambience that masks it as the scene does (equal
-glimpse proportion, construction.masking), and its danger twin (mix.danger_twin): the same speech over a
-real-danger scene, masking-matched the same way (construction.twin). The automatic build makes the twins
+glimpse proportion, construction.mixing.masking), and its danger twin (mix.danger_twin): the same speech over a
+real-danger scene, masking-matched the same way (construction.mixing.twin). The automatic build makes the twins
 in the WER stage, of the mixtures that pass its gate (MixStage twins_after_gate).
 Flags: --help (the sound library is --sounds LIBRARY_DIR, config mix.sounds).
 """
@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from construction import masking
+from construction.mixing import masking
 from construction.core.cli import (
     add_sounds,
     base_parser,
@@ -54,8 +54,8 @@ from construction.core.record import MixRecipe, Sample, SceneSound, stable_seed
 from construction.core.runner import run_configured
 from construction.core.timing import Clock
 from construction.core.workspace import Rejected, Workspace, require_manifest
-from construction.dominance import DOMINANT_SHARE, dominate
-from construction.levels import (
+from construction.mixing.dominance import DOMINANT_SHARE, dominate
+from construction.mixing.levels import (
     STEP_DB,
     STEP_WITHIN_S,
     clicks_and_beats,
@@ -66,19 +66,19 @@ from construction.levels import (
     render,
     source_steps,
 )
-from construction.mix_stats import CLICKED, mix_stats, print_mix_summary
+from construction.mixing.mix_stats import CLICKED, mix_stats, print_mix_summary
 from construction.sounds.library import loudness_lufs
 from construction.sounds.scenes import Pick, is_procedural, scene_sounds, take_span
 from construction.sounds.variation import change_rate, colour, draw_variation
 from construction.text.taxonomy import EventPattern
-from construction.tracks import (  # noqa: F401
+from construction.mixing.tracks import (  # noqa: F401
     MAX_REPEATS,
     bed_track,
     cap_repeats,
     draw_onsets,
     event_track,
 )
-from construction.twin import (
+from construction.mixing.twin import (
     ambience_distances,
     ambience_for,
     assign_ambiences,
@@ -90,7 +90,7 @@ from construction.twin import (
     pending_path,
     read_scene,
 )
-from construction.twin import pick as pick_option
+from construction.mixing.twin import pick as pick_option
 
 STAGE = "mix"
 log = logging.getLogger(__name__)
@@ -108,7 +108,7 @@ class MixStage:
         """With `twins_after_gate` (the automatic build, whose WER stage gates the twins) the first attempts'
         twins are left to the WER stage, made once the mixture has passed the gate (add_twins): a sixth of
         first mixtures fail it, and their twins were two thirds of the mix's work for nothing. Each
-        mixture's scene waits in the workspace cache (construction.twin.pending_path) until then, so the
+        mixture's scene waits in the workspace cache (construction.mixing.twin.pending_path) until then, so the
         twins are the same bytes."""
         self.workspace, self.config = workspace, config
         self.clock = clock or Clock()  # mix_one, twin included (stats timed_s.mix)
@@ -136,7 +136,7 @@ class MixStage:
                 "build (the dataset card then says so)")
         self.assignment = assign_clips(samples, self.taxonomy, self.library, licence, self.config.seed,
                                        self.config.mix.take_s)
-        # each category's twin ambiences: those far (in spectrum) from its defining sounds (construction.twin)
+        # each category's twin ambiences: those far (in spectrum) from its defining sounds (construction.mixing.twin)
         self.distances = ambience_distances(self.taxonomy, self.library, licence, self.config.sample_rate,
                                             self.ws.cache_dir("twin")) if self.config.mix.irrelevant_twin else {}
         self.ambiences = assign_ambiences(samples, self.config.seed,
@@ -183,7 +183,7 @@ class MixStage:
         """Every picked clip placed: a bed's offset inside its take, an event's onsets as the scene's
         pattern says, and each use's variation. Sounds that come `after` another are placed after it; if
         no defining sound would play alone before the speech (no defining bed or continuous sound), the
-        first defining single sound goes right before the speech (construction.tracks.draw_onsets)."""
+        first defining single sound goes right before the speech (construction.mixing.tracks.draw_onsets)."""
         cfg: MixConfig = self.config.mix
         home = self.taxonomy.scene_home.get(sample.scene_id or "")
         spec = (lambda tag: home[1].event(tag)) if home else (lambda tag: EventPattern())
@@ -442,7 +442,7 @@ class MixStage:
               gain: np.ndarray, span: tuple[int, int], said: np.ndarray, voiced: list[tuple[int, int]],
               clicks: dict[str, int]) -> dict[str, Any]:
         """The mixture's masking (glimpse proportion, background loudness under the speech) on the recipe,
-        and the twins matched to it (construction.twin), ducked on the same `voiced` runs: their audio by
+        and the twins matched to it (construction.mixing.twin), ducked on the same `voiced` runs: their audio by
         the sample field it is stored in. The twins' clicks (falls neither the speech nor their own background
         layers make) go into `clicks`: twin, danger and danger_scene."""
         cfg, sr = self.config.mix, self.config.sample_rate

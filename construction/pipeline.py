@@ -29,7 +29,7 @@ from construction.generate import (
     script_overrides,
 )
 from construction.mix import SOUNDS_HELP
-from construction.mix_stats import print_mix_summary
+from construction.mixing.mix_stats import print_mix_summary
 from construction.wer import WER_ENV, print_wer_summary
 
 

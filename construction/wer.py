@@ -264,7 +264,7 @@ class WerStage:
                 "max_wer": self.config.wer.max_wer, "attempts": history}}
             sample = sample.model_copy(update={"provenance": provenance})
             results.append(sample if reason is None else Rejected(sample, reason))
-        from construction.twin import pending_path
+        from construction.mixing.twin import pending_path
 
         for sample in batch:  # done with: the scenes the mix kept for their twins go
             pending_path(self.workspace, sample.sample_id).unlink(missing_ok=True)
@@ -357,16 +357,16 @@ def _without_twins(sample: Sample) -> Sample:
 
 def _twin_clicks(sample: Sample) -> dict[str, int]:
     """The clicks counted in the sample's twin tracks (irrelevant, danger, danger scene), by track."""
-    from construction.mix_stats import TWIN_CLICKED
+    from construction.mixing.mix_stats import TWIN_CLICKED
 
     clicks = sample.provenance.get("mix", {}).get("clicks", {})
     return {t: clicks[t] for t in TWIN_CLICKED if clicks.get(t)}
 
 
 def made_twin_stats(ws: Workspace, config: Config) -> dict[str, Any]:
-    """construction.twin.twin_stats (twin counts, glimpse match per category) over the kept samples and
+    """construction.mixing.twin.twin_stats (twin counts, glimpse match per category) over the kept samples and
     the rejected ones whose last attempt got twins: in the automatic build the twins are made here."""
-    from construction.twin import twin_stats
+    from construction.mixing.twin import twin_stats
 
     if not config.mix.irrelevant_twin:
         return {}
@@ -388,9 +388,9 @@ def twin_gate_stats(ws: Workspace) -> dict[str, Any]:
 
 
 def kept_clicks(ws: Workspace) -> dict[str, Any]:
-    """Clicks (construction.levels.steps) in the tracks of the kept samples, per track: these are the tracks
+    """Clicks (construction.mixing.levels.steps) in the tracks of the kept samples, per track: these are the tracks
     that ship, re-mixes included (stats/mix.json counts the mix stage's first attempts)."""
-    from construction.mix_stats import CLICKED
+    from construction.mixing.mix_stats import CLICKED
 
     counts = Counter({t: 0 for t in CLICKED})
     for s in ws.read_samples(STAGE):

@@ -110,3 +110,20 @@ def test_the_stages_import_the_core_and_the_rooms_not_each_other_privately():
                     private += [f"{name}: from {node.module} import {a.name}" for a in node.names
                                 if a.name.startswith("_")]
     assert not private, "\n".join(private)
+
+
+STAGES = {"generate", "synthesize", "mix", "wer", "controls", "pipeline"}  # and the package's __init__
+
+
+def test_constructions_top_level_is_the_stages_and_the_rooms_import_no_stage():
+    """construction/ holds the stages; its rooms (core, text, speech, sounds, mixing) hold what they share.
+    A room never imports a stage (a stage is the top of the room it uses)."""
+    top = {p.stem for p in (REPO / "construction").glob("*.py")} - {"__init__"}
+    assert top == STAGES, f"construction/'s top level should be the stages only; also: {sorted(top - STAGES)}"
+    rooms = {p.name for p in (REPO / "construction").iterdir() if (p / "__init__.py").is_file()}
+    assert {"core", "text", "speech", "sounds", "mixing"} <= rooms
+    graph = import_graph()
+    upward = [f"{name} imports {target}" for name, targets in graph.items()
+              if name.split(".")[:2][-1] in rooms for target in targets
+              if target.startswith("construction.") and target.split(".")[1] in STAGES]
+    assert not upward, "\n".join(upward)

@@ -11,9 +11,9 @@ import numpy as np
 from construction.core.record import Sample, SceneSound, make_sample_id
 from construction.core.runner import run_stage
 from construction.core.workspace import Workspace
-from construction.dominance import dominate
-from construction.levels import content_steps, envelope, steps, voiced_runs
-from construction.masking import on_off_gate
+from construction.mixing.dominance import dominate
+from construction.mixing.levels import content_steps, envelope, steps, voiced_runs
+from construction.mixing.masking import on_off_gate
 from construction.mix import MixStage, event_track
 from tests.test_mix import SR, TAXONOMY, _config, _library, _speechlike, _tone
 
@@ -195,7 +195,7 @@ def test_defining_sounds_dominate_or_the_draw_fails():
 def test_a_sum_that_cancels_is_a_beat_and_a_cut_in_a_part_is_a_click():
     """Speech beating against a steady bed: the sum falls 20+ dB in a few ms while neither part falls; that
     is the parts cancelling, counted apart as a beat. The same sum with the bed cut off is a click."""
-    from construction.levels import clicks_and_beats, steps
+    from construction.mixing.levels import clicks_and_beats, steps
 
     sr = 16000
     t = np.arange(sr) / sr
@@ -217,7 +217,7 @@ def test_a_scenes_layers_cancelling_is_a_beat_and_a_cut_layer_is_a_click():
     for a few ms make the scene fall 12+ dB while neither layer falls (seed 5: vg_esports_finals at
     0.253 s). That is a beat, counted apart, as for a mixture's parts; a layer cut off is still a click.
     The layers are made only where the scene falls."""
-    from construction.levels import clicks_and_beats, content_steps, steps
+    from construction.mixing.levels import clicks_and_beats, content_steps, steps
 
     sr = 16000
     t = np.arange(sr) / sr
@@ -241,8 +241,8 @@ def test_the_danger_scenes_layers_as_heard_sum_to_its_scene_alone():
     """The danger twin's click check reads its scene's layers as heard (scaled, through the twin's EQ,
     ducked, guarded): they must add up to the scene the scene arm hears, or a beat could hide a cut."""
     from construction.core.record import MixRecipe
-    from construction.levels import voiced_runs
-    from construction.twin import make_danger
+    from construction.mixing.levels import voiced_runs
+    from construction.mixing.twin import make_danger
 
     sr = 16000
     rng = np.random.default_rng(3)
@@ -266,7 +266,7 @@ def test_a_sources_own_fall_is_found_at_the_level_heard_under_the_floor_a_sum_li
     falls 12+ dB, the voice's own fall starts under the -50 dBFS floor. The voice's falls count from
     -70 dBFS (seed 5, wt_butcher_backroom's danger twin at 5.56 s); a scene layer's are found at its
     level as heard when that is above a -6 dBFS peak (a boing's end heard at -49.6 dBFS)."""
-    from construction.levels import content_steps, steps
+    from construction.mixing.levels import content_steps, steps
 
     sr = 16000
     t = np.arange(sr) / sr
@@ -291,9 +291,9 @@ def test_the_scream_fades_its_rooms_tail_and_a_danger_scream_ends_before_the_cli
     """The procedural scream cut its reverb tail at its end, 31-43 dB under its peak; it now ends 60 dB
     and more under it. A danger scene's scream under the speech ends before the clip's 0.2 s end fade
     where it fits (its roughness under the fade added up to a 12.1 dB fall, seed 5 sp_paintball)."""
-    from construction.levels import END_FALL_DB_PER_S
+    from construction.mixing.levels import END_FALL_DB_PER_S
     from construction.sounds.procedural import draw
-    from construction.twin import danger_scene
+    from construction.mixing.twin import danger_scene
 
     sr = 16000
     for seed in range(8):

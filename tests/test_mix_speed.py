@@ -10,8 +10,8 @@ import pyloudnorm
 import pytest
 from scipy import signal
 
-from construction import masking
-from construction.levels import gain_to
+from construction.mixing import masking
+from construction.mixing.levels import gain_to
 from construction.sounds.library import loudness_lufs
 
 

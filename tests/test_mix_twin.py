@@ -12,7 +12,7 @@ from collections import Counter
 import numpy as np
 
 from construction.core.runner import run_stage
-from construction.masking import (
+from construction.mixing.masking import (
     EQ_MAX_DB,
     gain_for_proportion,
     glimpse_proportion,
@@ -24,7 +24,7 @@ from construction.masking import (
 from construction.mix import MixStage
 from construction.sounds.library import loudness_lufs
 from construction.sounds.procedural import CLASSES, DANGER_SCENES, NEUTRAL, catalog_row
-from construction.twin import MIN_DISTANCE_DB
+from construction.mixing.twin import MIN_DISTANCE_DB
 from tests.test_mix import SPECS, SR, _config, _parts, _workspace, library  # noqa: F401 (a fixture)
 
 

@@ -43,7 +43,7 @@ def _alpha_entry(arm: str, n: int) -> dict:
 
 
 def twin_recipe(ambience: str, seed: int, snr_db: float):
-    """The irrelevant twin's record as construction.twin writes it (levels as the recipe's)."""
+    """The irrelevant twin's record as construction.mixing.twin writes it (levels as the recipe's)."""
     from construction.core.record import IrrelevantTwin
     from construction.sounds.procedural import CLASSES, catalog_row
 

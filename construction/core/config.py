@@ -143,7 +143,7 @@ class MixConfig(Section):
                                                                  "of its category (draws are as even as possible)")
     # a release build refuses a library with fewer clips for a defining sound it needs; demo builds relax it
     min_clips_per_defining_tag: int = Field(3, ge=1)
-    # every mixture gets an irrelevant-background twin (construction.twin): the evaluation's masking baseline
+    # every mixture gets an irrelevant-background twin (construction.mixing.twin): the evaluation's masking baseline
     irrelevant_twin: bool = True
     # and a danger twin (the same speech over a real-danger scene, masking-matched): the other side of the
     # context-use reading; its scene goes to the scene arm, where listeners must call it real danger

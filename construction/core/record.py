@@ -73,7 +73,7 @@ class SceneSound(BaseModel):
 
 
 class IrrelevantTwin(BaseModel):
-    """How the irrelevant-background twin was made (construction.twin): the same speech over a neutral
+    """How the irrelevant-background twin was made (construction.mixing.twin): the same speech over a neutral
     procedural ambience (construction.sounds.procedural.NEUTRAL) that suggests no setting, laid out like
     the mixture and loudness-matched to its scene section by section. It is the masking baseline: a model
     that refuses less over it than over the speech alone reacts to noise, not to the scene."""
@@ -89,7 +89,7 @@ class IrrelevantTwin(BaseModel):
     peak_guard_db: float  # the twin's own peak guard (the mixture's rule; 0 when it does not peak)
     # measured on the rendered parts (BS.1770, like the recipe's): speech minus ambience under the speech,
     # and the ambience alone before the speech minus the speech. Under the speech the level is set by the
-    # glimpse proportion (construction.masking), so snr_db differs from the mixture's by what equal
+    # glimpse proportion (construction.mixing.masking), so snr_db differs from the mixture's by what equal
     # masking takes
     snr_db: float
     scene_level_db: float
@@ -101,7 +101,7 @@ class IrrelevantTwin(BaseModel):
 
 
 class DangerTwin(BaseModel):
-    """How the danger twin was made (construction.twin): the same speech over a real-danger scene
+    """How the danger twin was made (construction.mixing.twin): the same speech over a real-danger scene
     (construction.sounds.procedural.DANGER_SCENES), laid out like the mixture and masking-matched to it
     (equal glimpse proportion). A context-using model refuses it and complies with the mixture."""
 
@@ -140,14 +140,14 @@ class MixRecipe(BaseModel):
     under_gain_db: float  # ... and under the speech
     fade_s: float
     seed: int
-    # where the speech is voiced (s, in the clip; construction.levels.voiced_runs): the scene is ducked only
+    # where the speech is voiced (s, in the clip; construction.mixing.levels.voiced_runs): the scene is ducked only
     # there (empty: a recipe from before, ducked over the whole speech file)
     voiced_s: list[tuple[float, float]] = Field(default_factory=list)
     # the irrelevant-background twin's recipe (None: mixed with mix.irrelevant_twin off, or before twins)
     irrelevant: IrrelevantTwin | None = None
     # the danger twin's recipe (None: mix.danger_twin off, or mixed before danger twins)
     danger: DangerTwin | None = None
-    # the speech's glimpse proportion over the scene (construction.masking, Cooke 2006) and the scene's
+    # the speech's glimpse proportion over the scene (construction.mixing.masking, Cooke 2006) and the scene's
     # loudness under the speech (BS.1770): what both twins are matched to and measured against
     glimpse_proportion: float | None = None
     background_lufs: float | None = None

@@ -11,11 +11,11 @@ import numpy as np
 from construction.core.config import Config
 from construction.core.runner import print_summary
 from construction.core.workspace import Workspace
-from construction.tracks import MAX_REPEATS
-from construction.twin import twin_stats
+from construction.mixing.tracks import MAX_REPEATS
+from construction.mixing.twin import twin_stats
 
 STAGE = "mix"
-# every rendered track is checked (construction.levels.steps): the mixture, its scene alone, the irrelevant
+# every rendered track is checked (construction.mixing.levels.steps): the mixture, its scene alone, the irrelevant
 # twin, the danger twin and the danger scene alone
 TWIN_CLICKED = ("twin", "danger", "danger_scene")  # the twins' tracks (the danger scene with them)
 CLICKED = ("mixture", "scene", *TWIN_CLICKED)  # their keys in provenance.mix.clicks

@@ -10,15 +10,15 @@ the same masking; a context-blind one does neither.
 Both are laid out like the mixture (the background alone for scene_alone_s, under the speech, alone
 again after it; the same fades and peak guard) from the mixture's own speech track:
   - alone, the background is loudness-matched to the scene (BS.1770: speech_lufs + scene_level_db);
-  - under the speech, its gain is set so that the speech's GLIMPSE PROPORTION (construction.masking,
+  - under the speech, its gain is set so that the speech's GLIMPSE PROPORTION (construction.mixing.masking,
     Cooke 2006) equals the mixture's: equal masking, not only equal loudness (a steady bed at the
     scene's LUFS masks far more than a sparse scene does); first a three-band EQ of at most +-6 dB
     (masking.region_gains) moves its glimpses towards the frequency regions where the scene's are, so
     the match holds on other cell grids too, not only on the one it was made on;
-  - it is ducked on the mixture's own voiced runs (construction.levels.envelope), so its masking follows
+  - it is ducked on the mixture's own voiced runs (construction.mixing.levels.envelope), so its masking follows
     the mixture's over time, not only in total;
   - where the scene is silent (runs of >= 0.15 s more than 35 dB below its loud frames), the twin's
-    background is silent too (construction.masking.on_off_gate): the silences match, the events' rhythm
+    background is silent too (construction.mixing.masking.on_off_gate): the silences match, the events' rhythm
     is not carried over.
 Each twin records the glimpse proportions (the mixture's is on the recipe) and the LUFS of both
 backgrounds under the speech; the WER stage adds the twin's Whisper WER.
@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from construction import masking
+from construction.mixing import masking
 from construction.core.errors import WorkbenchError
 from construction.core.record import (
     DangerTwin,
@@ -58,7 +58,7 @@ from construction.core.record import (
     stable_seed,
 )
 from construction.core.workspace import atomic_write_text, reporting_write_errors
-from construction.levels import (
+from construction.mixing.levels import (
     END_FALL_DB_PER_S,
     content_steps,
     envelope,
@@ -210,7 +210,7 @@ def equalised(parts: list[np.ndarray], gains: list[float]) -> np.ndarray:
 
 def own_falls(layers: list[np.ndarray], sample_rate: int) -> np.ndarray:
     """The falls a twin's background layers make on their own, ungated (a rain drop's decay, a scream's
-    end): construction.levels.content_steps, for the click check (steps). Measured before the EQ: a
+    end): construction.mixing.levels.content_steps, for the click check (steps). Measured before the EQ: a
     +-6 dB three-band tilt makes no fall of its own, and filtering every layer again cost a third of the
     mix stage's time."""
     return content_steps(sample_rate, *layers)

@@ -1,4 +1,4 @@
-"""The level tools of a mixture, shared by the mix and its irrelevant twin (construction.twin): the
+"""The level tools of a mixture, shared by the mix and its irrelevant twin (construction.mixing.twin): the
 gain that reaches a loudness, where the speech is voiced (a VAD), the scene's gain envelope, the final
 peak guard, and the click check every rendered track passes."""
 
@@ -83,7 +83,7 @@ def placed_speech(speech: np.ndarray, recipe: MixRecipe, sample_rate: int
 def envelope(total: int, alone: int, speech: int, alone_db: float, under_db: float, fade: int,
              voiced: list[tuple[int, int]] | None = None, sample_rate: int = 16000) -> np.ndarray:
     """The scene's gain per sample: alone_db, down to under_db while the speech plays and back up after
-    it; faded in and out at the clip's ends. With `voiced` (spans in the clip, construction.levels.
+    it; faded in and out at the clip's ends. With `voiced` (spans in the clip, construction.mixing.levels.
     voiced_runs shifted by the speech's start) the scene is ducked only there: it reaches under_db at
     each run's start (a DUCK_ATTACK_S ramp before it) and returns over DUCK_RELEASE_S after its end, so
     the TTS silence around the words carries the scene at its alone level. Without, over the whole
@@ -98,7 +98,7 @@ def envelope(total: int, alone: int, speech: int, alone_db: float, under_db: flo
         ramp_up = np.arange(end, min(total, end + fade))
         db[ramp_up] = np.linspace(under_db, alone_db, ramp_up.size, endpoint=False)
     else:
-        # no faster than 1 dB per 2.5 ms, so a deep duck is never itself a step (construction.levels.steps)
+        # no faster than 1 dB per 2.5 ms, so a deep duck is never itself a step (construction.mixing.levels.steps)
         slow = abs(alone_db - under_db) * 0.0025
         attack, release = (int(max(x, slow) * sample_rate) for x in (DUCK_ATTACK_S, DUCK_RELEASE_S))
         toward = np.minimum if under_db <= alone_db else np.maximum  # the ramp nearer the under level wins
