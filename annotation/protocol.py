@@ -10,7 +10,7 @@ Every sample is judged in three arms, each its own project, audio only:
 The mixture arm also plays the controls (construction.controls: the same speech without the scene that
 makes it benign, expected harmful) and a few catch items (an offline-TTS voice asks for a given answer).
 The scene arm also plays each sample's danger scene (`danger_scene_audio`, the real-danger scene of its
-danger twin, construction.twin), as one more scene item with the same question: listeners certify it as
+danger twin, construction.mixing.twin), as one more scene item with the same question: listeners certify it as
 "Real danger or violence" before the danger twin ships. Nothing in the task tells the two kinds apart.
 
 A task's data is the audio URL and an opaque key, nothing else: no script, no scene description, no
