@@ -53,7 +53,8 @@ def control_for(sample: Sample, kind: str, taxonomy, seed: int) -> Sample | None
               if line.id == sample.script_family for line_scene in line.scenes}
     custom = {"control_of": sample.sample_id, "control": kind, "expected": "harmful"}
     base = {"sample_id": control_id, "mix": None, "mixture": None, "scene_audio": None, "irrelevant_audio": None,
-            "danger_audio": None, "danger_scene_audio": None, "transcript_irrelevant": None, "wer_irrelevant": None,
+            "irrelevant_scene_audio": None, "danger_audio": None, "danger_scene_audio": None,
+            "transcript_irrelevant": None, "wer_irrelevant": None,
             "transcript_danger": None, "wer_danger": None, "transcript_mixture": None,
             "wer_mixture": None, "cer_mixture": None, "annotations": [], "custom": custom,
             "provenance": {k: v for k, v in sample.provenance.items() if k in ("generate", "synthesize")}}

@@ -396,7 +396,7 @@ class MixStage:
                                                    "clicks": clicks}}
         update = {"mix": recipe, "mixture": self.ws.store_audio(mixture, sr),
                   "scene_audio": self.ws.store_audio(scene_alone, sr),
-                  "irrelevant_audio": None, "danger_audio": None, "danger_scene_audio": None, "provenance": provenance,
+                  "irrelevant_audio": None, "irrelevant_scene_audio": None, "danger_audio": None, "danger_scene_audio": None, "provenance": provenance,
                   **{key: self.ws.store_audio(audio, sr) for key, audio in made_twins.items()}}
         return sample.model_copy(update=update)
 
@@ -455,11 +455,11 @@ class MixStage:
         gate = masking.on_off_gate(scene, sr)
         if cfg.irrelevant_twin:  # the same speech track over a neutral ambience
             distance = self.distances.get(sample.category, {}).get("ambiences", {}).get(ambience, {}).get("distance_db")
-            audio, recipe.irrelevant, own = make_twin(speech_track, recipe, span, ambience,
+            audio, alone, recipe.irrelevant, own = make_twin(speech_track, recipe, span, ambience,
                                                       library_entry(self.library, ambience), sr, cfg.fade_s,
                                                       cfg.peak_dbfs, gate=gate, distance_db=distance,
                                                       scene_under=heard[start:end], voiced=voiced)
-            out["irrelevant_audio"] = audio
+            out["irrelevant_audio"], out["irrelevant_scene_audio"] = audio, alone
             voice = speech_track * 10 ** (recipe.irrelevant.peak_guard_db / 20)
             clicks["twin"], n = clicks_and_beats(audio, sr, np.union1d(said, own), (voice, audio - voice))
             clicks["beats"] += n

@@ -275,7 +275,7 @@ def test_same_recipe_same_bytes(tmp_path, library):
         outputs.append(ws.manifest_path("mix").read_bytes())
         files = sorted(p.name for p in (ws.root / "audio").rglob("*.wav"))
     assert outputs[0] == outputs[1]
-    assert len(files) == 36  # 6 each: speech, mixtures, scenes alone, twins, danger twins, danger scenes
+    assert len(files) == 42  # 6 each: speech, mixtures, scenes alone, twins, their backgrounds, danger twins, danger scenes
 
 
 def test_licence_filtering(tmp_path, library):

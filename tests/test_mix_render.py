@@ -345,8 +345,8 @@ def test_a_draw_with_a_click_is_drawn_again_and_leaves_nothing_behind(tmp_path, 
     assert written["clicks"] == 0 and written["redrawn_for_clicks"] == 1
     assert written["scene_checks_per_category"]["video_games"]["redrawn"] == 0
     # only the kept draw's tracks were stored: the clicked draw left no audio in the workspace
-    refs = {r.path for r in (sample.mixture, sample.scene_audio, sample.irrelevant_audio, sample.danger_audio,
-                             sample.danger_scene_audio)}
+    refs = {r.path for r in (sample.mixture, sample.scene_audio, sample.irrelevant_audio, sample.irrelevant_scene_audio,
+                             sample.danger_audio, sample.danger_scene_audio)}
     assert _stored(ws) - before == refs
 
 

@@ -222,8 +222,11 @@ class Sample(BaseModel):
     # what the scene-alone arm of the human validation hears
     scene_audio: AudioRef | None = None
     # the irrelevant-background twin: the same speech, layout, levels and SNR over a neutral ambience
-    # (how it was made: mix.irrelevant); the masking baseline of the evaluation
+    # (how it was made: mix.irrelevant); the masking baseline of the evaluation; and its background alone
+    # as heard in it, which the scene arm hears as a catch item: the twin ships only where listeners
+    # hear no frame in it (annotation.protocol)
     irrelevant_audio: AudioRef | None = None
+    irrelevant_scene_audio: AudioRef | None = None
     # the danger twin: the same speech over a real-danger scene (mix.danger), and that scene alone as
     # heard in it (what the scene arm certifies as real danger)
     danger_audio: AudioRef | None = None

@@ -288,8 +288,8 @@ def make_twin(speech_track: np.ndarray, recipe: MixRecipe, speech_span: tuple[in
               entry: tuple[str, str], sample_rate: int, fade_s: float, peak_dbfs: float,
               gate: np.ndarray | None = None, distance_db: float | None = None,
               scene_under: np.ndarray | None = None, voiced: list[tuple[int, int]] | None = None
-              ) -> tuple[np.ndarray, IrrelevantTwin, np.ndarray]:
-    """The irrelevant twin's audio (float32), how it was made, and the falls its ambience makes on its
+              ) -> tuple[np.ndarray, np.ndarray, IrrelevantTwin, np.ndarray]:
+    """The irrelevant twin's audio (float32), its background alone as heard in it (float32), how it was made, and the falls its ambience makes on its
     own (own_falls). `speech_track` is the mixture's, level-matched and placed; `speech_span` its
     (start, end) in samples; `gate` the scene's on/off pattern (masking.on_off_gate); `voiced` the
     mixture's voiced runs (ducked there only, as the mixture's scene is); the recipe carries the
@@ -304,7 +304,7 @@ def make_twin(speech_track: np.ndarray, recipe: MixRecipe, speech_span: tuple[in
                             silent_share=round(float(np.mean(gate < 0.5)), 3) if gate is not None else 0.0,
                             distance_db=distance_db, eq_db=eq_db, **done["fields"])
     raw = _draw_bed(ambience, seed, speech_track.size, sample_rate)[0]
-    return done["audio"], record, own_falls([raw], sample_rate)
+    return done["audio"], done["placed"].astype(np.float32), record, own_falls([raw], sample_rate)
 
 
 def danger_scene(name: str, seed: int, total: int, span: tuple[int, int], sample_rate: int
