@@ -72,8 +72,8 @@ from evaluation.endpoint import ChatEndpoint, request_key
 from evaluation.keyword_judge import final_answer, keyword_judge_run
 from evaluation.probe import PROBE_VERSION, UNPARSED, parse_frame, probe_prompt
 from evaluation.results import (DEFAULT_INPUT, DERIVED_FILES, FINAL_MARKER, FORMAT, INPUTS, PROBE_INPUT,
-                                RESPONSES_FILE, SETTINGS_FILE, load_results, read_jsonl, response_problem,
-                                trim_partial_line)
+                                LOCK_FILE, RESPONSES_FILE, SETTINGS_FILE, load_results, read_jsonl, read_records,
+                                response_problem, trim_partial_line, writing)
 
 PROMPT_VERSION = 1  # bump when INSTRUCTION or COT_SYSTEM_PROMPT change
 VARIANTS = ("plain", "cot")
@@ -275,14 +275,19 @@ def default_out(model: str, variant: str, input: str = DEFAULT_INPUT) -> Path:
     return Path("evaluations") / f"{re.sub(r'[^A-Za-z0-9._-]+', '_', model)}-{variant}-{input}"
 
 
-def prepare_out(out: Path, settings: dict[str, Any], restart: bool) -> None:
-    """Create OUT with its run.json, or check that an existing run used the same settings."""
+def check_out(out: Path) -> None:
+    """OUT is missing, an empty folder or a run's folder: anything else is never written into."""
     if out.exists() and not out.is_dir():
         raise WorkbenchError(f"--out {out} is a file, not a folder")
-    path = out / SETTINGS_FILE
-    if out.is_dir() and any(out.iterdir()) and not path.exists():
+    if out.is_dir() and any(p.name != LOCK_FILE for p in out.iterdir()) and not (out / SETTINGS_FILE).exists():
         raise WorkbenchError(f"--out {out} is a non-empty folder that is not an evaluation run; "
                              "refusing to write into it")
+
+
+def prepare_out(out: Path, settings: dict[str, Any], restart: bool) -> None:
+    """Create OUT with its run.json, or check that an existing run used the same settings."""
+    check_out(out)
+    path = out / SETTINGS_FILE
     if restart:
         for name in (RESPONSES_FILE, SETTINGS_FILE, *DERIVED_FILES):
             (out / name).unlink(missing_ok=True)
@@ -306,7 +311,7 @@ def prepare_out(out: Path, settings: dict[str, Any], restart: bool) -> None:
 
 def _remove_empty_run(out: Path, made_out: bool) -> None:
     """Remove what a run that recorded nothing wrote, so `evaluations/*` does not pick it up as a run."""
-    for name in (RESPONSES_FILE, SETTINGS_FILE):
+    for name in (RESPONSES_FILE, SETTINGS_FILE, LOCK_FILE):
         (out / name).unlink(missing_ok=True)
     for folder in (out / "cache" / "responses", out / "cache", *([out] if made_out else [])):
         if folder.is_dir() and not any(folder.iterdir()):
@@ -372,6 +377,30 @@ def evaluate(release: Release, clips: list[Clip], endpoint: ChatEndpoint, varian
     return tally
 
 
+def _record(args: argparse.Namespace, release: Release, clips: list[Clip], settings: dict[str, Any],
+            endpoint: ChatEndpoint, params: dict[str, Any], out: Path) -> Counter:
+    """Under the folder's lock: write run.json, read what is recorded, send the rest."""
+    prepare_out(out, settings, args.restart)
+    responses = out / RESPONSES_FILE
+    trim_partial_line(responses)
+    records = read_records(responses, response_problem)  # an id recorded twice is refused
+    if args.retry_rejected and any(r["status"] != "ok" for r in records.values()):
+        # drop the error lines first, so every id keeps exactly one line
+        kept = [r for r in records.values() if r["status"] == "ok"]
+        atomic_write_text(responses, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept))
+        records = {r["id"]: r for r in kept}
+    todo = [c for c in clips if c.id not in records]
+    if release.skipped:
+        print(f"{len(release.skipped)} row(s) skipped: no certified danger twin (listeners did not hear its "
+              "danger scene as real danger, or it has too few labels); the danger-controlled gap pairs only "
+              "the certified ones", file=sys.stderr)
+    print(f"{len(clips)} clips from {args.release} ({args.split}, input {args.input}); "
+          f"{len(clips) - len(todo)} already done; sending up to {len(todo)} to {args.model} at "
+          f"{_scrub_url(args.base_url)} [{args.prompt_variant}]", file=sys.stderr)
+
+    return evaluate(release, todo, endpoint, args.prompt_variant, params, responses, args.jobs, args.quiet)
+
+
 # the endpoint's key (the default --api-key-env); the Hub's, for a release given as a Hub id
 RUN_ENV = ("OPENAI_API_KEY", "HF_TOKEN", "HF_ENDPOINT")
 
@@ -427,32 +456,15 @@ def main(argv: list[str] | None = None) -> int:
     endpoint = ChatEndpoint(args.base_url, args.model, args.api_key_env, out / "cache" / "responses",
                             args.max_retries, args.timeout_s, what="model endpoint")
     fresh, made_out = not (out / SETTINGS_FILE).exists(), not out.exists()
-    prepare_out(out, settings, args.restart)
-    responses = out / RESPONSES_FILE
-    trim_partial_line(responses)
-    records = {r["id"]: r for r in read_jsonl(responses, response_problem)}
-    if args.retry_rejected and any(r["status"] != "ok" for r in records.values()):
-        # drop the error lines first, so every id keeps exactly one line
-        kept = [r for r in records.values() if r["status"] == "ok"]
-        atomic_write_text(responses, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept))
-        records = {r["id"]: r for r in kept}
-    todo = [c for c in clips if c.id not in records]
-    if release.skipped:
-        print(f"{len(release.skipped)} row(s) skipped: no certified danger twin (listeners did not hear its "
-              "danger scene as real danger, or it has too few labels); the danger-controlled gap pairs only "
-              "the certified ones", file=sys.stderr)
-    print(f"{len(clips)} clips from {args.release} ({args.split}, input {args.input}); "
-          f"{len(clips) - len(todo)} already done; sending up to {len(todo)} to {args.model} at "
-          f"{_scrub_url(args.base_url)} [{args.prompt_variant}]", file=sys.stderr)
-
-    try:
-        tally = evaluate(release, todo, endpoint, args.prompt_variant, params, responses, args.jobs,
-                         args.quiet)
-    except BaseException:  # a crash too: no run.json without an answer for a later report to read
-        if fresh and not read_jsonl(responses):
-            _remove_empty_run(out, made_out)  # a run that stopped before its first answer leaves no run folder
-        raise
-
+    check_out(out)
+    out.mkdir(parents=True, exist_ok=True)
+    with writing(out, "evaluation.run"):  # a second run into this folder would record every clip twice
+        try:
+            tally = _record(args, release, clips, settings, endpoint, params, out)
+        except BaseException:  # a crash too: no run.json without an answer for a later report to read
+            if fresh and not read_jsonl(out / RESPONSES_FILE):
+                _remove_empty_run(out, made_out)  # a run that stopped before its first answer leaves no folder
+            raise
     results = load_results(out)
     errors = {k: v for k, v in tally.items() if k not in ("ok", "sent", "cached")}
     failed = sum(r["status"] != "ok" for r in results.records.values())

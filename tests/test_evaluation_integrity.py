@@ -275,3 +275,60 @@ def test_an_answer_ending_in_half_an_emoji_is_recorded_and_the_rerun_goes_on(rel
         again = _run_cli(rel, stub.url, out, "--limit", "3")
         assert again.returncode == 0, again.stderr[-3000:]
         assert len(stub.audio_requests()) == sent + 1  # the two recorded clips are not asked again
+
+
+def test_two_runs_into_one_folder_are_refused_and_a_doubled_folder_is_read_by_no_one(release, tmp_path):
+    """Issue 49 item 10: two evaluation.run into one folder sent 14 requests for 7 clips and wrote every id
+    twice, and report and compare silently kept the last line. Now the second run is refused while the
+    first holds the folder (exit 2, nothing sent), and every reader refuses a folder with an id twice,
+    naming it; --restart mends it from the cache without a request."""
+    import sys
+
+    import threading
+
+    rel, _ = release
+    out = tmp_path / "run"
+    go_on = threading.Event()
+
+    class Held(EchoStub):  # holds the first run's first answer until the second run has been tried
+        def handle(self, path, raw, auth):
+            go_on.wait(timeout=300)
+            return super().handle(path, raw, auth)
+
+    with Held() as stub:
+        first = subprocess.Popen(
+            [sys.executable, "-m", "evaluation.run", "--release", str(rel), "--model", "stub-audio", "--base-url",
+             stub.url, "--out", str(out), "--api-key-env", "MODEL_ACCESS", "--quiet", "--limit", "7", "--jobs", "1"],
+            cwd=REPO, env={**__import__("os").environ, "PYTHONPATH": str(REPO), "MODEL_ACCESS": SECRET,
+                           "HF_DATASETS_CACHE": str(tmp_path / "hf-cache")},
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            for _ in range(1200):  # the first run holds the folder once it has written run.json
+                if (out / "run.json").exists() or first.poll() is not None:
+                    break
+                __import__("time").sleep(0.1)
+            second = _run_cli(rel, stub.url, out, "--limit", "7")
+        finally:
+            go_on.set()
+            first.wait(timeout=300)
+        assert first.returncode == 0, first.stderr[-3000:]
+        assert second.returncode == 2 and "Traceback" not in second.stderr, second.stderr[-3000:]
+        assert f"error: another command is writing into {out}" in second.stderr
+        assert len(stub.audio_requests()) == 7
+        path = out / "responses.jsonl"
+        lines = path.read_text().splitlines()
+        assert len(lines) == 7 and len({json.loads(line)["id"] for line in lines}) == 7
+
+        # a folder doubled anyway (by hand, or by a version before the lock): every reader refuses it
+        path.write_text("\n".join(lines + lines[:1]) + "\n")
+        doubled = json.loads(lines[0])["id"]
+        for proc in (run_module("evaluation.report", "--results", str(out), "--out", str(tmp_path / "report")),
+                     run_module("evaluation.compare", str(out), str(out), "--out", str(tmp_path / "compare")),
+                     run_module("evaluation.judge", "--results", str(out)),
+                     _run_cli(rel, stub.url, out, "--limit", "7")):
+            assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+            assert f"error: {path}: clip '{doubled}' is recorded twice (records 1 and 8)" in proc.stderr
+        assert not (tmp_path / "report").exists() and not (tmp_path / "compare").exists()
+        mended = _run_cli(rel, stub.url, out, "--limit", "7", "--restart")
+        assert mended.returncode == 0, mended.stderr[-3000:]
+        assert len(stub.audio_requests()) == 7 and len(path.read_text().splitlines()) == 7
