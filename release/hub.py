@@ -93,9 +93,11 @@ def card_header(card) -> list[str]:
     """The card's YAML front matter, its long dataset_info (the features) cut to one line, and its title."""
     import yaml
 
+    from construction.core.yamlfile import load_yaml
+
     text = card.read_text(encoding="utf-8")
     _, front, body = text.split("---\n", 2)
-    meta = yaml.safe_load(front)
+    meta = load_yaml(front)
     info = meta.pop("dataset_info", None)
     lines = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True).splitlines()
     if info is not None:
