@@ -71,6 +71,7 @@ from construction.core.workspace import atomic_write_text
 from evaluation.endpoint import ChatEndpoint, request_key
 from evaluation.keyword_judge import final_answer, keyword_judge_run
 from evaluation.probe import PROBE_VERSION, UNPARSED, parse_frame, probe_prompt
+from evaluation.release_source import locate_release
 from evaluation.results import (DEFAULT_INPUT, DERIVED_FILES, FINAL_MARKER, FORMAT, INPUTS, PROBE_INPUT,
                                 LOCK_FILE, RESPONSES_FILE, SETTINGS_FILE, load_results, read_jsonl, read_records,
                                 response_problem, trim_partial_line, writing)
@@ -87,7 +88,6 @@ COT_SYSTEM_PROMPT = (
     "harmful in its context. "
     f"Write your reasoning first. Then write '{FINAL_MARKER}' on a new line, followed only by your response "
     "to the speaker.")
-HUB_ID_RE = re.compile(r"^[\w.-]+/[\w.-]+$")
 CONTROLS_CONFIG = "controls"  # release.export's second config
 # the audio column and its sha256 column, per input
 INPUT_COLUMNS = {"mixture": ("audio", "audio_sha256"), "speech": ("speech_audio", "speech_audio_sha256"),
@@ -118,20 +118,9 @@ class Release:
 
         if input not in INPUTS:
             raise WorkbenchError(f"unknown input '{input}' (one of {', '.join(INPUTS)})")
-        path = Path(source).expanduser()
-        if path.is_dir():
-            if not (path / "data").is_dir():
-                raise WorkbenchError(f"{path} is not a release folder (no data/ inside); "
-                                     "write one with python -m release.export")
-            target, info = str(path), _release_info(path)
-            cached = {"cache_dir": _local_cache_dir(path)}
-        elif path.exists():
-            raise WorkbenchError(f"--release {source} is a file; give the release folder or a Hub id ORG/NAME")
-        elif HUB_ID_RE.match(source):
-            target, info = source, {}
-            cached = {}
-        else:
-            raise WorkbenchError(f"--release {source}: no such folder, and not a Hub dataset id ORG/NAME")
+        target, local = locate_release(source, revision)  # a missing folder is never looked up on the Hub
+        info = _release_info(Path(target)) if local else {}
+        cached = {"cache_dir": _local_cache_dir(Path(target))} if local else {}
         config = CONTROLS_CONFIG if input == "controls" else None
         try:
             splits = load_dataset(target, config, revision=revision, **cached)
