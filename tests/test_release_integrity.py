@@ -407,3 +407,27 @@ def test_the_card_says_how_many_labels_came_from_scripted_annotators(tmp_path, c
                            f"demo annotators: {says}.")
     assert f"Every label comes from annotators (in this demo release: {says})" in body
     assert "not by people" not in body  # what the card said whoever labelled
+
+
+# --- issue 49 -----------------------------------------------------------------------------------------
+
+def test_credentials_inside_hf_endpoint_are_never_printed(hub, tmp_path):
+    """Issue 49 item 16: --dry-run and the "rehearsal:" line printed $HF_ENDPOINT as given, a user:password@
+    in it included. Both now show it masked. (The push itself then fails at the stub: the HTTP client sends
+    the URL's user:password as basic auth in place of the Bearer token; its error is masked too.)"""
+    ws = make_workspace(tmp_path / "ws", n=2, controls=False)
+    password = "endpoint-pass-0123456789"
+    endpoint = hub.url.replace("http://", f"http://hubuser:{password}@")
+    env = {"HF_ENDPOINT": endpoint, "HF_HUB_DISABLE_XET": "1"}
+    dry = run_module("release.export", "--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out",
+                     str(tmp_path / "dry"), "--push-to-hub", "aor/creds", "--dry-run", env=env)
+    push = run_module("release.export", "--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out",
+                      str(tmp_path / "out"), "--push-to-hub", "aor/creds", env=env)
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    masked = hub.url.replace("http://", "http://***@")
+    assert f"Would push {tmp_path / 'dry'} to {masked} (on this machine: a rehearsal)" in dry.stdout
+    assert f"rehearsal: {masked} is on this machine" in push.stdout
+    assert f"load it back with HF_ENDPOINT={masked} and" in push.stdout
+    assert push.returncode == 2 and f"error: {masked} rejected HF_TOKEN" in push.stderr, push.stderr[-3000:]
+    for proc in (dry, push):
+        assert password not in proc.stdout + proc.stderr and "Traceback" not in proc.stderr
