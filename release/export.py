@@ -127,7 +127,7 @@ def export_release(inputs: ReleaseInputs, out: str | Path, version: str = "0.1.0
     out = Path(out).expanduser().resolve()
     with reporting_write_errors(out.parent):
         out.parent.mkdir(parents=True, exist_ok=True)
-    with exclusive(out.parent):
+    with exclusive(out):
         recover(out)
         check_target(out)
         if check_samples(inputs, verify_checksums=False):  # the audio files are verified while writing

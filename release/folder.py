@@ -23,14 +23,15 @@ from release.inputs import FORMATS
 
 
 @contextlib.contextmanager
-def exclusive(folder: Path) -> Iterator[None]:
-    """One export at a time into a folder: the leftovers recover removes are then never live."""
-    fd = os.open(folder, os.O_RDONLY)
+def exclusive(out: Path) -> Iterator[None]:
+    """One export at a time into `out`: the leftovers recover removes beside it (named after it) are then
+    never live. The lock is a file beside it, `.OUT.lock`, so exports into sibling folders run side by side."""
+    fd = os.open(out.parent / f".{out.name}.lock", os.O_RDWR | os.O_CREAT, 0o644)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise WorkbenchError(f"another export is writing into {folder}; wait for it to finish") from None
+            raise WorkbenchError(f"another export is writing into {out}; wait for it to finish") from None
         yield
     finally:
         os.close(fd)

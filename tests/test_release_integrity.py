@@ -17,7 +17,7 @@ import pytest
 from construction.core.errors import WorkbenchError
 from construction.core.record import Annotation
 from release.export import main as export_main
-from tests.conftest import run_in_process, run_module
+from tests.conftest import REPO, run_in_process, run_module
 from tests.test_release import (  # noqa: F401 (hub: a fixture)
     edit_chain,
     hub,
@@ -431,3 +431,47 @@ def test_credentials_inside_hf_endpoint_are_never_printed(hub, tmp_path):
     assert push.returncode == 2 and f"error: {masked} rejected HF_TOKEN" in push.stderr, push.stderr[-3000:]
     for proc in (dry, push):
         assert password not in proc.stdout + proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_exports_into_sibling_folders_run_side_by_side_and_one_folder_takes_one(tmp_path):
+    """Issue 49 item 17: the export's lock was its parent folder, so an export into parent/b was refused
+    ("another export is writing") while one wrote parent/a. The lock is now per target: b is written while
+    a is being written; a second export into a itself is still refused, and changes nothing."""
+    import textwrap
+    import time
+
+    ws = make_workspace(tmp_path / "ws", n=2, controls=False)
+    parent, started, go_on = tmp_path / "releases", tmp_path / "started", tmp_path / "go-on"
+    held = textwrap.dedent(f"""
+        import pathlib, sys, time
+        import release.export as export
+        write_checksums = export.write_checksums
+        def waiting(root):  # inside the export's lock, the folder not yet swapped in
+            pathlib.Path({str(started)!r}).write_text("holding")
+            while not pathlib.Path({str(go_on)!r}).exists():
+                time.sleep(0.05)
+            write_checksums(root)
+        export.write_checksums = waiting
+        from construction.core.cli import run_main
+        run_main(export.main, sys.argv[1:])
+        """)
+    first = subprocess.Popen([sys.executable, "-c", held, "--allow-unreviewed-sounds", "--workspace", str(ws.root),
+                              "--out", str(parent / "a"), "--quiet"], cwd=REPO, text=True,
+                             env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        for _ in range(1200):
+            if started.exists() or first.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert started.exists(), first.communicate()[1][-3000:]
+        sibling = run_module("release.export", "--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out",
+                             str(parent / "b"), "--quiet")
+        same = run_module("release.export", "--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out",
+                          str(parent / "a"), "--quiet")
+    finally:
+        go_on.write_text("go")
+        _, err = first.communicate(timeout=300)
+    assert first.returncode == 0, err[-3000:]
+    assert sibling.returncode == 0, sibling.stderr[-3000:]
+    assert same.returncode == 2 and f"error: another export is writing into {parent / 'a'}" in same.stderr
+    assert tree_bytes(parent / "a") == tree_bytes(parent / "b")  # both whole, and the same release
