@@ -55,6 +55,7 @@ from annotation.library_review import (
     write_review,
     write_workspace_review,
 )
+from annotation.ownership import MARKED, check_owner
 from annotation.protocol import Item, read_task_map, shuffle_seed, workspace_taxonomy
 from annotation.push import check_pushable, push_items, record_keys
 from annotation.state import (
@@ -208,8 +209,10 @@ def push(args: argparse.Namespace) -> int:
     title = args.project or recorded.get("title") or f"{default_project_title(ws)} — library review"
     server = connect_from_args(args)
     bound = recorded.get("id") if not args.project or args.project == recorded.get("title") else None
-    if bound is not None:  # a project asking something else: refused before anything is written
-        check_config(server, get_project(server, int(bound), title, DELETED_HINT), spec)
+    if bound is not None:  # another workspace's project, or one asking something else: refused before any change
+        project = get_project(server, int(bound), title, DELETED_HINT)
+        check_owner(server, project, state, recorded)
+        check_config(server, project, spec)
     from tqdm import tqdm
 
     rendered = [pair for clip in tqdm(clips, desc="storing the clips' review audio", unit="clip", file=sys.stderr,
@@ -224,13 +227,15 @@ def push(args: argparse.Namespace) -> int:
     keyed = record_keys(ws, state, items)
     images = {r.item_id: image for r, _, image in rendered}  # each task shows its clip's spectrogram
     result = push_items(ws, server, spec, title, keyed, args.overlap, seed=shuffle_seed(state["task_key_secret"], ROLE),
-                        project_id=None if bound is None else int(bound),
+                        project_id=None if bound is None else int(bound), state=state,
+                        entry=recorded if bound is not None else None,
                         extra_data={iid: {"image": local_file_url(path, server.document_root)}
                                     for iid, path in images.items()})
     ensure_local_storage(server, result.project_id, ws.root / "audio", list(images.values()))
     with ws.lock():
         current = read_state(ws)
-        current[STATE_KEY] = {"id": result.project_id, "title": title, "url": server.url, "pushed_at": utc_now()}
+        current[STATE_KEY] = {"id": result.project_id, "title": title, "url": server.url, "pushed_at": utc_now(),
+                              MARKED: True}
         write_state(ws, current)
     procedural = sum(1 for c in clips if getattr(c, "procedural", ""))
     print(f"library review: project {title!r} (id {result.project_id})" + (" created" if result.created else "")
@@ -275,7 +280,7 @@ def pull(args: argparse.Namespace) -> int:
     state = read_state(ws)
     salt = pseudonym_salt(state)
     server = connect_from_args(args)
-    project = resolve_project(server, state.get(STATE_KEY), args.project, "library review project")
+    project = resolve_project(server, state.get(STATE_KEY), args.project, "library review project", state)
     items = read_items(ws)
     demo = demo_annotators(state)
     answers, problems = collect(server, project.id, spec, ws, items, salt, demo)

@@ -50,6 +50,7 @@ from annotation.labelstudio import (
     get_project,
     user_emails,
 )
+from annotation.ownership import check_owner
 from annotation.protocol import (
     ArmSpec,
     arm_spec,
@@ -276,6 +277,7 @@ def resolve_arms(server: Server, state: dict[str, Any], title: str | None) -> di
             project = find_project(server, f"{title} — {role}")
             if project is None:
                 raise WorkbenchError(f"no project titled {title + ' — ' + role!r} at {server.url}; push first")
+            check_owner(server, project, state)  # another workspace's project of that title: refused
             projects[role] = project
         return projects
     arms = state.get("arms")
@@ -289,7 +291,10 @@ def resolve_arms(server: Server, state: dict[str, Any], title: str | None) -> di
     missing = [role for role in ARMS if role not in arms]
     if missing:
         raise WorkbenchError(f"no {', '.join(missing)} project recorded in this workspace; push again")
-    return {role: get_project(server, int(arms[role]["id"]), arms[role].get("title", "")) for role in ARMS}
+    projects = {role: get_project(server, int(arms[role]["id"]), arms[role].get("title", "")) for role in ARMS}
+    for role in ARMS:  # another server's projects of these ids (another workspace's): refused, nothing written
+        check_owner(server, projects[role], state, arms[role])
+    return projects
 
 
 def annotator_report(pulled: Pulled, found: dict[str, ProjectAnnotations]) -> dict[str, dict[str, Any]]:

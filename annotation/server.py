@@ -63,6 +63,7 @@ from annotation.ls_process import (
     make_template,
     ticker,
 )
+from annotation.ownership import check_server_owner
 from construction.core.cli import Parser, add_workspace, run_main
 from construction.core.errors import WorkbenchError
 
@@ -82,6 +83,7 @@ class ServerInfo:
     pid: int
     data_dir: Path
     document_root: Path  # what it serves as local files; /data/local-files/?d=... is relative to it
+    workspace: Path | None = None  # the workspace it was started for (it serves its audio store), if one
 
 
 @dataclass(frozen=True)
@@ -127,6 +129,13 @@ def server_command(action: str, workspace: Path | str | None = DEFAULT_WORKSPACE
                    data_dir: Path | str | None = None) -> str:
     """e.g. 'python -m annotation.server start --workspace ws2': pasteable as it is."""
     return f"python -m annotation.server {action}{server_flags(workspace, data_dir)}"
+
+
+def own_server_command(workspace: Path | str) -> str:
+    """The command that starts the workspace's own server, in its own data dir: <workspace>/label-studio,
+    named outright when $AOR_LABEL_STUDIO_DATA_DIR (which would pick another) is set."""
+    own = Path(workspace).expanduser() / DATA_DIR_NAME if os.environ.get("AOR_LABEL_STUDIO_DATA_DIR") else None
+    return server_command("start", workspace, own)
 
 
 DATA_DIR_HELP = (f"Label Studio's data folder: database, media, log, the running server's record (default: "
@@ -221,7 +230,8 @@ def read_server_info(data_dir: Path | str | None = None) -> ServerInfo | None:
         raw = json.loads(path.read_text())
         # A server.json without a document root was written when "/" was the default.
         return ServerInfo(url=raw["url"], port=int(raw["port"]), pid=int(raw["pid"]), data_dir=data_dir,
-                          document_root=Path(raw.get("document_root", "/")))
+                          document_root=Path(raw.get("document_root", "/")),
+                          workspace=Path(raw["workspace"]) if raw.get("workspace") else None)
     except (ValueError, KeyError, TypeError) as e:
         raise WorkbenchError(f"{path} is unreadable ({e}); stop the server by hand and delete it") from e
 
@@ -334,8 +344,9 @@ def start_server(
     installed_version(venv)
     data_dir = resolve_data_dir(data_dir, workspace)
     workspace = Path(workspace).expanduser().resolve()
+    owner = None  # a server of one workspace's audio store is that workspace's (annotation.ownership)
     if document_root is None:
-        document_root = workspace / "audio"
+        document_root, owner = workspace / "audio", workspace
     else:
         document_root = Path(document_root).expanduser().resolve()
         if not document_root.is_dir():
@@ -346,6 +357,7 @@ def start_server(
     running = read_server_info(data_dir)
     if running is not None and _pid_alive(running.pid):
         stop = server_command("stop", data_dir=data_dir)
+        check_server_owner(running, owner or workspace, own_server_command(workspace))  # never "stop it"
         if running.document_root != document_root:
             raise WorkbenchError(
                 f"Label Studio already runs for {data_dir} (pid {running.pid}) with document root "
@@ -388,7 +400,8 @@ def start_server(
         creds,
         ["start", "--no-browser", "--internal-host", HOST, "--port", str(port), "--host", url],
     )
-    info = ServerInfo(url=url, port=port, pid=proc.pid, data_dir=data_dir, document_root=document_root)
+    info = ServerInfo(url=url, port=port, pid=proc.pid, data_dir=data_dir, document_root=document_root,
+                      workspace=owner)
     what = ("first start: migrating an empty database, then creating the admin (a minute or two)"
             if first and template is None else
             "first start: creating the admin" if first else "starting")
@@ -399,7 +412,8 @@ def start_server(
         _terminate(proc.pid, timeout_s=10)
         raise
     _write_json_atomic(
-        data_dir / INFO_FILE, {"url": url, "port": port, "pid": proc.pid, "document_root": str(document_root)}
+        data_dir / INFO_FILE, {"url": url, "port": port, "pid": proc.pid, "document_root": str(document_root),
+                               **({"workspace": str(owner)} if owner else {})}
     )
     return info
 
@@ -512,7 +526,9 @@ def build_parser() -> argparse.ArgumentParser:
             ("stop", "stop the workspace's Label Studio", ("AOR_LABEL_STUDIO_DATA_DIR",)),
             ("status", "say whether it runs, where, and each project's progress", STATUS_ENV)):
         p = sub.add_parser(name, help=what, env=env)
-        add_workspace(p)  # picks the data dir (<workspace>/label-studio) and, for start, the audio served
+        # picks the data dir (<workspace>/label-studio) and, for start, the audio served; status and stop
+        # given one refuse a server started for another workspace
+        add_workspace(p, default=DEFAULT_WORKSPACE if name == "start" else None)
         add_data_dir(p)
         if name == "start":
             p.add_argument("--port", type=int, default=None, help="port on 127.0.0.1 (default: a free one)")
@@ -534,7 +550,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    named = args.workspace is not None  # status and stop: a workspace given must own the server
+    args.workspace = args.workspace or DEFAULT_WORKSPACE
     data_dir = resolve_data_dir(args.data_dir, args.workspace)
+    if named and args.command != "start" and (running := read_server_info(data_dir)) is not None:
+        check_server_owner(running, Path(args.workspace).expanduser().resolve(),
+                           own_server_command(args.workspace))
     if args.command == "start":
         template = False if args.no_template else args.template or True
         info = start_server(args.data_dir, args.port, template, args.document_root, args.venv, args.timeout_s,

@@ -141,7 +141,7 @@ def push(args: argparse.Namespace) -> int:
     sample = stratified_sample(items, args.n, args.sample_seed)
     for item in sample:
         item["key"] = secrets.token_hex(8)  # opaque: says nothing of the clip, the run or the verdict
-    server = connect_from_args(args)
+    server = connect_from_args(args, owned=False)  # its project is no workspace's
     if find_project(server, args.project) is not None:
         raise WorkbenchError(f"a project titled {args.project!r} exists at {server.url}; pass another --project")
     with server.errors(f"creating project {args.project!r}"):
@@ -248,7 +248,7 @@ def pull(args: argparse.Namespace) -> int:
     except json.JSONDecodeError as exc:
         raise WorkbenchError(f"{folder / PROJECT_FILE} is not valid JSON: {exc.msg}") from None
     sample = {row["key"]: row for row in read_jsonl(folder / SAMPLE_FILE)}
-    server = connect_from_args(args)
+    server = connect_from_args(args, owned=False)  # its project is no workspace's
     project = get_project(server, int(project_info["id"]), project_info.get("title", ""))
     scripted = scripted_accounts(server, args.workspace)
     labels, present, problems = people_labels(export_tasks(server, project.id), sample, scripted)

@@ -553,3 +553,26 @@ def test_a_document_root_with_a_hard_link_or_renamed_copy_of_a_secret_file_is_re
     plain = tmp_path / "root-audio"
     shutil.copytree(ws.root / "audio", plain)
     check_document_root(plain.resolve(), data_dir, ws.root.resolve())
+
+
+def test_a_refused_push_has_changed_nothing(ls, admin, tmp_path, capsys):
+    """Issue 49 item 5: a push that Label Studio refuses (its storage of the audio) had already renamed and
+    reset the arm project: ensure_project ran before ensure_local_storage failed (exit 2). An existing
+    project is now changed only once its storage is taken, so the refused push leaves it as it was."""
+    import shutil
+
+    ws = pushed(ls, tmp_path, capsys, title="Refused push", n=1)
+    pid, _ = arm_tasks(admin, ws, "speech")
+    admin.client.projects.update(pid, title="Refused push — speech (renamed)", show_skip_button=False)
+    before = admin.client.projects.get(pid)
+    # the workspace's audio moved off the server's document root; --document-root claims it is there
+    moved = tmp_path / "moved-audio"
+    shutil.copytree((ws.root / "audio").resolve(), moved)
+    (ws.root / "audio").unlink()
+    (ws.root / "audio").symlink_to(moved, target_is_directory=True)
+    code, _, err = cli(push.main, "--workspace", str(ws.root), "--catch", "0", "--url", ls.url,
+                       "--document-root", str(moved), capsys=capsys)
+    assert code == 2 and "Traceback" not in err, err
+    after = admin.client.projects.get(pid)
+    assert (after.title, after.show_skip_button, after.task_number) == \
+        (before.title, before.show_skip_button, before.task_number)

@@ -26,6 +26,7 @@ import sys
 from collections import Counter
 
 from annotation.labelstudio import SERVER_ENV, add_server_args, connect_from_args, resolve_project
+from annotation.ownership import MARKED
 from annotation.protocol import (
     ADJUDICATION,
     Item,
@@ -118,7 +119,8 @@ def push(ws: Workspace, args: argparse.Namespace) -> int:
     extra = {s.sample_id: {"votes": votes_text(s)} for s in queue} if args.show_votes else None
     result = push_items(ws, server, arm_spec(ADJUDICATION, with_votes=args.show_votes), title, keyed, overlap=1,
                         extra_data=extra, seed=shuffle_seed(state["task_key_secret"], ADJUDICATION),
-                        project_id=None if bound is None else int(bound))
+                        project_id=None if bound is None else int(bound), state=state,
+                        entry=recorded if bound is not None else None)
     named = adjudicator_emails(server, args.adjudicator)
     with ws.lock():
         state = read_state(ws)
@@ -129,7 +131,7 @@ def push(ws: Workspace, args: argparse.Namespace) -> int:
         now = utc_now()
         note_config(entry, "label_config" in result.reset, now)  # found edited: decisions since are out
         note_config(entry, False, now)  # ... and set back now
-        entry.update(id=result.project_id, title=title, url=server.url, config_ok_at=now,
+        entry.update(id=result.project_id, title=title, url=server.url, config_ok_at=now, **{MARKED: True},
                      adjudicators=sorted(kept or {pseudonym(e, salt) for e in named}))
         state["adjudication"] = entry
         write_state(ws, state)
@@ -171,7 +173,7 @@ def pull(ws: Workspace, args: argparse.Namespace) -> int:
         return 0
     salt = pseudonym_salt(state)
     server = connect_from_args(args)
-    project = resolve_project(server, state.get("adjudication"), args.project, "adjudication project")
+    project = resolve_project(server, state.get("adjudication"), args.project, "adjudication project", state)
     spec = arm_spec(ADJUDICATION, with_votes="$votes" in (project.label_config or ""))
     edited, now = config_changed(project.label_config or "", spec), utc_now()
     if edited:
