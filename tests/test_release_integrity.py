@@ -123,6 +123,12 @@ def _hand_edit(ws, how: str) -> str:
         edit_chain(ws, lambda s: s.sample_id == sid and setattr(s, "irrelevant_audio", other.irrelevant_audio),
                    stages=("validated",))
         return f"{sid}: irrelevant_audio audio {other.irrelevant_audio.sha256[:12]} is not the one in the 'wer' manifest"
+    if how == "danger-twin-of-another-sample-after-a-null":  # issue 49 item 7: wer's twin set to null
+        other = next(s for s in sorted(ws.read_samples("validated"), key=lambda s: s.sample_id)[1:] if s.danger_audio)
+        edit_chain(ws, lambda s: s.sample_id == sid and setattr(s, "danger_audio", None), stages=("wer",))
+        edit_chain(ws, lambda s: s.sample_id == sid and setattr(s, "danger_audio", other.danger_audio),
+                   stages=("annotated", "validated"))
+        return f"{sid}: danger_audio audio {other.danger_audio.sha256[:12]} is not the one in the 'wer' manifest (None)"
     if how == "danger-certified-by-hand":  # sample 1's danger scene: 1/3 real danger, not certified
         second = sorted(ws.read_samples("validated"), key=lambda s: s.sample_id)[1].sample_id
         edit_chain(ws, lambda s: s.sample_id == second and s.provenance["validation.agreement"]["arms"]["danger"]
@@ -182,6 +188,7 @@ def _hand_edit(ws, how: str) -> str:
 
 
 HAND_EDITS = ["speech-of-another-sample", "twin-of-another-sample", "speech-swapped-along-the-chain", "danger-certified-by-hand",
+              "danger-twin-of-another-sample-after-a-null",
               "danger-labels-removed", "category-not-in-taxonomy",
               "mixture-label", "speech-label", "scene-label", "copied-from-rejected", "label-edited-in-validated",
               "labels-changed-after-validation", "control-expects-benign", "two-controls-on-one-sample",
