@@ -146,6 +146,9 @@ def server_errors(url: str, what: str, not_found: str = "", log_hint: str = "see
         raise WorkbenchError(msg) from e
     except httpx.TimeoutException as e:
         raise WorkbenchError(f"Label Studio at {url} did not answer in time while {what} ({type(e).__name__})") from e
+    except (httpx.LocalProtocolError, UnicodeEncodeError) as e:  # never sent: not a server that is down
+        raise WorkbenchError(f"could not send a request to Label Studio at {url} while {what}: a header holds a "
+                             f"character HTTP forbids (a token with a newline or a non-ASCII character?)") from e
     except httpx.TransportError as e:
         raise WorkbenchError(
             f"cannot reach Label Studio at {url} while {what} ({e}); is it running? {start}") from e
@@ -460,6 +463,9 @@ def export_tasks(server: Server, project_id: int) -> list[dict[str, Any]]:
         raw = b"".join(server.client.projects.exports.download_sync(
             project_id, export_type="JSON", download_all_tasks=True))
         tasks = json.loads(raw)
+    if server.data_dir is not None:  # Label Studio keeps a copy of every export ("for logging"): not ours to keep
+        for copy in (server.data_dir / "export").glob(f"project-{int(project_id)}-at-*.json"):
+            copy.unlink(missing_ok=True)
     if not isinstance(tasks, list):
         raise WorkbenchError(f"Label Studio at {server.url} sent an export of project {project_id} that is not a list")
     return tasks

@@ -40,6 +40,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from annotation.deleted import keep_deleted, outputs_of
+from annotation.written import KEY as WRITTEN
+from annotation.written import digests
 from annotation.labelstudio import (
     Server,
     SERVER_ENV,
@@ -103,6 +106,8 @@ class ProjectAnnotations:
     # item id -> the completed (not skipped) annotations Label Studio holds on its tasks, counted or not:
     # what a task's overlap is measured against (a staged push adds the labels it still wants to this)
     held: dict[str, int] = field(default_factory=dict)
+    # item id -> the created_at of every annotation its tasks hold, counted or not (annotation.deleted)
+    seen: dict[str, set[str]] = field(default_factory=dict)
 
 
 def collect(server: Server, project_id: int, spec: ArmSpec, task_map: dict[str, tuple[str, str]],
@@ -137,6 +142,8 @@ def collect(server: Server, project_id: int, spec: ArmSpec, task_map: dict[str, 
                                 f"sent for its key; its {n} annotation(s) are not counted")
             continue
         tasks_per_item[item_id] += 1
+        out.seen.setdefault(item_id, set()).update(str(raw.get("created_at") or "")
+                                                   for raw in task.get("annotations") or [])
         for raw in task.get("annotations") or []:
             where = f"{spec.role} task {task.get('id')} ({item_id}) annotation {raw.get('id')}"
             p = parse_annotation(raw, where, emails, salt, spec, demo)
@@ -426,16 +433,19 @@ def main(argv: list[str] | None = None) -> int:
                 if kept:
                     previous[s.sample_id] = kept
         pulled = assemble(samples, controls, catch, found, previous)
+        # what Label Studio lost since the last pull (a deleted annotation or task) is kept as last pulled
+        deleted = keep_deleted(ws, outputs_of(pulled), {role: found[role].seen for role in ARMS})
         report = annotator_report(pulled, found)
         ws.write_manifest(OUTPUT_STAGE, pulled.samples)
         ws.write_manifest(CONTROLS_OUTPUT_STAGE, pulled.controls)
         ws.write_manifest(DANGER_OUTPUT_STAGE, pulled.danger)
-        ws.write_stats(OUTPUT_STAGE, stats(pulled, report, projects, overlaps, found, problems))
+        ws.write_stats(OUTPUT_STAGE, {**stats(pulled, report, projects, overlaps, found, problems),
+                                      "deleted_kept": deleted, WRITTEN: digests(ws)})
         if save_state:
             write_state(ws, current)
 
     n = (sum(len(s.annotations) for s in [*pulled.samples, *pulled.controls, *pulled.danger])
-         - sum(map(len, previous.values())))
+         - sum(map(len, previous.values())) - len(deleted))
     print(f"pulled {n} annotation(s) from {len(ARMS)} arm projects at {server.url} onto {len(samples)} sample(s), "
           f"{len(controls)} control(s) and {len(pulled.danger)} danger scene(s): {ws.manifest_path(OUTPUT_STAGE)}, "
           f"{ws.manifest_path(CONTROLS_OUTPUT_STAGE)}, {ws.manifest_path(DANGER_OUTPUT_STAGE)}")
@@ -457,10 +467,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{len(changed)} annotation(s) were last changed by someone other than their author and are "
               "credited to that person:\n" + format_problems(
                   [f"{c['arm']} {c['item']}: credited to {c['credited_to']}, author {c['author']}" for c in changed]))
+    if deleted:
+        print(f"deleted: {len(deleted)} annotation(s) counted by the last pull are gone from Label Studio (any user "
+              "may delete anyone's there); each is kept as it was last pulled, so a deletion changes no outcome:\n"
+              + format_problems(deleted))
     missing = [f"{role}: {item_id}" for role in ARMS for item_id in found[role].missing]
     if missing:
         print(f"missing: {len(missing)} pushed task(s) are no longer in their project (deleted in Label Studio?); "
-              f"their labels are lost, push again to recreate them:\n{format_problems(missing)}")
+              f"the labels pulled from them before are kept; push again to recreate them:\n{format_problems(missing)}")
     unknown = [f"{role}: {t}" for role in ARMS for t in found[role].unknown_tasks]
     if unknown:
         print(f"note: {len(unknown)} task(s) are not this workspace's current samples, controls or catch items "

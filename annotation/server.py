@@ -357,7 +357,8 @@ def start_server(
     running = read_server_info(data_dir)
     if running is not None and _pid_alive(running.pid):
         stop = server_command("stop", data_dir=data_dir)
-        check_server_owner(running, owner or workspace, own_server_command(workspace))  # never "stop it"
+        if owner is not None:  # started for this workspace: one started for another is left running
+            check_server_owner(running, owner, own_server_command(workspace))
         if running.document_root != document_root:
             raise WorkbenchError(
                 f"Label Studio already runs for {data_dir} (pid {running.pid}) with document root "

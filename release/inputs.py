@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from annotation.state import ADJUDICATION_SOURCE
+from annotation.written import check_pulled
 from construction.core.errors import WorkbenchError
 from construction.core.record import Sample
 from construction.core.workspace import Workspace
@@ -93,6 +94,7 @@ def read_inputs(workspace: str | Path) -> ReleaseInputs:
         raise WorkbenchError(f"{ws.manifest_path(MANIFEST)} does not exist: run the validation stage first")
     # every released sample went through the automatic filter and the human labels of this workspace
     ws.check_lineage(MANIFEST, require=("annotated", "wer"))
+    check_pulled(ws)  # the labels validation read are what the pull wrote
     samples = list(ws.read_samples(MANIFEST))
     if not samples:
         raise WorkbenchError(f"{ws.manifest_path(MANIFEST)} holds no samples: nothing to release")

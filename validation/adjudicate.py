@@ -37,6 +37,7 @@ from annotation.protocol import (
 )
 from annotation.pull import collect
 from annotation.push import check_pushable, push_items, record_keys
+from annotation.written import check_pulled, record_rewrite
 from annotation.state import (
     ADJUDICATION_SOURCE,
     default_project_title,
@@ -201,6 +202,7 @@ def pull(ws: Workspace, args: argparse.Namespace) -> int:
         current = read_state(ws)
         if current.get("pseudonym_salt", salt) != salt:
             raise WorkbenchError(f"{ws.root / 'annotation.json'} changed while pulling (another run?); pull again")
+        check_pulled(ws)  # a hand edit of the pulled labels is not carried into a rewrite
         samples = list(ws.read_samples(INPUT_STAGE))
         # Label Studio is the source of truth: earlier decisions are replaced by what the project holds now.
         stripped = [s.model_copy(deep=True, update={"annotations": [a for a in s.annotations
@@ -208,6 +210,7 @@ def pull(ws: Workspace, args: argparse.Namespace) -> int:
                     for s in samples]
         decided = apply_adjudication(stripped, decisions, ConsensusRule())
         ws.write_manifest(INPUT_STAGE, decided)
+        record_rewrite(ws, INPUT_STAGE)
         save = not current.get("pseudonym_salt")
         current["pseudonym_salt"] = salt
         mine = current.get("adjudication") or {}
