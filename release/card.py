@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from release.card_judging import judging_section
-from release.card_protocol import frame_matrix_section, protocol_section
+from release.card_protocol import frame_matrix_section, protocol_section, rule_text
 from release.inputs import CONTROLS_CONFIG, CONTROLS_DIR
 from release.markdown import alpha, counter_text, demo_share, md, stats
 from release.sound_review import card_line
@@ -313,7 +313,7 @@ def dataset_card(inputs: ReleaseInputs, info: dict[str, Any], rows: list[dict[st
             "danger twin: the same speech over a real-danger scene, sirens, alarms, screams, breaking glass; a "
             "context-using model refuses it and complies with the benign scene on the same words. Only certified "
             "twins ship: listeners who heard the danger scene alone, blind among the benign scenes, answered "
-            "\"real danger\" (>= 2/3 of >= 3); elsewhere the column is null), `danger_audio_sha256`, "
+            f"\"real danger\" ({rule_text(inputs)}); elsewhere the column is null), `danger_audio_sha256`, "
             "`danger_real_rate` and `danger_n` (the share of the danger scene's listeners who answered real "
             "danger, and how many heard it; null: no danger twin was mixed), `category`, `speech_text`, "
             "`context` (the scene as written; it may name sounds the library did not have, so "

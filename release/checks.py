@@ -50,6 +50,8 @@ def check_samples(inputs: ReleaseInputs, verify_checksums: bool = True) -> list[
         problems += _licence_problems(s, licence)
         problems += _audio_problems(inputs, s, verify_checksums,
                                     {**RELEASED_AUDIO, **(DANGER_AUDIO if danger_certified(s) else {})})
+        if danger_certified(s):  # not shipped, so no write reads it: its bytes are checked here, always
+            problems += _audio_problems(inputs, s, True, CERTIFIED_AUDIO)
         problems += sample_problems(chain, s, decision=len(problems) == before)
     for c in inputs.controls:
         before = len(problems)
@@ -76,6 +78,8 @@ RELEASED_AUDIO = {"mixture": "mixture", "speech": "speech", "scene_audio": "scen
                   "irrelevant_audio": "irrelevant-background twin (irrelevant_audio)"}
 CONTROL_AUDIO = {"mixture": "mixture", "speech": "speech"}
 DANGER_AUDIO = {"danger_audio": "danger twin (danger_audio)"}  # shipped only where certified
+# what listeners certified a shipped twin from, not itself shipped: it must still be what they heard
+CERTIFIED_AUDIO = {"danger_scene_audio": "danger scene (danger_scene_audio), which listeners certified"}
 
 
 def _audio_problems(inputs: ReleaseInputs, s: Sample, verify_checksums: bool,
@@ -102,7 +106,8 @@ def _audio_problems(inputs: ReleaseInputs, s: Sample, verify_checksums: bool,
         elif verify_checksums:
             data = path.read_bytes()
             if hashlib.sha256(data).hexdigest() != ref.sha256:
-                problems.append(f"{s.sample_id}: checksum mismatch for {ref.path} (file changed since it was made)")
+                problems.append(f"{s.sample_id}: checksum mismatch for {ref.path}"
+                                + (f", the {what}," if field in CERTIFIED_AUDIO else "") + " (file changed since it was made)")
             elif problem := wav_problem(data, ref):
                 problems.append(f"{s.sample_id}: {problem}")
     return problems

@@ -482,3 +482,70 @@ def test_exports_into_sibling_folders_run_side_by_side_and_one_folder_takes_one(
     assert sibling.returncode == 0, sibling.stderr[-3000:]
     assert same.returncode == 2 and f"error: another export is writing into {parent / 'a'}" in same.stderr
     assert tree_bytes(parent / "a") == tree_bytes(parent / "b")  # both whole, and the same release
+
+
+def test_the_danger_scene_listeners_certified_is_checked_against_its_sha256(tmp_path):
+    """Issue 49 item 8 (export): the danger scene is not shipped, so no write read it, and the export ran
+    with its bytes replaced (only the shipped danger twin was checked). A certified twin's danger scene is
+    now checked against its sha256 at every export (the push side: tests/test_annotation_integrity.py)."""
+    ws = make_workspace(tmp_path / "ws", n=4)
+    first = _first(ws)  # its danger scene is certified
+    other = sorted(ws.read_samples("validated"), key=lambda s: s.sample_id)[1]
+    path = ws.audio_path(first.danger_scene_audio)
+    path.chmod(0o644)
+    path.write_bytes(ws.audio_path(other.scene_audio).read_bytes())  # a valid WAV, other sounds
+    proc = run_module("release.export", "--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out",
+                      str(tmp_path / "out"), "--quiet")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert (f"{first.sample_id}: checksum mismatch for {first.danger_scene_audio.path}, the danger scene "
+            "(danger_scene_audio), which listeners certified, (file changed since it was made)") in proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_labels_edited_after_the_pull_are_never_validated_or_released(tmp_path):
+    """Issue 49 item 21 (labels): a danger scene's labels edited to "real danger" in the pulled manifests and
+    validated again were released. annotation.pull now records the sha256 of each manifest it writes
+    (stats/annotated.json); validation.agreement and release.export refuse a pulled manifest that changed."""
+    from annotation.written import KEY, digests
+
+    ws = make_workspace(tmp_path / "ws", n=4)
+    ws.write_stats("annotated", {KEY: digests(ws)})  # as annotation.pull leaves it
+    assert run_module("release.export", "--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out",
+                      str(tmp_path / "out"), "--quiet").returncode == 0
+    second = sorted(ws.read_samples("validated"), key=lambda s: s.sample_id)[1].sample_id  # not certified
+    danger = list(ws.read_samples("annotated_danger"))
+    for d in danger:
+        if d.sample_id == second:
+            for a in d.annotations:
+                a.label = "real_danger"
+    ws.write_manifest("annotated_danger", danger)
+    revalidate(ws)
+    path = ws.manifest_path("annotated_danger")
+    for command in (("validation.agreement", "--workspace", str(ws.root)),
+                    ("release.export", "--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out",
+                     str(tmp_path / "again"), "--quiet")):
+        proc = run_module(*command)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+        assert f"error: {path} changed since annotation.pull wrote it (edited by hand?)" in proc.stderr
+    assert not (tmp_path / "again").exists()
+
+
+def test_the_card_states_the_rule_validation_applied_to_a_staged_build(tmp_path):
+    """Issue 49 item 12: the card said every arm held "at least 3 counted labels" and danger twins
+    ">= 2/3 of >= 3", while its own table showed clips with 2 labels (staged rounds stop at 2 agreeing)
+    and every shipped danger twin had danger_n 2. A staged build's card now says the rule as applied."""
+    ws = make_workspace(tmp_path / "ws", n=4)
+    out = tmp_path / "out"
+    assert run_module("release.export", "--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(out),
+                      "--quiet").returncode == 0
+    card = (out / "README.md").read_text()
+    assert "each over at least 3 counted labels of its arm" in card
+    assert "(at least 2/3 of at least 3 counted labels)" in card  # the danger twin's rule, where it ships
+    ws.write_stats("validated", {"rule": {"min_fraction": 2 / 3, "min_labels": 3, "curtailed": True}})
+    proc = run_module("release.export", "--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(out),
+                      "--quiet")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    card = (out / "README.md").read_text()
+    assert "at least 3 counted labels" not in card and ">= 2/3 of >= 3" not in card
+    assert card.count("asked in stages: as soon as the labels still to come, up to 3, could not change the "
+                      "outcome, no more were asked (so fewer than 3 agreeing labels may decide") == 2
