@@ -59,6 +59,7 @@ from annotation.ownership import MARKED, check_owner
 from annotation.protocol import Item, read_task_map, shuffle_seed, workspace_taxonomy
 from annotation.push import check_pushable, push_items, record_keys
 from annotation.state import (
+    DEMO_EMAIL_DOMAIN,
     default_project_title,
     demo_annotators,
     local_file_url,
@@ -66,6 +67,7 @@ from annotation.state import (
     open_workspace,
     parse_annotation,
     plays_audio,
+    pseudonym,
     pseudonym_salt,
     read_state,
     utc_now,
@@ -282,11 +284,13 @@ def pull(args: argparse.Namespace) -> int:
     server = connect_from_args(args)
     project = resolve_project(server, state.get(STATE_KEY), args.project, "library review project", state)
     items = read_items(ws)
-    demo = demo_annotators(state)
+    # scripted: the accounts the workspace recorded, and any at the demo domain (the server's own list)
+    demo = demo_annotators(state) | {pseudonym(email, salt) for email in user_emails(server).values()
+                                     if email.strip().lower().endswith("@" + DEMO_EMAIL_DOMAIN)}
     answers, problems = collect(server, project.id, spec, ws, items, salt, demo)
-    lines = [review_line(clip, answers, items, demo) for clip in clips]
-    lines = keep_earlier(lines, read_workspace_review(ws.root) or {})
-    by_demo = sum(line["demo"] for line in lines)
+    pulled = [review_line(clip, answers, items, demo) for clip in clips]  # from the server, never from a file
+    lines = keep_earlier(pulled, read_workspace_review(ws.root) or {})
+    by_demo = sum(line["demo"] for line in pulled)
     if args.into_library and by_demo:  # refused before anything is written
         raise WorkbenchError(f"refusing --into-library: {by_demo} answer(s) came from scripted demo reviewers, and "
                              f"the shared library {library} takes people's reviews only; pull without --into-library "
@@ -297,7 +301,7 @@ def pull(args: argparse.Namespace) -> int:
     print(f"library review: {len(lines)} clip(s), {reviewed} reviewed, {confirmed} confirmed "
           f"(>= 2/3 of at least 2 reviewers named a tag of the clip); {path}")
     if args.into_library:
-        shared = keep_earlier(lines, read_review(library) or {})
+        shared = keep_earlier(pulled, read_review(library, demo=demo) or {})  # only what this pull read
         written = write_review(library, shared)
         print(f"into the library: wrote {len(shared)} review line(s), {sum(1 for x in shared if x['reviewers'])} "
               f"with answers, to {written} (every workspace built on {library} now reads them)")
