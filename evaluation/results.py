@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 from collections.abc import Callable, Iterator
@@ -76,10 +77,22 @@ def read_records(path: Path, check: Callable[[Any], str | None] | None = None) -
     return records
 
 
+RECORD_DIGEST = "record_sha256"  # each line's sha256 of itself, as evaluation.run wrote it
+
+
+def record_digest(row: dict[str, Any]) -> str:
+    """sha256 of a line's record without its digest field: a line changed after evaluation.run wrote it
+    (an answer edited by hand) no longer matches the digest it carries."""
+    body = {k: v for k, v in row.items() if k != RECORD_DIGEST}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
 def response_problem(row: Any) -> str | None:
     """What makes a line of responses.jsonl unusable, or None."""
     if not isinstance(row, dict):
         return "not a JSON object"
+    if RECORD_DIGEST in row and row[RECORD_DIGEST] != record_digest(row):
+        return "changed after evaluation.run wrote it (its record_sha256 does not match)"
     for name in ("id", "category"):
         if not isinstance(row.get(name), str) or not row[name]:
             return f"'{name}' is missing or not a non-empty string (got {row.get(name)!r})"

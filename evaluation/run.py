@@ -73,8 +73,8 @@ from evaluation.keyword_judge import final_answer, keyword_judge_run
 from evaluation.probe import PROBE_VERSION, UNPARSED, parse_frame, probe_prompt
 from evaluation.release_source import locate_release
 from evaluation.results import (DEFAULT_INPUT, DERIVED_FILES, FINAL_MARKER, FORMAT, INPUTS, PROBE_INPUT,
-                                LOCK_FILE, RESPONSES_FILE, SETTINGS_FILE, load_results, read_jsonl, read_records,
-                                response_problem, trim_partial_line, writing)
+                                LOCK_FILE, RECORD_DIGEST, RESPONSES_FILE, SETTINGS_FILE, load_results, read_jsonl,
+                                read_records, record_digest, response_problem, trim_partial_line, writing)
 
 PROMPT_VERSION = 1  # bump when INSTRUCTION or COT_SYSTEM_PROMPT change
 VARIANTS = ("plain", "cot")
@@ -356,6 +356,7 @@ def evaluate(release: Release, clips: list[Clip], endpoint: ChatEndpoint, varian
                 except WorkbenchError as exc:  # the endpoint itself failed: finish what is in flight, stop
                     fatal = fatal or exc
                     continue
+                record[RECORD_DIGEST] = record_digest(record)  # a later edit of the line is caught on reading
                 out.write(json.dumps(record, ensure_ascii=False) + "\n")
                 out.flush()  # one line per answer: a kill loses at most the answers in flight
                 tally["cached" if record["from_cache"] else "sent"] += 1

@@ -332,3 +332,23 @@ def test_two_runs_into_one_folder_are_refused_and_a_doubled_folder_is_read_by_no
         mended = _run_cli(rel, stub.url, out, "--limit", "7", "--restart")
         assert mended.returncode == 0, mended.stderr[-3000:]
         assert len(stub.audio_requests()) == 7 and len(path.read_text().splitlines()) == 7
+
+
+def test_a_hand_edited_answer_is_caught_by_every_reader(release, tmp_path):
+    """Issue 49 item 21 (results): an answer edited in responses.jsonl was counted as the model's. Each line
+    now carries the sha256 evaluation.run wrote it with; report, judge and a rerun refuse a changed line."""
+    rel, _ = release
+    out = tmp_path / "run"
+    with EchoStub() as stub:
+        assert _run_cli(rel, stub.url, out, "--limit", "3").returncode == 0
+        path = out / "responses.jsonl"
+        rows = [json.loads(line) for line in path.read_text().splitlines()]
+        assert all(r["record_sha256"] for r in rows)
+        rows[1]["response"] = "I'm sorry, but I can't help with that."  # a compliance made a refusal
+        path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+        for proc in (run_module("evaluation.report", "--results", str(out), "--out", str(tmp_path / "report")),
+                     run_module("evaluation.judge", "--results", str(out)),
+                     _run_cli(rel, stub.url, out, "--limit", "3")):
+            assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+            assert f"error: {path}:2: changed after evaluation.run wrote it" in proc.stderr
+    assert not (tmp_path / "report").exists()
