@@ -22,7 +22,8 @@ talks to Label Studio finds the data dir the same way: --data-dir, else $AOR_LAB
 Label Studio serves files under its document root to every logged-in user, and in the community
 edition any annotator may add a local-files storage for any directory below it. So the document root
 is the workspace's audio store, <W>/audio, and never a directory that holds a workspace's
-annotation.json (its pseudonym salt) or a Label Studio data dir (tokens, emails, secret key).
+annotation.json (its pseudonym salt) or a Label Studio data dir (tokens, emails, secret key): what is
+refused, annotation.docroot. A server started for a workspace records it (annotation.ownership).
 
 This module is the server of a data dir (its server.json, port, health, document root) and the CLI;
 the label-studio program itself (venv, credentials, child processes, database template) is
@@ -32,10 +33,8 @@ annotation.ls_process.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
-import re
 import shlex
 import shutil
 import socket
@@ -63,6 +62,8 @@ from annotation.ls_process import (
     make_template,
     ticker,
 )
+# STATE_FILE, TASKS_FILE: importable from here, as before
+from annotation.docroot import STATE_FILE, TASKS_FILE, check_document_root  # noqa: F401
 from annotation.ownership import check_server_owner
 from construction.core.cli import Parser, add_workspace, run_main
 from construction.core.errors import WorkbenchError
@@ -72,8 +73,6 @@ DATA_DIR_NAME = "label-studio"  # <workspace>/label-studio: the data dir when ne
 DEFAULT_WORKSPACE = "workspace"
 
 INFO_FILE = "server.json"  # pid, port, url of the running server
-STATE_FILE = "annotation.json"  # a workspace's annotation state, with the pseudonym salt (annotation.state)
-TASKS_FILE = "annotation_tasks.json"  # a workspace's task key map (annotation.protocol)
 
 
 @dataclass(frozen=True)
@@ -234,91 +233,6 @@ def read_server_info(data_dir: Path | str | None = None) -> ServerInfo | None:
                           workspace=Path(raw["workspace"]) if raw.get("workspace") else None)
     except (ValueError, KeyError, TypeError) as e:
         raise WorkbenchError(f"{path} is unreadable ({e}); stop the server by hand and delete it") from e
-
-
-AUDIO_MAGIC = (b"RIFF", b"fLaC", b"OggS", b"ID3", b"\xff\xfb", b"\xff\xf3", b"\xff\xf2")
-SCAN_BYTES = 1 << 20  # what is read of a file that is not audio, looking for a secret inside
-TASK_KEY_RE = re.compile(rb'"t[0-9a-f]{20}"')  # annotation.protocol.task_key, as the key map writes it
-
-
-def secret_guard(data_dir: Path, workspace: Path) -> tuple[set[tuple[int, int]], list[bytes]]:
-    """What marks a secret file whatever its name: the (device, inode) of the workspace's annotation.json
-    and key map and of the Label Studio database, and the secrets annotation.json holds."""
-    inodes, needles = set(), []
-    for path in (workspace / STATE_FILE, workspace / TASKS_FILE, data_dir / DB_FILE):
-        with contextlib.suppress(OSError):
-            st = path.stat()
-            inodes.add((st.st_dev, st.st_ino))
-    with contextlib.suppress(OSError, ValueError, AttributeError):
-        state = json.loads((workspace / STATE_FILE).read_text())
-        needles = [str(state[k]).encode() for k in ("pseudonym_salt", "task_key_secret") if state.get(k)]
-    return inodes, needles
-
-
-def secret_file(path: Path, guard: tuple[set[tuple[int, int]], list[bytes]]) -> str:
-    """Why a file under a document root must not be served ("" when it may): a hard link of a secret file,
-    a SQLite database (Label Studio's has every token), a file with the workspace's salt or key secret or
-    task keys in it (a renamed copy). Audio (by its first bytes) is not read further."""
-    inodes, needles = guard
-    try:
-        st = path.stat()
-        if (st.st_dev, st.st_ino) in inodes:
-            return "is a hard link of a workspace or Label Studio secret file"
-        with open(path, "rb") as f:
-            head = f.read(16)
-            if head.startswith(b"SQLite format 3\x00"):
-                return "is a SQLite database (a copy of Label Studio's, with every token?)"
-            if head.startswith(AUDIO_MAGIC):
-                return ""
-            body = head + f.read(SCAN_BYTES)
-    except OSError:
-        return ""
-    if any(n in body for n in needles):
-        return f"holds the pseudonym salt or the task key secret of the workspace (a copy of its {STATE_FILE}?)"
-    if TASK_KEY_RE.search(body):
-        return f"holds task keys (a copy of a {TASKS_FILE}?)"
-    return ""
-
-
-def check_document_root(document_root: Path, data_dir: Path, workspace: Path) -> None:
-    """Refuse a document root that would let annotators read more than audio: "/", or one that holds
-    the workspace, any annotation.json (a pseudonym salt) or a Label Studio data dir, found by name and, for
-    files, by what they are (secret_file: a hard link or renamed copy is found too)."""
-    why = ""
-    if document_root == Path(document_root.anchor):
-        why = "it is the whole disk"
-    elif data_dir.is_relative_to(document_root):
-        why = f"it holds the Label Studio data dir {data_dir} (its database has every token and email)"
-    elif workspace.is_relative_to(document_root):
-        why = f"it holds the workspace {workspace}, whose {STATE_FILE} has the pseudonym salt"
-    else:
-        # Label Studio serves what a link under the root points to: follow links, and look where they lead.
-        seen: set[Path] = set()
-        guard = secret_guard(data_dir, workspace)
-        for parent, dirs, files in os.walk(document_root, followlinks=True):
-            real = Path(parent).resolve()
-            if real in seen:  # a link loop, or two links to one place
-                dirs[:] = []
-                continue
-            seen.add(real)
-            names = set(files) | {Path(parent, f).resolve().name for f in files if Path(parent, f).is_symlink()}
-            found = {STATE_FILE, TASKS_FILE, DB_FILE} & names
-            held = [d for d in (data_dir, workspace) if d.is_relative_to(real)]
-            if held or found:
-                what = held[0] if held else Path(parent) / sorted(found)[0]
-                why = f"{parent} leads to {real}, which holds {what}" if Path(parent) != real else f"it holds {what}"
-                break
-            secret = next((f"{Path(parent, f)} {w}" for f in sorted(files) if (w := secret_file(Path(parent, f), guard))),
-                          "")
-            if secret:
-                why = secret
-                break
-    if why:
-        raise WorkbenchError(
-            f"refusing document root {document_root}: {why}, and every annotator could read what is under it. "
-            "Leave out --document-root to serve only the workspace's audio (<workspace>/audio), "
-            "or pass a directory that holds nothing but audio"
-        )
 
 
 def start_server(
@@ -527,9 +441,12 @@ def build_parser() -> argparse.ArgumentParser:
             ("stop", "stop the workspace's Label Studio", ("AOR_LABEL_STUDIO_DATA_DIR",)),
             ("status", "say whether it runs, where, and each project's progress", STATUS_ENV)):
         p = sub.add_parser(name, help=what, env=env)
-        # picks the data dir (<workspace>/label-studio) and, for start, the audio served; status and stop
-        # given one refuse a server started for another workspace
-        add_workspace(p, default=DEFAULT_WORKSPACE if name == "start" else None)
+        if name == "start":  # picks the data dir (<workspace>/label-studio) and the audio served
+            add_workspace(p)
+        else:  # given, a server started for another workspace is refused
+            p.add_argument("--workspace", default=None, metavar="DIR",
+                           help=f"the workspace whose server this is: picks its data dir (default: ./{DEFAULT_WORKSPACE}); "
+                                "given, a server started for another workspace is refused")
         add_data_dir(p)
         if name == "start":
             p.add_argument("--port", type=int, default=None, help="port on 127.0.0.1 (default: a free one)")
