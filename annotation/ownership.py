@@ -69,11 +69,14 @@ def check_owner(server: Any, project: Any, state: dict[str, Any], entry: dict[st
         return  # made before projects were marked: the next push marks it
     whose = (f"to another workspace (id {found})" if found is not None else
              "to no workspace, although this workspace marked its project of that id: it is another project")
+    mended = ("" if found is not None or not mine else
+              f". If it is this workspace's own and someone edited its description, put this line back into the "
+              f"description: {project_mark(mine)}")
     raise WorkbenchError(
         f"project {project.id} ({getattr(project, 'title', '')!r}) at {server.url} belongs {whose}, not to this "
         f"workspace ({mine or 'not pushed yet'}): this Label Studio is not the one this workspace pushed to. "
         "Nothing was changed. Use this workspace's own server (python -m annotation.server start --workspace W "
-        "starts it, with its own data dir), or pass --project with a title of this workspace's own")
+        f"starts it, with its own data dir), or pass --project with a title of this workspace's own{mended}")
 
 
 def check_server_owner(info: Any, workspace: Path, own_start: str) -> None:

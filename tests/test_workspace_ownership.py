@@ -121,3 +121,34 @@ def test_a_refusal_never_hands_a_s_server_to_b(pair):
         run("annotation.server", "stop", "--data-dir", a_dir)
         ok("annotation.server", "start", "--workspace", str(a.root), "--quiet")
     assert projects(a) == before  # no title, task or label of A's changed
+
+
+def test_the_ownership_rules_without_a_server():
+    """annotation.ownership's rules, each way a project can stand: marked by this workspace (taken), by
+    another (refused), unmarked and never marked here (made before marks: taken), unmarked though this
+    workspace marked it (another server's project of that id, or a mark edited away: refused, with the line
+    to put back)."""
+    from types import SimpleNamespace
+
+    from annotation.ownership import MARKED, check_owner, marked_owner, new_workspace_id, project_mark, with_mark
+    from construction.core.errors import WorkbenchError
+
+    state: dict = {}
+    mine = new_workspace_id(state)
+    assert new_workspace_id(state) == mine and len(mine) == 32
+    other = new_workspace_id({})
+    server = SimpleNamespace(url="http://127.0.0.1:1")
+
+    def project(description):
+        return SimpleNamespace(id=3, title="AOR-Bench — speech", description=description)
+
+    assert marked_owner(project(with_mark("notes of the lead", mine))) == mine
+    assert "notes of the lead" in with_mark(with_mark("notes of the lead", other), mine)
+    assert marked_owner(project(with_mark(with_mark("x", other), mine))) == mine  # one mark, the new one
+    check_owner(server, project(with_mark(None, mine)), state, {MARKED: True})
+    check_owner(server, project(""), state, {})  # made before marks existed
+    with pytest.raises(WorkbenchError, match=f"belongs to another workspace \\(id {other}\\)"):
+        check_owner(server, project(with_mark(None, other)), state, {MARKED: True})
+    with pytest.raises(WorkbenchError, match="belongs to no workspace") as refused:
+        check_owner(server, project("edited away"), state, {MARKED: True})
+    assert project_mark(mine) in str(refused.value) and "Nothing was changed" in str(refused.value)
