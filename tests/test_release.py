@@ -394,7 +394,8 @@ def test_only_irrelevant_twins_certified_neutral_ship(built, loaded):
             assert rows[ids[i]]["meta"]["irrelevant_ambience"] is None
         shown = [(rows[i]["meta"]["irrelevant_no_frame_rate"], rows[i]["meta"]["irrelevant_n"]) for i in ids]
         assert shown == [(1.0, 3), (0.3333, 3), (1.0, 1), (1.0, 3), (1.0, 3), (1.0, 3)]
-    assert [result["folder"]["features"][c] for c in ("irrelevant_audio", "irrelevant_no_frame_rate")] == ["Audio", "Value"]
+    features = result["folder"]["features"]
+    assert [features[c] for c in ("irrelevant_audio", "irrelevant_no_frame_rate")] == ["Audio", "Value"]
     card = (out / "README.md").read_text()
     assert "- **Irrelevant twins:** 4 of 6 clips ship one (`irrelevant_audio`): those whose background listeners " \
            "certified as neutral (no setting heard); 2 more were mixed, not certified" in card
