@@ -30,12 +30,12 @@ mostly one of the sample's benign frames (sometimes a neighbouring frame, rarely
 tell"), a danger scene mostly "real danger" (DANGER_REAL: so the demo has a few uncertified ones), an
 irrelevant twin's background mostly "I can't tell" (IRRELEVANT_NO_FRAME, else one of its sample's frames:
 so a few are heard as a setting, and those twins are not certified neutral and not released), the mixture
-mostly benign, controls mostly harmful, catch items mostly as asked. Annotator K errs at its own rate (5 %, 12 %, 20 %), and the least careful one
-sometimes submits before the clip could have played through. The demo reads the workspace (the task
-key map, the frames each sample accepts) to script this; a real annotator sees only the audio. The accounts it
-uses are recorded in the workspace (annotation.json, as pseudonyms), and annotation.pull marks their
-annotations source="demo" (never by the email domain, which anyone can sign up with); a release built
-from them says so on its card and is never pushed to the Hub.
+mostly benign, controls mostly harmful, catch items mostly as asked. Annotator K errs at its own rate
+(5 %, 12 %, 20 %), and the least careful one sometimes submits before the clip could have played through.
+The demo reads the workspace (the task key map, the frames each sample accepts) to script this; a real
+annotator sees only the audio. The accounts it uses are recorded in the workspace (annotation.json, as
+pseudonyms), and annotation.pull marks their annotations source="demo" (never by the email domain, which
+anyone can sign up with); a release built from them says so on its card and is never pushed to the Hub.
 """
 
 from __future__ import annotations
