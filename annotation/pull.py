@@ -64,6 +64,14 @@ from annotation.protocol import (
     read_task_map,
     workspace_frames,
 )
+from annotation.pulled import (
+    ProjectAnnotations,
+    Pulled,
+    annotator_report,
+    annotator_table,
+    progress_table,
+    stats,
+)
 from annotation.state import (
     ADJUDICATION_SOURCE,
     CONTROLS_OUTPUT_STAGE,
@@ -83,14 +91,6 @@ from annotation.state import (
     read_state,
     utc_now,
     write_state,
-)
-from annotation.pulled import (
-    ProjectAnnotations,
-    Pulled,
-    annotator_report,
-    annotator_table,
-    progress_table,
-    stats,
 )
 from construction.core.cli import Parser, add_workspace, run_main
 from construction.core.errors import WorkbenchError

@@ -5,13 +5,13 @@
 Three projects, "<TITLE> — speech", "<TITLE> — scene" and "<TITLE> — mixture" (TITLE default
 "AOR-Bench <workspace dir name>"), each found by its exact title or created: the speech arm plays each
 sample's clean speech, the scene arm its scene alone and (tasks of their own, indistinguishable) the
-danger scene of its danger twin and the background of its irrelevant twin, the mixture arm its mixture plus the controls
-(manifests/controls.jsonl, from python -m construction.controls) and --catch attention checks (made
-once with an offline voice, manifests/catch.jsonl). A task's data is its audio URL and an opaque key,
-nothing else; the key -> (sample, arm) map stays in <W>/annotation_tasks.json. Tasks are imported in a
-shuffled order and served in random order per annotator (a catch task to every annotator of the mixture
-arm). Only keys not in a project yet are imported, so pushing again never duplicates. The projects are
-recorded in <W>/annotation.json for pull.
+danger scene of its danger twin and the background of its irrelevant twin, the mixture arm its mixture
+plus the controls (manifests/controls.jsonl, from python -m construction.controls) and --catch attention
+checks (made once with an offline voice, manifests/catch.jsonl). A task's data is its audio URL and an
+opaque key, nothing else; the key -> (sample, arm) map stays in <W>/annotation_tasks.json. Tasks are
+imported in a shuffled order and served in random order per annotator (a catch task to every annotator of
+the mixture arm). Only keys not in a project yet are imported, so pushing again never duplicates. The
+projects are recorded in <W>/annotation.json for pull.
 
 Staged (--staged, the default for a build: its annotation.staged; annotation.staging): the speech arm
 first, a sample's scene once its speech arm passed, its mixture once both passed; each task is served to
@@ -50,12 +50,12 @@ from annotation.labelstudio import (
 )
 from annotation.protocol import (
     CATCH_OVERLAP,
+    OTHER_SCENES,
     ArmSpec,
     Item,
     arm_spec,
     catch_items,
     control_items,
-    OTHER_SCENES,
     ensure_catch,
     other_item_id,
     other_items,
