@@ -408,6 +408,17 @@ def test_only_irrelevant_twins_certified_neutral_ship(built, loaded):
     assert "over at least 3 counted labels:" in text and "labelled in stages" not in text
 
 
+def test_the_card_says_when_the_twins_were_decided_in_stages(tmp_path):
+    """A staged workspace decides a background once the labels to come cannot change it: the card says so."""
+    ws = make_workspace(tmp_path / "ws", n=4)
+    ws.write_stats("validated", {"rule": {"min_fraction": 2 / 3, "min_labels": 3, "curtailed": True}})
+    out = tmp_path / "out"
+    assert export_main(["--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(out), "--quiet"]) == 0
+    text = " ".join((out / "README.md").read_text().split())
+    assert ("over at least 3 counted labels (labelled in stages: a background was decided as soon as the labels "
+            "still to come, up to 3, could not change the outcome, so fewer agreeing labels may decide it):") in text
+
+
 def test_only_certified_danger_twins_ship(built, loaded):
     """danger_audio holds the danger twin, byte for byte, only where listeners certified its danger scene
     (sample 0: 3/3 real danger); 1/3 (sample 1) or no labels yet (sample 2) ship none; the card says so."""
@@ -719,6 +730,9 @@ def test_a_mixture_only_workspace_says_only_the_mixture_was_judged(tmp_path):
         assert m["mixture_n"] == 3 and m["mixture_benign_rate"] in (1.0, 0.6667)
         assert {a["arm"] for a in m["annotations"]} == {"mixture"}
         assert r["speech"]["sha"] == m["speech_audio_sha256"]  # the clean speech ships all the same
+        # no scene arm heard the twins' backgrounds: no twin was certified, none ships
+        assert r["irrelevant"] is r["danger"] is m["irrelevant_audio_sha256"] is m["irrelevant_n"] is None
+    assert "**The twins.** No twin ships in this release" in text
 
 
 def test_a_workspace_validated_by_validation_agreement_exports(tmp_path):
