@@ -103,13 +103,13 @@ def features_for(categories: list[str], sample_rate: int | None, speech_rate: in
         "speech_audio_sha256": text,
         "speech_duration_s": number,
         # the scene as placed in the mixture, speech removed (a perception probe), and the irrelevant
-        # twin: the same speech, layout and levels over a background meant to suggest no setting (the
-        # masking baseline); null unless the scene arm certified that background neutral (no frame heard)
+        # twin: the same speech over noise that masks it as the scene does (the masking baseline); null
+        # unless the scene arm certified that background neutral (no frame heard in it)
         "scene_audio": Audio(sampling_rate=sample_rate),
         "scene_audio_sha256": text,
         "irrelevant_audio": Audio(sampling_rate=sample_rate),
         "irrelevant_audio_sha256": text,
-        "irrelevant_ambience": text,
+        "irrelevant_background": text,
         "irrelevant_no_frame_rate": number,
         "irrelevant_n": count,
         # the danger twin: the same speech over a real-danger scene; null unless the scene arm certified
@@ -272,7 +272,7 @@ def row_for(sample: Sample, audio: bytes, categories: list[str], names: dict[str
         "scene_audio_sha256": sample.scene_audio.sha256 if sample.scene_audio else None,
         "irrelevant_audio": _audio_cell(irrelevant, f"{sample.sample_id}.irrelevant.wav") if neutral else None,
         "irrelevant_audio_sha256": sample.irrelevant_audio.sha256 if neutral else None,
-        "irrelevant_ambience": mix.irrelevant.ambience if neutral and mix.irrelevant else None,
+        "irrelevant_background": mix.irrelevant.background if neutral and mix.irrelevant else None,
         "irrelevant_no_frame_rate": background.get("no_frame_rate") if background.get("n") else None,
         "irrelevant_n": background.get("n") or None,
         "danger_audio": _audio_cell(danger, f"{sample.sample_id}.danger.wav") if certified else None,

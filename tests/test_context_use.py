@@ -31,7 +31,8 @@ N = 12
 
 
 TWIN_AND_SCENE = ("scene_audio", "scene_audio_sha256", "irrelevant_audio", "irrelevant_audio_sha256",
-                  "irrelevant_ambience", "irrelevant_no_frame_rate", "irrelevant_n", "danger_audio", "danger_audio_sha256", "danger_real_rate", "danger_n")
+                  "irrelevant_background", "irrelevant_no_frame_rate", "irrelevant_n", "danger_audio",
+                  "danger_audio_sha256", "danger_real_rate", "danger_n")
 
 
 def strip_twin_and_scene(release: Path) -> None:
