@@ -90,6 +90,9 @@ def test_the_catalog_field_decides_and_a_procedural_class_is_shared():
     # a field naming a category whose scenes define none of its tags leaves it no defining use at all
     odd = [_clip("boom", ["explosion"], defining_category="cooking_household")]
     assert defining_homes(odd, taxonomy, "CC-BY-4.0") == {"boom": ""}
+    # a tag no scene defines (a jackhammer heard only as support) neither decides nor breaks the partition
+    mixed = [_clip("drill", ["gunfire", "jackhammer"]), _clip("shot", ["gunfire"])]
+    assert sorted(defining_homes(mixed, taxonomy, "CC-BY-4.0").values()) == ["video_games", "video_games"]
     # clips cut from one recording must agree
     same = {"attribution": "one take", "source": "x", "source_url": "https://x"}
     torn = [Clip(**{**_clip("a", ["gunfire"]).model_dump(), **same, "defining_category": "video_games"}),

@@ -78,7 +78,7 @@ def defining_homes(clips: Iterable[Clip], taxonomy: Taxonomy, licence: str,
             pending.append((len(fits), recording, tags, fits))
     for _, recording, tags, fits in sorted(pending):
         def need(category: str) -> tuple:
-            mine = [t for t in tags if category in users[t]]
+            mine = [t for t in tags if category in users.get(t, {})]
             have = min(count[category][t] for t in mine)
             short = have < min_recordings
             return (not short, -have if short else have, -sum(users[t][category] for t in mine), order[category])
