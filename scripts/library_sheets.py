@@ -8,7 +8,7 @@ and what was measured:
 
   centroid    spectral centroid (Hz) of the whole clip at 16 kHz
   <250 / >2k  share of the energy below 250 Hz / above 2 kHz, at 16 kHz
-  onsets      spectral-flux onsets (peaks of the positive log-spectrum change, 50 ms apart at least)
+  onsets      spectral-flux onsets (peaks of the mean rise of the dB spectrum, 50 ms apart at least)
   band        band limit at the file's own rate: the highest frequency whose (smoothed) Welch level is
               within 40 dB of the spectrum's peak; a clip cut off below 8 kHz shows a hard shelf there
 
@@ -40,6 +40,7 @@ PER_SHEET, COLUMNS = 12, 3
 PANEL_IN, DPI = (5.4, 3.1), 80
 BED_S, SEED = 8.0, 11      # a procedural bed's draw length and every draw's seed
 BAND_RANGE_DB = 40.0
+ONSET_DB = 1.0             # an onset: the spectrum rises this much (mean over bins, dB) over its surroundings
 FIELDS = ["clip_id", "sheet", "tags", "licence", "kind", "procedural", "duration_s", "lufs", "native_rate",
           "centroid_hz", "low_250_share", "high_2k_share", "onsets", "band_limit_hz"]
 
@@ -59,8 +60,9 @@ def band_limit(audio: np.ndarray, rate: int) -> float:
 
 
 def onset_count(audio: np.ndarray, rate: int = RATE) -> int:
-    """Spectral-flux onsets: peaks of the summed positive change of the log spectrum (10 ms hop) that
-    stand above a 0.5 s moving median by a tenth of the clip's largest change, 50 ms apart."""
+    """Spectral-flux onsets: peaks of the mean positive rise of the dB spectrum (10 ms hop, 80 dB range)
+    standing ONSET_DB over their 0.5 s moving median, 50 ms apart. A steady tone or an even noise bed
+    has none; a beep, a bark or a blow in quiet has one."""
     from scipy import signal
     from scipy.ndimage import median_filter
 
@@ -68,12 +70,12 @@ def onset_count(audio: np.ndarray, rate: int = RATE) -> int:
     if audio.size < n:
         audio = np.pad(audio, (0, n - audio.size))
     _, _, z = signal.stft(audio, rate, nperseg=n, noverlap=n - hop, boundary=None, padded=False)
-    logmag = np.log1p(1000 * np.abs(z))
-    flux = np.maximum(np.diff(logmag, axis=1), 0).sum(axis=0)
-    if flux.size < 3 or flux.max() <= 0:
+    level = 20 * np.log10(np.abs(z) + 1e-10)
+    level = np.maximum(level, level.max() - 80)
+    flux = np.maximum(np.diff(level, axis=1), 0).mean(axis=0)
+    if flux.size < 3:
         return 0
-    floor = median_filter(flux, 51, mode="nearest") + 0.1 * flux.max()
-    peaks, _ = signal.find_peaks(flux, height=floor, distance=5)
+    peaks, _ = signal.find_peaks(flux, height=median_filter(flux, 51, mode="nearest") + ONSET_DB, distance=5)
     return int(peaks.size)
 
 
