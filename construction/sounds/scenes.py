@@ -72,6 +72,13 @@ def _recordings(clips: list[Clip], ids: dict[str, str]) -> int:
     return 10 ** 6 if any(is_procedural(c) for c in clips) else len({ids[c.clip_id] for c in clips})
 
 
+def scene_category(sample: Sample, taxonomy: Taxonomy) -> str:
+    """The category whose defining recordings a sample's scene may play: the scene's own (the sample's
+    category, in a consistent build), else the sample's."""
+    home = taxonomy.scene_home.get(sample.scene_id or "")
+    return home[0].id if home else sample.category
+
+
 def is_procedural(clip: Clip) -> bool:
     return bool(getattr(clip, "procedural", ""))
 
@@ -124,7 +131,7 @@ def thin_tags(samples: Iterable[Sample], taxonomy: Taxonomy, library: SoundLibra
     needs: dict[tuple[str, str], set[str]] = defaultdict(set)
     for sample in samples:
         for tag in scene_sounds(sample, taxonomy)[0]:
-            needs[(sample.category, tag)].add(sample.scene_id or ",".join(sample.background_tags))
+            needs[(scene_category(sample, taxonomy), tag)].add(sample.scene_id or ",".join(sample.background_tags))
     out: dict[str, tuple[int, list[str]]] = {}
     for (category, tag), scenes in sorted(needs.items()):
         clips = pools.get((category, tag), []) if category in known else library.select([tag], licence)
@@ -197,8 +204,8 @@ def assign_clips(samples: Iterable[Sample], taxonomy: Taxonomy, library: SoundLi
         for tag in defining + support:
             if tag not in cache:  # once per tag (setdefault would evaluate the select every time)
                 cache[tag] = library.select([tag], licence)
-            pool = (pools.get((sample.category, tag), []) if tag in defining and sample.category in known
-                    else cache[tag])
+            home = scene_category(sample, taxonomy)
+            pool = pools.get((home, tag), []) if tag in defining and home in known else cache[tag]
             if not pool:
                 continue
             key = (sample.category, tag)
