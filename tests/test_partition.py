@@ -101,6 +101,21 @@ def test_the_catalog_field_decides_and_a_procedural_class_is_shared():
         defining_homes(torn, taxonomy, "CC-BY-4.0")
 
 
+def test_a_sample_made_before_scenes_plays_any_recording_of_its_tags():
+    taxonomy = _two_frames()
+    library = SoundLibrary(root=Path("."), clips=[_clip(f"shot{i}", ["gunfire"], defining_category="cooking_household")
+                                                  for i in range(2)])
+    old = Sample(sample_id="aor-old", category="video_games", speech_text="x", context="c", background_tags=["gunfire"],
+                 placement="underlay", benign_reason="b", speaker_style="calm")  # no scene: its tags are its sounds
+    picks = assign_clips([old], taxonomy, library, "CC-BY-4.0", seed=1)["aor-old"]["gunfire"]
+    assert picks and picks[0].clip.clip_id in {"shot0", "shot1"}
+    # a sample filed under another category still plays its scene's own category's recordings
+    misfiled = _samples(taxonomy, 1)[-1].model_copy(update={"category": "video_games"})
+    assert misfiled.scene_id == "ck_bakeoff"
+    picks = assign_clips([misfiled], taxonomy, library, "CC-BY-4.0", seed=1)[misfiled.sample_id]["gunfire"]
+    assert picks[0].clip.defining_category == "cooking_household"
+
+
 def test_renderability_is_counted_per_category():
     taxonomy = _two_frames()
     library = SoundLibrary(root=Path("."), clips=[_clip(f"shot{i}", ["gunfire"]) for i in range(4)])

@@ -72,11 +72,11 @@ def _recordings(clips: list[Clip], ids: dict[str, str]) -> int:
     return 10 ** 6 if any(is_procedural(c) for c in clips) else len({ids[c.clip_id] for c in clips})
 
 
-def scene_category(sample: Sample, taxonomy: Taxonomy) -> str:
+def scene_category(sample: Sample, taxonomy: Taxonomy) -> str | None:
     """The category whose defining recordings a sample's scene may play: the scene's own (the sample's
-    category, in a consistent build), else the sample's."""
+    category, in a consistent build); None for a sample made before scenes (any recording of its tags)."""
     home = taxonomy.scene_home.get(sample.scene_id or "")
-    return home[0].id if home else sample.category
+    return home[0].id if home else None
 
 
 def is_procedural(clip: Clip) -> bool:
@@ -127,14 +127,13 @@ def thin_tags(samples: Iterable[Sample], taxonomy: Taxonomy, library: SoundLibra
     enough): tag -> (the fewest recordings a category has, the scenes that need it there). (A sound no
     clip of the category carries is each sample's no_background.)"""
     pools, ids = _pools(library, taxonomy, licence, min_clips), recording_ids(library.clips)
-    known = {c.id for c in taxonomy.categories}
     needs: dict[tuple[str, str], set[str]] = defaultdict(set)
     for sample in samples:
         for tag in scene_sounds(sample, taxonomy)[0]:
-            needs[(scene_category(sample, taxonomy), tag)].add(sample.scene_id or ",".join(sample.background_tags))
+            needs[(scene_category(sample, taxonomy) or "", tag)].add(sample.scene_id or ",".join(sample.background_tags))
     out: dict[str, tuple[int, list[str]]] = {}
     for (category, tag), scenes in sorted(needs.items()):
-        clips = pools.get((category, tag), []) if category in known else library.select([tag], licence)
+        clips = pools.get((category, tag), []) if category else library.select([tag], licence)
         n = _recordings(clips, ids)
         if 0 < n < min_clips:
             fewest, before = out.get(tag, (n, []))
@@ -189,7 +188,6 @@ def assign_clips(samples: Iterable[Sample], taxonomy: Taxonomy, library: SoundLi
     order, so extending a build never changes the clips of samples already mixed."""
     ids = recording_ids(library.clips)
     pools = _pools(library, taxonomy, licence, min_recordings)
-    known = {c.id for c in taxonomy.categories}
     position: Counter = Counter()
     uses: dict[str, Counter] = defaultdict(Counter)  # category -> recording -> samples it is in
     take_uses: dict[str, Counter] = defaultdict(Counter)  # category -> (clip, take) -> uses
@@ -205,7 +203,7 @@ def assign_clips(samples: Iterable[Sample], taxonomy: Taxonomy, library: SoundLi
             if tag not in cache:  # once per tag (setdefault would evaluate the select every time)
                 cache[tag] = library.select([tag], licence)
             home = scene_category(sample, taxonomy)
-            pool = pools.get((home, tag), []) if tag in defining and home in known else cache[tag]
+            pool = pools.get((home, tag), []) if tag in defining and home else cache[tag]
             if not pool:
                 continue
             key = (sample.category, tag)
