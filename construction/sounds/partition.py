@@ -25,8 +25,24 @@ from collections.abc import Iterable, Mapping
 from construction.core.errors import WorkbenchError
 from construction.sounds.library import Clip, SoundLibrary
 from construction.sounds.licences import compatible
-from construction.sounds.scenes import is_procedural, recording_ids
 from construction.text.taxonomy import Taxonomy
+
+
+def is_procedural(clip: Clip) -> bool:
+    return bool(getattr(clip, "procedural", ""))
+
+
+def recording_ids(clips: Iterable[Clip]) -> dict[str, str]:
+    """clip id -> recording id (the smallest clip id of its recording)."""
+    def key(clip: Clip) -> tuple[str, ...]:  # procedural classes share source and attribution: each is its own
+        return (clip.clip_id,) if is_procedural(clip) else (clip.source, clip.attribution, clip.source_url)
+
+    groups: dict[tuple[str, ...], list[str]] = defaultdict(list)
+    clips = list(clips)
+    for clip in clips:
+        groups[key(clip)].append(clip.clip_id)
+    return {clip.clip_id: min(groups[key(clip)]) for clip in clips}
+
 
 DEFAULT_MIN_RECORDINGS = 3  # mix.min_clips_per_defining_tag's default
 

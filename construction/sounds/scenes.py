@@ -24,6 +24,7 @@ from pathlib import Path
 from construction.core.errors import WorkbenchError
 from construction.core.record import Sample, stable_seed
 from construction.sounds.library import Clip, SoundLibrary, load_library
+from construction.sounds.partition import DEFAULT_MIN_RECORDINGS, defining_pools, is_procedural, recording_ids
 from construction.text.taxonomy import Taxonomy
 
 
@@ -62,7 +63,6 @@ def unrenderable_scenes(taxonomy: Taxonomy, library: SoundLibrary, licence: str,
 
 
 def _pools(library: SoundLibrary, taxonomy: Taxonomy, licence: str, min_recordings: int | None):
-    from construction.sounds.partition import DEFAULT_MIN_RECORDINGS, defining_pools
 
     return defining_pools(library, taxonomy, licence, min_recordings or DEFAULT_MIN_RECORDINGS)
 
@@ -77,22 +77,6 @@ def scene_category(sample: Sample, taxonomy: Taxonomy) -> str | None:
     category, in a consistent build); None for a sample made before scenes (any recording of its tags)."""
     home = taxonomy.scene_home.get(sample.scene_id or "")
     return home[0].id if home else None
-
-
-def is_procedural(clip: Clip) -> bool:
-    return bool(getattr(clip, "procedural", ""))
-
-
-def recording_ids(clips: Iterable[Clip]) -> dict[str, str]:
-    """clip id -> recording id (the smallest clip id of its recording)."""
-    def key(clip: Clip) -> tuple[str, ...]:  # procedural classes share source and attribution: each is its own
-        return (clip.clip_id,) if is_procedural(clip) else (clip.source, clip.attribution, clip.source_url)
-
-    groups: dict[tuple[str, ...], list[str]] = defaultdict(list)
-    clips = list(clips)
-    for clip in clips:
-        groups[key(clip)].append(clip.clip_id)
-    return {clip.clip_id: min(groups[key(clip)]) for clip in clips}
 
 
 def take_count(clip: Clip, take_s: float) -> int:
