@@ -11,10 +11,11 @@ theirs (the latest change counts), which is never a deletion.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
-from annotation.protocol import danger_item_id
-from annotation.state import ADJUDICATION_SOURCE, CONTROLS_OUTPUT_STAGE, DANGER_OUTPUT_STAGE, OUTPUT_STAGE
+from annotation.protocol import other_item_id
+from annotation.state import ADJUDICATION_SOURCE, CONTROLS_OUTPUT_STAGE, OTHER_OUTPUT_STAGES, OUTPUT_STAGE
 from construction.core.record import Sample
 from construction.core.workspace import Workspace
 
@@ -45,7 +46,8 @@ def keep_deleted(ws: Workspace, outputs: Sequence[tuple[str, list[Sample], Calla
 
 
 def outputs_of(pulled: Any) -> list[tuple[str, list[Sample], Callable[[str], str]]]:
-    """annotation.pull's three manifests and how each names its items in the arm projects."""
+    """annotation.pull's manifests and how each names its items in the arm projects (a twin's background
+    alone, in the scene arm, by its own item id)."""
     same = str
     return [(OUTPUT_STAGE, pulled.samples, same), (CONTROLS_OUTPUT_STAGE, pulled.controls, same),
-            (DANGER_OUTPUT_STAGE, pulled.danger, danger_item_id)]
+            *((stage, pulled.others[kind], partial(other_item_id, kind)) for kind, stage in OTHER_OUTPUT_STAGES.items())]

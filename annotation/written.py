@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from annotation.state import CONTROLS_OUTPUT_STAGE, DANGER_OUTPUT_STAGE, OUTPUT_STAGE
+from annotation.state import CONTROLS_OUTPUT_STAGE, OTHER_OUTPUT_STAGES, OUTPUT_STAGE
 from construction.core.errors import WorkbenchError
 from construction.core.workspace import Workspace, sha256_file
 
-PULLED = (OUTPUT_STAGE, CONTROLS_OUTPUT_STAGE, DANGER_OUTPUT_STAGE)
+PULLED = (OUTPUT_STAGE, CONTROLS_OUTPUT_STAGE, *OTHER_OUTPUT_STAGES.values())
 KEY = "written_sha256"  # in stats/annotated.json: stage -> the sha256 of the manifest as written
 
 

@@ -199,7 +199,7 @@ def run_generate(ws: Workspace, config: Config, progress: bool = True, restart: 
     # the mix cannot render is never written, synthesised and then dropped
     # the decoding check is remembered in the workspace's cache, where the mix stage finds it (one decode a build)
     library = open_library(config.mix.sounds, verified=ws.cache_dir("library"))
-    unrenderable = unrenderable_scenes(taxonomy, library, config.release_licence)
+    unrenderable = unrenderable_scenes(taxonomy, library, config.release_licence, config.mix.min_clips_per_defining_tag)
     # nor scenes the mix would refuse as too thin for a release (mix.min_clips_per_defining_tag recordings)
     thin = thin_scenes(taxonomy, library, config.release_licence, config.mix.min_clips_per_defining_tag)
     # and, unless allowed, only scenes a listener can place in one of their frames by ear

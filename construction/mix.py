@@ -132,7 +132,7 @@ class MixStage:
                 + "\nadd clips (python -m construction.sounds import ...), or lower the setting for a demo "
                 "build (the dataset card then says so)")
         self.assignment = assign_clips(samples, self.taxonomy, self.library, licence, self.config.seed,
-                                       self.config.mix.take_s)
+                                       self.config.mix.take_s, minimum)
         self.dangers = assign_danger(samples, self.config.seed)
         self._audio: dict[str, np.ndarray] = {}
 
@@ -154,7 +154,7 @@ class MixStage:
             from construction.sounds.scenes import assign_clips
 
             chosen = assign_clips([sample], self.taxonomy, self.library, self.config.release_licence,
-                                  self.config.seed, cfg.take_s)[sample.sample_id]
+                                  self.config.seed, cfg.take_s, cfg.min_clips_per_defining_tag)[sample.sample_id]
         missing = [t for t in defining if t not in chosen]
         if missing:
             return (f"no_background: no clip for the defining sound(s) {missing} of scene "
