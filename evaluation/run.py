@@ -347,6 +347,7 @@ def evaluate(release: Release, clips: list[Clip], endpoint: ChatEndpoint, varian
     tally: Counter = Counter()
     fatal: WorkbenchError | None = None
     pending: set[Future] = set()
+    order: dict[Future, int] = {}  # futures done together are written in clip order: a local run's file is reproducible
     todo = iter(clips)
     with ThreadPoolExecutor(max_workers=concurrency) as pool, \
             open(responses_path, "a", encoding="utf-8") as out, \
@@ -356,11 +357,13 @@ def evaluate(release: Release, clips: list[Clip], endpoint: ChatEndpoint, varian
                 clip = next(todo, None)
                 if clip is None:
                     break
-                pending.add(pool.submit(ask, clip, release.audio(clip)))
+                future = pool.submit(ask, clip, release.audio(clip))
+                pending.add(future)
+                order[future] = len(order)
             if not pending:
                 break
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for future in done:
+            for future in sorted(done, key=order.pop):
                 try:
                     record = future.result()
                 except WorkbenchError as exc:  # the endpoint itself failed: finish what is in flight, stop
