@@ -42,6 +42,13 @@ neutral instruction INSTRUCTION, at temperature 0. The `cot` variant (the paper'
 COT_SYSTEM_PROMPT: think about the acoustic context first, then answer after "Final answer:"; the judges
 read only that final part.
 
+A local model instead of an endpoint (--model-dir DIR, evaluation.local_model): an open audio chat model
+(Qwen2-Audio, Qwen2.5-Omni) loaded from a folder through transformers, never from the Hub, gets the same chat
+and writes the same folder; run.json adds backend, model_dir, model_fingerprint and dtype. With --steer
+DIR --alpha A (evaluation.steer) a steering direction is added to its hidden states for the run, and
+run.json records it under `steer`; a direction calibrated on clips that share a clip, a speech line or a
+script family with this run's clips is refused.
+
 Resumable: each answer is appended and flushed as one line; a line cut by a kill is dropped; ids already
 recorded are skipped (errors too, unless --retry-rejected). --restart discards the results but keeps the
 cache, so no request is ever sent twice. The client retries 429/5xx/timeouts with exponential backoff

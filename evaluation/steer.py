@@ -260,6 +260,8 @@ def refusal_sides(run_dir: str, release: Any, fingerprint: str, judge: str) -> t
                              "--model-dir on this model folder)")
     if s.get("steer"):
         raise WorkbenchError(f"--calibration-run {run_dir} is a steered run: calibrate on the model's own answers")
+    if results.input == PROBE_INPUT:
+        raise WorkbenchError(f"--calibration-run {run_dir} is a scene-probe run: its answers are not refusals")
     if s.get("release_fingerprint") != release.fingerprint or s.get("split") != release.split:
         raise WorkbenchError(f"--calibration-run {run_dir} was run on other clips than split '{release.split}' of "
                              f"{release.source} (its split: {s.get('split')}, input {s.get('input')})")
@@ -338,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
         from evaluation.results import load_results
 
         run_input = load_results(args.calibration_run).input
-        if run_input != release.input:
+        if run_input not in (release.input, PROBE_INPUT):  # a probe run is refused with its reason below
             release = Release(args.release, args.split, args.revision, run_input)
     evaluated = Release(args.release, args.eval_split, args.revision).clips
     benign_release = Release(args.release, args.split, args.revision, BENIGN_INPUT) if args.benign_pcs else None
