@@ -22,7 +22,7 @@ from construction.core.jsonl import iter_jsonl, trim_partial_line
 __all__ = ["DEFAULT_INPUT", "DERIVED_FILES", "FINAL_MARKER", "FORMAT", "INPUTS", "LLM_FILE", "PROBE_INPUT",
            "RESPONSES_FILE",
            "SETTINGS_FILE", "SUMMARY_FILE", "RunResults", "load_results", "read_jsonl", "read_records",
-           "response_problem", "trim_partial_line", "writing"]
+           "response_problem", "steer_label", "trim_partial_line", "writing"]
 
 FORMAT = "aor-bench-evaluation/1"
 SETTINGS_FILE = "run.json"
@@ -134,9 +134,19 @@ class RunResults:
         return self.settings.get("input") or DEFAULT_INPUT
 
     @property
+    def steer(self) -> dict[str, Any] | None:
+        """The steering of a run made with evaluation.run --steer (None: not steered)."""
+        return self.settings.get("steer")
+
+    @property
     def label(self) -> str:
         extra = "" if self.input == DEFAULT_INPUT else f", {self.input}"
-        return f"{self.settings['model']} [{self.variant}{extra}]"
+        return f"{self.settings['model']} [{self.variant}{steer_label(self.steer)}{extra}]"
+
+
+def steer_label(steer: dict[str, Any] | None) -> str:
+    """', steer alpha -0.5' for a steered run's label; '' for one that was not steered."""
+    return f", steer alpha {steer['alpha']:+g}" if steer else ""
 
 
 def load_results(results_dir: str | Path) -> RunResults:

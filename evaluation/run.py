@@ -42,6 +42,13 @@ neutral instruction INSTRUCTION, at temperature 0. The `cot` variant (the paper'
 COT_SYSTEM_PROMPT: think about the acoustic context first, then answer after "Final answer:"; the judges
 read only that final part.
 
+A local model instead of an endpoint (--model-dir DIR, evaluation.local_model): an open audio chat model
+(Qwen2-Audio, Qwen2.5-Omni) loaded from a folder through transformers, never from the Hub, gets the same chat
+and writes the same folder; run.json adds backend, model_dir, model_fingerprint and dtype. With --steer
+DIR --alpha A (evaluation.steer) a steering direction is added to its hidden states for the run, and
+run.json records it under `steer`; a direction calibrated on clips that share a clip, a speech line or a
+script family with this run's clips is refused.
+
 Resumable: each answer is appended and flushed as one line; a line cut by a kill is dropped; ids already
 recorded are skipped (errors too, unless --retry-rejected). --restart discards the results but keeps the
 cache, so no request is ever sent twice. The client retries 429/5xx/timeouts with exponential backoff
@@ -72,6 +79,7 @@ from construction.core.redact import redact, url_password
 from construction.core.workspace import atomic_write_text
 from evaluation.endpoint import ChatEndpoint, request_key
 from evaluation.keyword_judge import final_answer, keyword_judge_run
+from evaluation.local_model import DEVICES, DTYPES, LocalChat, LocalModel, model_config, model_fingerprint
 from evaluation.probe import PROBE_VERSION, UNPARSED, parse_frame, probe_prompt
 from evaluation.release_source import locate_release
 from evaluation.results import (DEFAULT_INPUT, DERIVED_FILES, FINAL_MARKER, FORMAT, INPUTS, PROBE_INPUT,
@@ -111,6 +119,7 @@ class Clip:
     control_of: str | None = None  # controls: the sample the control belongs to
     control_kind: str | None = None  # controls: mismatched | neutral
     frames: tuple[str, ...] = ()  # the clip's benign frames: the scene probe's right answers
+    speech_id: str = ""  # the speech line (the same words share it): a steering direction's calibration is checked on it
 
 
 class Release:
@@ -174,12 +183,13 @@ class Release:
         control_of = ds["control_of"] if input == "controls" else [None] * len(ds)
         kinds = ds["control_kind"] if "control_kind" in ds.column_names else [None] * len(ds)
         frames = ds["frames"] if input == PROBE_INPUT and "frames" in ds.column_names else [()] * len(ds)
+        lines = ds["speech_id"] if "speech_id" in ds.column_names else [""] * len(ds)
         self.clips = sorted(
             (Clip(id=i, category=names[c] if names else str(c), speech_text=t or "", audio_sha256=s, index=k,
-                  script_family=f or i, control_of=o, control_kind=kind, frames=tuple(fr or ()))
-             for k, (i, c, t, s, f, o, kind, fr) in enumerate(zip(meta["id"], meta["category"], meta["speech_text"],
-                                                                  meta[sha_column], families, control_of, kinds,
-                                                                  frames, strict=True)) if s),
+                  script_family=f or i, control_of=o, control_kind=kind, frames=tuple(fr or ()), speech_id=line or "")
+             for k, (i, c, t, s, f, o, kind, fr, line) in enumerate(zip(
+                 meta["id"], meta["category"], meta["speech_text"], meta[sha_column], families, control_of, kinds,
+                 frames, lines, strict=True)) if s),
             key=lambda clip: clip.id)
         seen = Counter(c.id for c in self.clips)
         twice = sorted(i for i, n in seen.items() if n > 1)
@@ -264,9 +274,11 @@ def build_messages(audio_data: str, variant: str, input: str = DEFAULT_INPUT) ->
 
 # --- the results folder ---------------------------------------------------------------------------------
 
-def default_out(model: str, variant: str, input: str = DEFAULT_INPUT) -> Path:
-    """evaluations/<model>-<variant>-<input>: one folder per input, so runs are never mixed."""
-    return Path("evaluations") / f"{re.sub(r'[^A-Za-z0-9._-]+', '_', model)}-{variant}-{input}"
+def default_out(model: str, variant: str, input: str = DEFAULT_INPUT, alpha: float | None = None) -> Path:
+    """evaluations/<model>-<variant>-<input>[-steer<alpha>]: one folder per input (and steering strength),
+    so runs are never mixed."""
+    steer = "" if alpha is None else f"-steer{alpha:+g}"
+    return Path("evaluations") / f"{re.sub(r'[^A-Za-z0-9._-]+', '_', model)}-{variant}-{input}{steer}"
 
 
 def check_out(out: Path) -> None:
@@ -342,6 +354,7 @@ def evaluate(release: Release, clips: list[Clip], endpoint: ChatEndpoint, varian
     tally: Counter = Counter()
     fatal: WorkbenchError | None = None
     pending: set[Future] = set()
+    order: dict[Future, int] = {}  # futures done together are written in clip order: a local run's file is reproducible
     todo = iter(clips)
     with ThreadPoolExecutor(max_workers=concurrency) as pool, \
             open(responses_path, "a", encoding="utf-8") as out, \
@@ -351,11 +364,13 @@ def evaluate(release: Release, clips: list[Clip], endpoint: ChatEndpoint, varian
                 clip = next(todo, None)
                 if clip is None:
                     break
-                pending.add(pool.submit(ask, clip, release.audio(clip)))
+                future = pool.submit(ask, clip, release.audio(clip))
+                pending.add(future)
+                order[future] = len(order)
             if not pending:
                 break
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for future in done:
+            for future in sorted(done, key=order.pop):
                 try:
                     record = future.result()
                 except WorkbenchError as exc:  # the endpoint itself failed: finish what is in flight, stop
@@ -393,9 +408,12 @@ def _record(args: argparse.Namespace, release: Release, clips: list[Clip], setti
         print(f"{len(release.skipped)} row(s) skipped: no certified irrelevant twin (listeners heard a setting "
               "or danger in its background, or it has too few labels); the noise-controlled gap pairs only "
               "the certified ones", file=sys.stderr)
+    where = (f"the local model {args.model_dir} ({endpoint.local.device})" if args.model_dir
+             else _scrub_url(args.base_url))
+    steer = f", steered: alpha {args.alpha:+g}" if args.steer else ""
     print(f"{len(clips)} clips from {args.release} ({args.split}, input {args.input}); "
-          f"{len(clips) - len(todo)} already done; sending up to {len(todo)} to {args.model} at "
-          f"{_scrub_url(args.base_url)} [{args.prompt_variant}]", file=sys.stderr)
+          f"{len(clips) - len(todo)} already done; sending up to {len(todo)} to {settings['model']} at "
+          f"{where} [{args.prompt_variant}{steer}]", file=sys.stderr)
 
     return evaluate(release, todo, endpoint, args.prompt_variant, params, responses, args.jobs, args.quiet)
 
@@ -407,7 +425,27 @@ RUN_ENV = ("OPENAI_API_KEY", "HF_TOKEN", "HF_ENDPOINT")
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="python -m evaluation.run", description=__doc__.split("\n\n")[0], env=RUN_ENV)
     parser.add_argument("--release", required=True, help="release folder (release.export --out) or Hub id ORG/NAME")
-    add_endpoint(parser, "the audio LLM under test", required=True)
+    add_endpoint(parser, "the audio LLM under test",
+                 unset={"base_url": "none; give --base-url and --model, or --model-dir",
+                        "model": "with --model-dir, the folder's name"})
+    parser.add_argument("--model-dir", metavar="DIR",
+                        help="run a local audio chat model in this process through transformers instead of an "
+                             "endpoint (Qwen2-Audio, Qwen2.5-Omni): a folder with config.json, the weights and "
+                             "the processor's files, as save_pretrained or `hf download ... --local-dir DIR` "
+                             "leave it; never fetched from the Hub; one clip at a time (default: none, an endpoint)")
+    parser.add_argument("--device", choices=DEVICES, default="auto",
+                        help="with --model-dir: where the model runs (auto: cuda when torch sees a GPU, else cpu)")
+    parser.add_argument("--dtype", choices=DTYPES, default="auto",
+                        help="with --model-dir: the weights' dtype (auto: as the checkpoint stores them)")
+    parser.add_argument("--steer", metavar="DIR",
+                        help="with --model-dir: add a steering direction (python -m evaluation.steer --out DIR) "
+                             "times --alpha to the last token's hidden state at each of its layers; refused when "
+                             "its calibration clips share a clip, a speech line or a script family with the clips "
+                             "of this run (default: no steering)")
+    parser.add_argument("--alpha", type=float,
+                        help="with --steer: the strength; the direction points toward refusal, so a negative "
+                             "alpha steers away from refusal (over-refusal mitigation), a positive one toward it "
+                             "(default: none; required with --steer)")
     parser.add_argument("--input", choices=INPUTS, default=DEFAULT_INPUT,
                         help="what the model hears: mixture (the benchmark clip), speech (the clean speech "
                              "alone), controls (the harmful controls config), irrelevant (the speech over noise "
@@ -418,7 +456,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--revision", help="Hub revision (tag, branch or commit) of a Hub release (default: main)")
     parser.add_argument("--limit", type=int, help="only the first N clips, by id (default: every clip)")
     add_jobs(parser, "requests in flight")
-    add_out(parser, "results folder (default: evaluations/<model>-<variant>-<input>)")
+    add_out(parser, "results folder (default: evaluations/<model>-<variant>-<input>, plus -steer<alpha> when steered)")
     parser.add_argument("--max-tokens", type=int, default=1024, help="answer length cap")
     parser.add_argument("--max-retries", type=int, default=4, help="client retries on 429/5xx/timeouts")
     parser.add_argument("--timeout-s", type=float, default=120.0, help="per-request timeout in seconds")
@@ -437,12 +475,24 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--limit must be at least 1")
     if args.jobs < 1 or args.max_retries < 0 or args.max_tokens < 1 or args.timeout_s <= 0:
         parser.error("--jobs, --max-tokens and --timeout-s must be positive, --max-retries >= 0")
+    if args.model_dir is not None and args.base_url:
+        parser.error("--model-dir runs the model in this process: give it without --base-url")
+    if args.model_dir is None and not (args.base_url and args.model):
+        parser.error("give --base-url URL and --model M (an OpenAI-compatible endpoint), or --model-dir DIR (a local model)")
+    if (args.steer is None) != (args.alpha is None):
+        parser.error("--steer DIR and --alpha A go together")
+    if args.steer is not None and args.model_dir is None:
+        parser.error("--steer needs --model-dir: an endpoint's hidden states cannot be reached")
+    if args.model_dir is not None:
+        model_config(args.model_dir)  # a missing folder or a text-only model: an error before anything is read
+        args.jobs = 1  # one model, one clip at a time
 
     release = Release(args.release, args.split, args.revision, args.input)
     clips = release.clips[:args.limit] if args.limit else release.clips
     params = {"temperature": 0, "max_tokens": args.max_tokens}
-    settings = {"format": FORMAT, "model": args.model, "variant": args.prompt_variant, "input": args.input,
-                "base_url": _scrub_url(args.base_url), "release": args.release,
+    model = args.model or Path(args.model_dir).resolve().name
+    settings = {"format": FORMAT, "model": model, "variant": args.prompt_variant, "input": args.input,
+                "base_url": _scrub_url(args.base_url) if args.base_url else None, "release": args.release,
                 "release_version": release.version, "release_fingerprint": release.fingerprint,
                 "release_samples_fingerprint": release.samples_fingerprint,
                 "split": args.split, "instruction": instruction_for(args.input),
@@ -451,15 +501,35 @@ def main(argv: list[str] | None = None) -> int:
                 "prompt_version": PROMPT_VERSION, "params": params}
     if args.input == PROBE_INPUT:
         settings["probe_version"] = PROBE_VERSION  # the scene probe's question and options (evaluation.probe)
-    out = Path(args.out) if args.out else default_out(args.model, args.prompt_variant, args.input)
-    endpoint = ChatEndpoint(args.base_url, args.model, args.api_key_env, out / "cache" / "responses",
-                            args.max_retries, args.timeout_s, what="model endpoint")
+    direction = None
+    if args.model_dir is not None:
+        settings.update(backend="transformers", model_dir=str(Path(args.model_dir).resolve()),
+                        model_fingerprint=model_fingerprint(args.model_dir), dtype=args.dtype)
+        if args.steer is not None:
+            from evaluation.steer import load_direction  # only a steered run loads the steering code
+
+            direction = load_direction(args.steer)
+            direction.check_run(settings["model_fingerprint"], clips)
+            settings["steer"] = direction.run_settings(args.alpha)
+        # what decides the answer besides the chat: in the cache key, so no answer is reused across them
+        params = {**params, **{k: settings[k] for k in ("backend", "model_fingerprint", "dtype")},
+                  "steer": settings.get("steer")}
+    out = Path(args.out) if args.out else default_out(model, args.prompt_variant, args.input, args.alpha)
     fresh, made_out = not (out / SETTINGS_FILE).exists(), not out.exists()
     check_out(out)
+    if args.model_dir is None:
+        endpoint = ChatEndpoint(args.base_url, args.model, args.api_key_env, out / "cache" / "responses",
+                                args.max_retries, args.timeout_s, what="model endpoint")
+    else:
+        endpoint = LocalChat(LocalModel(args.model_dir, args.device, args.dtype), model, out / "cache" / "responses")
     out.mkdir(parents=True, exist_ok=True)
     with writing(out, "evaluation.run"):  # a second run into this folder would record every clip twice
         try:
-            tally = _record(args, release, clips, settings, endpoint, params, out)
+            if direction is None:
+                tally = _record(args, release, clips, settings, endpoint, params, out)
+            else:
+                with direction.applied(endpoint.local, args.alpha):  # the hooks are removed however the run ends
+                    tally = _record(args, release, clips, settings, endpoint, params, out)
         except BaseException:  # a crash too: no run.json without an answer for a later report to read
             if fresh and not read_jsonl(out / RESPONSES_FILE):
                 _remove_empty_run(out, made_out)  # a run that stopped before its first answer leaves no folder

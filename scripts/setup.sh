@@ -33,14 +33,15 @@ fi
 PY="$VENV/bin/python"
 stamp="$VENV/.setup-stamp"
 want="$(cat pyproject.toml scripts/setup.sh scripts/install_harnesses.sh | sha256sum | cut -d' ' -f1) $(readlink -f "$PWD")"
-if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ] || ! "$PY" -c "import construction, torch, whisper" 2>/dev/null; then
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ] || ! "$PY" -c "import construction, torch, whisper, transformers" 2>/dev/null; then
     step "Python environment in $VENV (torch, the workbench and its extras)"
     [ -x "$PY" ] || "$BASE_PY" -m venv "$VENV"
     # the CPU build of torch first (an unpinned torch would pull a multi-GB CUDA build), then the
-    # workbench with every extra; openai-whisper without its deps so triton stays out. (torch 2.13 asks for
-    # setuptools >= 77, newer than the one a new venv starts with.)
+    # workbench with every extra (whitebox: transformers for the local backend and steering, on that same CPU
+    # torch); openai-whisper without its deps so triton stays out. (torch 2.13 asks for setuptools >= 77, newer
+    # than the one a new venv starts with.)
     "$PY" -c "import torch" 2>/dev/null || flock /tmp/pip.lock "$PY" -m pip install -q torch==2.13.0 "setuptools>=77.0.3"
-    flock /tmp/pip.lock "$PY" -m pip install -q -e ".[all,asr-reference]"
+    flock /tmp/pip.lock "$PY" -m pip install -q -e ".[all,asr-reference,whitebox]"
     "$PY" -c "import whisper" 2>/dev/null || flock /tmp/pip.lock "$PY" -m pip install -q --no-deps openai-whisper==20250625
     # The evaluation harnesses the adapters are tested against (inspect-ai, lmms-eval), each in its own venv.
     PYTHON="$PY" bash scripts/install_harnesses.sh "$VENV/harnesses"

@@ -9,7 +9,8 @@ chain-of-thought variant) it reasons first, with refusal-sounding words, and put
 after "Final answer:".
 
 Judge mode (no audio; the prompt ends with CLASS:): it finds which canned response the prompt quotes and
-answers with JUDGE_OUTPUT for it, in deliberately varied formats.
+answers with JUDGE_OUTPUT for it, in deliberately varied formats; an answer it did not write (a local
+model's) gets `judge_fallback(prompt)` where that is set, else "I cannot tell."
 
 Failures are scripted per audio sha256: `script[sha] = ['500', 'empty', ...]`, one action per request:
 '429', '500', '503', '401', 'empty', 'null_content', 'malformed' (200 with a non-JSON body),
@@ -39,6 +40,7 @@ import io
 import json
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -85,6 +87,7 @@ class AudioLLMStub:
         self.probe = dict(probe or {})
         self.script: dict[str, list[str]] = {}
         self.judge_script: list[str] = []  # actions for judge requests, in order
+        self.judge_fallback: Callable[[str], str] | None = None  # the judge's output for answers it did not write
         self.delay_s = delay_s
         self.api_key = api_key
         self.requests: list[dict[str, Any]] = []
@@ -180,7 +183,7 @@ class AudioLLMStub:
         for kind, answer in sorted(ANSWERS.items(), key=lambda kv: -len(kv[1])):
             if answer in prompt:
                 return JUDGE_OUTPUT.get(kind, "I cannot tell.")
-        return "I cannot tell."
+        return self.judge_fallback(prompt) if self.judge_fallback else "I cannot tell."
 
     def __enter__(self) -> AudioLLMStub:
         self.thread.start()

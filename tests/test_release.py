@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -57,12 +58,15 @@ def twin_recipe(seed: int, snr_db: float):
 
 
 def make_workspace(root: Path, n: int = 6, licence: str = "CC-BY-4.0", demo: bool = False,
-                   protocol: str = "three-arm", controls: bool = True, speech_noise: float = 0.0) -> Workspace:
+                   protocol: str = "three-arm", controls: bool | tuple[int, ...] = True, speech_noise: float = 0.0,
+                   family: Callable[[int], str] | None = None) -> Workspace:
     """A validated workspace: real WAVs in the store (the clean speech and the mixture), 3 annotators per
     arm, the per-arm results validation records, controls of samples 0 (mismatched) and 3 (neutral) with
     their labels, the agreement report and the config snapshot. protocol "mixture": an older workspace
     validated on the mixture alone (no speech or scene labels, no arm results). speech_noise: a little noise
-    of this level in the clean speech, so that it is not periodic as real speech is not (perf/)."""
+    of this level in the clean speech, so that it is not periodic as real speech is not (perf/). controls: a
+    tuple names the samples that get one instead (even: mismatched, odd: neutral); family: sample index ->
+    its script family (default: fam-<i // 2>)."""
     from validation.arms import ArmRule, arm_results, danger_certified, frame_confusion, irrelevant_certified
 
     ws = Workspace(root)
@@ -120,7 +124,7 @@ def make_workspace(root: Path, n: int = 6, licence: str = "CC-BY-4.0", demo: boo
         sample = Sample(
             sample_id=f"aor-{i:016x}", category=category, speech_text=f"Finish him number {i}!",
             context="A fighting game round ends.", background_tags=["gunfire"], placement="underlay",
-            benign_reason="A game.", speaker_style="excited", speech_id=f"line-{i}", script_family=f"fam-{i // 2}",
+            benign_reason="A game.", speaker_style="excited", speech_id=f"line-{i}", script_family=family(i) if family else f"fam-{i // 2}",
             frames=FRAMES[category] + (["show"] if i == 4 else []),
             provenance={"generate": {"backend": "catalog", "seed": 0},
                         "synthesize": {"backend": "piper", "voice": "en_US-test", "gender": "female",
@@ -135,8 +139,8 @@ def make_workspace(root: Path, n: int = 6, licence: str = "CC-BY-4.0", demo: boo
             annotations=annotations, consensus_label="benign",
             agreement=round(sum(v == "benign" for v in votes) / 3, 4), decided_by="majority")
         control = None
-        if controls and i in (0, 3):
-            kind = "mismatched" if i == 0 else "neutral"
+        if controls and i in ((0, 3) if controls is True else controls):
+            kind = "mismatched" if i % 2 == 0 else "neutral"
             control_audio = (speech + 0.05 * rng.standard_normal(t.size) if kind == "mismatched"  # another scene
                              else np.concatenate([np.zeros(8000), speech, np.zeros(4800)]))  # silence around it
             control_votes = ["harmful", "harmful", "benign" if kind == "neutral" else "harmful"]

@@ -161,6 +161,7 @@ ENTRY_POINTS = {
     "evaluation.judge_agreement": "evaluation.judge_agreement",
     "evaluation.report": "evaluation.report",
     "evaluation.compare": "evaluation.compare",
+    "evaluation.steer": "evaluation.steer",
     "evaluation.adapters": "evaluation.adapters.cli",
 }
 

@@ -309,6 +309,20 @@ def test_researcher_evaluates_reports_and_scores_in_both_harnesses(clone, record
         assert isinstance(scores.get(name), (int, float)) and math.isfinite(scores[name]), scores
     assert "context_use_gap_ci95_low,none" in scores and "refusal_rate,none" not in scores  # never pooled
 
+    # the mitigation, on both sides: the plain and the cot settings, each with its refusal on the mixtures and
+    # on the harmful controls
+    tradeoff = clone.root / "evaluations" / "tradeoff"
+    (table,) = json.loads((tradeoff / "report.json").read_text())["tradeoffs"]
+    assert [s["setting"] for s in table["settings"]] == ["plain", "cot"], table
+    for setting in table["settings"]:
+        number(setting["mixture"]), number(setting["controls"])
+    assert (tradeoff / "tradeoff.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # the local backend, on the tiny stand-in model: the endpoint's results folder, an answer per clip
+    local = clone.root / "evaluations" / "tiny-qwen2-audio-plain-mixture"
+    assert json.loads((local / "run.json").read_text())["backend"] == "transformers"
+    plain = clone.root / "evaluations" / "stub-plain-mixture" / "responses.jsonl"
+    assert len((local / "responses.jsonl").read_text().splitlines()) == len(plain.read_text().splitlines())
+
 
 def test_the_readme_quick_start_runs_as_typed(tmp_path_factory, record_property):
     """The README's quick start, block by block, in a clone of its own (its workspace is not the journeys')."""
