@@ -68,15 +68,16 @@ from construction.mixing.levels import (
 )
 from construction.mixing.mix_stats import CLICKED, mix_stats, print_mix_summary
 from construction.sounds.library import loudness_lufs
-from construction.sounds.scenes import Pick, is_procedural, scene_sounds, take_span
-from construction.sounds.variation import change_rate, colour, draw_variation
-from construction.text.taxonomy import EventPattern
+from construction.sounds.scenes import Pick, scene_sounds, take_span
+from construction.sounds.variation import change_rate, colour
+from construction.mixing.placement import place_sounds
 from construction.mixing.tracks import (  # noqa: F401
     MAX_REPEATS,
     bed_track,
     cap_repeats,
     draw_onsets,
     event_track,
+    sounding_end,
 )
 from construction.mixing.twin import (
     ambience_distances,
@@ -180,68 +181,18 @@ class MixStage:
 
     def place_sounds(self, sample: Sample, chosen: dict[str, list[Pick]], rng: random.Random, total_s: float,
                      speech: tuple[float, float], seed: int) -> list[SceneSound]:
-        """Every picked clip placed: a bed's offset inside its take, an event's onsets as the scene's
-        pattern says, and each use's variation. Sounds that come `after` another are placed after it; if
-        no defining sound would play alone before the speech (no defining bed or continuous sound), the
-        first defining single sound goes right before the speech (construction.mixing.tracks.draw_onsets)."""
-        cfg: MixConfig = self.config.mix
-        home = self.taxonomy.scene_home.get(sample.scene_id or "")
-        spec = (lambda tag: home[1].event(tag)) if home else (lambda tag: EventPattern())
-        defining, support = scene_sounds(sample, self.taxonomy)
-        roles = [(t, "defining") for t in defining] + [(t, "support") for t in support if t in chosen]
-        present = {t for t, _ in roles}
+        """Every picked clip placed (construction.mixing.placement): every defining sound heard alone
+        before the speech, no hole where the scene has no bed, no recording more than 3 times."""
+        return place_sounds(sample, chosen, self.taxonomy, self.config.mix, rng, total_s, speech, seed,
+                            self._sounding_s, self.config.sample_rate)
 
-        def after(tag: str) -> str | None:
-            return spec(tag).after if spec(tag).after in present else None
-
-        def depth(tag: str) -> int:
-            return 0 if after(tag) is None else 1 + depth(after(tag))
-
-        # a DEFINING sound must play alone before the speech: a support bed there does not count (it would
-        # leave a single till ring under the speech, and the support alone before it)
-        early = any((p.clip.kind == "bed" or spec(t).pattern in ("continuous", "burst")) and after(t) is None
-                    for t, role in roles if role == "defining" for p in chosen[t])
-        lead = None if early else next((t for t, role in roles if role == "defining" and after(t) is None),
-                                       next(t for t, _ in roles if after(t) is None))
-        ready: dict[str, float] = {}  # tag -> when a sound ordered after it may start
-        placed: dict[str, list[SceneSound]] = {}
-        for tag, role in sorted(roles, key=lambda tr: depth(tr[0])):
-            pattern = spec(tag)
-            placed[tag] = []
-            for n, pick in enumerate(chosen[tag]):
-                clip = pick.clip
-                variation = draw_variation(rng, cfg)
-                sound = SceneSound(clip_id=clip.clip_id, sha256=clip.sha256, tag=tag, role=role, kind=clip.kind,
-                                   clip_tags=list(clip.tags), licence=clip.licence, attribution=clip.attribution,
-                                   source_url=clip.source_url, recording=pick.recording, take=pick.take,
-                                   variation=variation)
-                if clip.kind == "bed":
-                    # a bed ordered after another sound ("a shot, then applause") comes in after it
-                    sound.start_s = round(ready.get(after(tag), 0.0), 3) if after(tag) else 0.0
-                    ready[tag] = min(ready.get(tag, sound.start_s + 0.2), sound.start_s + 0.2)
-                if clip.kind == "bed" and is_procedural(clip):
-                    sound.offset_s = 0.0  # a fresh draw as long as the clip: no takes to cut
-                elif clip.kind == "bed":
-                    start, end = take_span(clip, pick.take, cfg.take_s)
-                    spare = (end - start) - total_s * variation["rate"]
-                    sound.offset_s = round(start + (rng.uniform(0, spare) if spare > 0 else 0.0), 3)
-                else:
-                    event_s = clip.duration_s / variation["rate"]
-                    sound.pattern = pattern.pattern
-                    not_before = ready.get(after(tag), 0.0) if after(tag) else 0.0
-                    sound.onsets_s = draw_onsets(rng, event_s, total_s, speech, cfg, pattern.pattern,
-                                                 count=pattern.count, not_before=not_before,
-                                                 lead=tag == lead and n == 0)
-                    if not is_procedural(clip) and pattern.pattern != "burst":  # a draw is fresh each copy
-                        sound.onsets_s = cap_repeats(sound.onsets_s, event_s, speech)
-                    first = sound.onsets_s[0] + min(event_s, 1.0) + 0.2  # a beat after its first copy
-                    ready[tag] = min(ready.get(tag, first), first)
-                if is_procedural(clip):  # a fresh draw per copy (a bed: one), seeded from the recipe
-                    copies = range(len(sound.onsets_s)) if clip.kind != "bed" else range(1)
-                    sound.procedural = {"class": clip.procedural,
-                                        "seeds": [stable_seed("procedural", seed, tag, pick.take, i) for i in copies]}
-                placed[tag].append(sound)
-        return [sound for tag, _ in roles for sound in placed[tag]]
+    def _sounding_s(self, clip) -> float:
+        """How long a recording sounds (to its last 10 ms 40 dB under its peak), s; decoded once a worker."""
+        cache = self.__dict__.setdefault("_sounding", {})
+        if clip.clip_id not in cache:
+            sr = self.config.sample_rate
+            cache[clip.clip_id] = sounding_end(self._clip_audio(clip), sr) / sr or clip.duration_s
+        return cache[clip.clip_id]
 
     def layer(self, sound: SceneSound, total: int, rng_seed: int) -> np.ndarray:
         """One scene sound as placed in the clip, before its gain."""
