@@ -117,7 +117,7 @@ class MixStage:
         self._deferred: tuple[str, tuple] | None = None  # the twins' inputs of mix_one(..., twins=False)
 
     def setup(self) -> None:
-        from construction.sounds.scenes import assign_clips, open_library, thin_tags
+        from construction.sounds.scenes import GaplessBeds, assign_clips, open_library, thin_tags
         from construction.text.taxonomy import load_taxonomy
 
         self.ws = Workspace(self.workspace)
@@ -135,8 +135,9 @@ class MixStage:
                 f"under {licence}:\n" + "\n".join(lines)
                 + "\nadd clips (python -m construction.sounds import ...), or lower the setting for a demo "
                 "build (the dataset card then says so)")
+        self.gapless = GaplessBeds(self.library, self.config.sample_rate)
         self.assignment = assign_clips(samples, self.taxonomy, self.library, licence, self.config.seed,
-                                       self.config.mix.take_s)
+                                       self.config.mix.take_s, gapless=self.gapless)
         # each category's twin ambiences: those far (in spectrum) from its defining sounds (construction.mixing.twin)
         self.distances = ambience_distances(self.taxonomy, self.library, licence, self.config.sample_rate,
                                             self.ws.cache_dir("twin")) if self.config.mix.irrelevant_twin else {}
@@ -163,7 +164,7 @@ class MixStage:
             from construction.sounds.scenes import assign_clips
 
             chosen = assign_clips([sample], self.taxonomy, self.library, self.config.release_licence,
-                                  self.config.seed, cfg.take_s)[sample.sample_id]
+                                  self.config.seed, cfg.take_s, gapless=getattr(self, "gapless", None))[sample.sample_id]
         missing = [t for t in defining if t not in chosen]
         if missing:
             return (f"no_background: no clip for the defining sound(s) {missing} of scene "
@@ -184,15 +185,33 @@ class MixStage:
         """Every picked clip placed (construction.mixing.placement): every defining sound heard alone
         before the speech, no hole where the scene has no bed, no recording more than 3 times."""
         return place_sounds(sample, chosen, self.taxonomy, self.config.mix, rng, total_s, speech, seed,
-                            self._sounding_s, self.config.sample_rate)
+                            self._sounding_s)
 
-    def _sounding_s(self, clip) -> float:
-        """How long a recording sounds (to its last 10 ms 40 dB under its peak), s; decoded once a worker."""
+    def _sounding_s(self, clip, seed: int | None = None) -> float:
+        """How long a recording (or a procedural class's draw `seed`) sounds, to its last 10 ms 40 dB under
+        its peak, s; a recording is measured once a worker."""
+        sr = self.config.sample_rate
+        if seed is not None:
+            audio, _ = self._draw(clip.procedural, seed, 0.0)
+            return sounding_end(audio, sr) / sr or clip.duration_s
         cache = self.__dict__.setdefault("_sounding", {})
         if clip.clip_id not in cache:
-            sr = self.config.sample_rate
             cache[clip.clip_id] = sounding_end(self._clip_audio(clip), sr) / sr or clip.duration_s
         return cache[clip.clip_id]
+
+    def _draw(self, name: str, seed: int, duration_s: float) -> tuple[np.ndarray, dict]:
+        """A procedural draw; the last few events are kept, as placing a scene measures the draws it then renders."""
+        from construction.sounds.procedural import draw
+
+        if duration_s > 0:  # a bed is drawn once a sample
+            return draw(name, seed, duration_s, self.config.sample_rate)
+        cache = self.__dict__.setdefault("_draws", {})
+        key = (name, seed)
+        if key not in cache:
+            if len(cache) >= 64:
+                cache.pop(next(iter(cache)))
+            cache[key] = draw(name, seed, duration_s, self.config.sample_rate)
+        return cache[key]
 
     def layer(self, sound: SceneSound, total: int, rng_seed: int) -> np.ndarray:
         """One scene sound as placed in the clip, before its gain."""
@@ -200,10 +219,8 @@ class MixStage:
         rate = float(sound.variation.get("rate", 1.0))
         need = int(np.ceil(total * rate)) + 8  # `rate` times as much source, resampled to the mixture's length
         if sound.procedural:  # rendered from the recipe's seeds; the draws' parameters are stored with it
-            from construction.sounds.procedural import draw
-
             name, seeds = sound.procedural["class"], sound.procedural["seeds"]
-            draws = [draw(name, s, need / sr if sound.kind == "bed" else 0, sr) for s in seeds]
+            draws = [self._draw(name, s, need / sr if sound.kind == "bed" else 0.0) for s in seeds]
             sound.procedural = {"class": name, "seeds": seeds, "params": [params for _, params in draws]}
             pieces = [audio for audio, _ in draws]
         else:

@@ -12,8 +12,8 @@ scene's pattern says (construction.text.taxonomy EventPattern). Three rules hold
   dealt round the recordings it was given (a procedural class draws afresh each copy, so it has no cap),
   and copies beyond them are left out.
 
-Copies are spaced by how long each really sounds (tracks.sounding_end of the clip, or a procedural
-draw's own length), not by the catalog's length, so a copy's silent end is no part of the spacing.
+Copies are spaced by how long each really sounds (tracks.sounding_end of the clip or of the procedural
+draw), not by the catalog's length, so a copy's silent end is no part of the spacing.
 """
 
 from __future__ import annotations
@@ -48,12 +48,10 @@ def copy_order(budgets: list[int | None], limit: int = MAX_COPIES) -> list[int]:
 
 def place_sounds(sample: Sample, chosen: dict[str, list[Pick]], taxonomy: Taxonomy, cfg: MixConfig,
                  rng: random.Random, total_s: float, speech: tuple[float, float], seed: int,
-                 sounding_s: Callable[[Clip], float], sample_rate: int) -> list[SceneSound]:
+                 sounding_s: Callable[[Clip, int | None], float]) -> list[SceneSound]:
     """Every picked clip placed (see the module docstring): a bed's offset inside its take, an event's
-    onsets, each use's variation and a procedural class's seeds. `sounding_s(clip)`: how long a
-    recording sounds (before the use's rate change)."""
-    from construction.sounds.procedural import CLASSES
-
+    onsets, each use's variation and a procedural class's seeds. `sounding_s(clip, seed)`: how long a
+    recording (seed None) or a procedural class's draw `seed` sounds, before the use's rate change."""
     defining, support = scene_sounds(sample, taxonomy)
     roles = [(t, "defining") for t in defining] + [(t, "support") for t in support if t in chosen]
     spec, after, depth = scene_order(sample, taxonomy, (t for t, _ in roles))
@@ -102,30 +100,31 @@ def place_sounds(sample: Sample, chosen: dict[str, list[Pick]], taxonomy: Taxono
                 """How long copy i sounds, s."""
                 k = order[min(i, len(order) - 1)]
                 p = group[k]
-                if is_procedural(p.clip):
-                    nth = order[:i].count(k)
-                    seconds = CLASSES[p.clip.procedural].params(procedural_seed(tag, p, nth), 0, sample_rate)["duration_s"]
-                else:
-                    seconds = sounding_s(p.clip)
-                return seconds / rates[k]
+                seed_k = procedural_seed(tag, p, order[:i].count(k)) if is_procedural(p.clip) else None
+                return sounding_s(p.clip, seed_k) / rates[k]
 
-            event_s = max(p.clip.duration_s / r for p, r in zip(group, rates))
-            alone = role == "defining" and pattern.pattern in ("single", "pair")
+            event_s = max(length(i) for i in range(min(3, len(order))))
+            # a one-shot heard alone before the speech: a defining one, and one something is ordered after
+            alone = pattern.pattern in ("single", "pair") and (role == "defining" or tag in followed)
             if tag == cover:
-                unit = [0.0]
-                if pattern.pattern == "burst":
+                units = [[0.0]]
+                if pattern.pattern == "burst":  # strings of copies, or single copies where too few recordings
+                    unit = [0.0]
                     for _ in range((pattern.count or rng.randint(3, 5)) - 1):
                         unit.append(round(unit[-1] + rng.uniform(*cfg.burst_spacing_s), 3))
+                    units.insert(0, unit)
                 first = (alone_onset(rng, length(0), speech[0], not_before=not_before, early=tag in followed)
                          if alone else None)
-                onsets = cover_onsets(rng, length, total_s, first=first, not_before=not_before, unit=unit,
-                                      budget=budget)
-                if onsets[-1] + length(len(onsets) - 1) < speech[1]:
-                    # too few recordings to carry it through the speech: scattered as before, one under it
+                for unit in units:
+                    onsets = cover_onsets(rng, length, total_s, first=first, not_before=not_before, unit=unit,
+                                          budget=budget)
+                    if onsets[-1] + length(len(onsets) - 1) >= speech[1]:
+                        break
+                else:  # too few recordings to carry it through the speech: scattered as before, one under it
                     onsets = ([first] if first is not None else []) + draw_onsets(
                         rng, event_s, total_s, speech, cfg, pattern.pattern if pattern.pattern == "burst" else "continuous",
                         count=pattern.count, not_before=max(not_before, first + length(0) if first is not None else 0.0),
-                        budget=None if budget is None else budget - (first is not None))
+                        budget=None if budget is None else budget - (first is not None), length=length)
             elif alone:
                 onsets = [alone_onset(rng, length(0), speech[0], not_before=not_before, early=tag in followed)]
                 if pattern.pattern == "pair":
@@ -135,7 +134,7 @@ def place_sounds(sample: Sample, chosen: dict[str, list[Pick]], taxonomy: Taxono
                     onsets.append(round(second, 3))
             else:
                 onsets = draw_onsets(rng, event_s, total_s, speech, cfg, pattern.pattern, count=pattern.count,
-                                     not_before=not_before, budget=budget)
+                                     not_before=not_before, budget=budget, length=length)
             for i, t in enumerate(sorted(onsets)[:len(order)]):
                 sounds[order[i]].onsets_s.append(t)
             for s, p in zip(sounds, group):

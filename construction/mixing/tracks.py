@@ -69,7 +69,8 @@ def event_track(clip: np.ndarray, length: int, onsets: list[int], gains_db: list
 
 def draw_onsets(rng: random.Random, event_s: float, total_s: float, speech: tuple[float, float],
                 cfg: MixConfig, pattern: str = "continuous", *, count: int | None = None, not_before: float = 0.0,
-                lead: bool = False, budget: int | None = None) -> list[float]:
+                lead: bool = False, budget: int | None = None,
+                length: Callable[[int], float] | None = None) -> list[float]:
     """Where each copy of a one-shot starts (`speech`: its start and end, s), as the scene's pattern says.
 
     continuous: the first copy within 0.4 s (so the scene is heard alone), then one after another, each
@@ -79,7 +80,8 @@ def draw_onsets(rng: random.Random, event_s: float, total_s: float, speech: tupl
     the speech (ending 0.1-0.5 s before it), for a scene with nothing else to hear alone. `not_before`:
     nothing starts earlier (a then-ordered sound), unless that would keep it from the speech. `budget`:
     at most this many copies (whole strings of a burst: the first, the one under the speech, the last,
-    then the earliest; a budget for one string only gets one that starts before the speech and runs into it)."""
+    then the earliest; a budget for one string only gets one that starts before the speech and runs into it).
+    `length(i)`: how long copy i sounds (continuous copies are spaced by it; default event_s)."""
     start, end = speech
     enough = 0.5 * min(event_s, end - start)  # a copy is heard under the speech if it overlaps this much
     latest = max(start, end - enough)  # the last onset still heard under the speech
@@ -111,7 +113,8 @@ def draw_onsets(rng: random.Random, event_s: float, total_s: float, speech: tupl
             t = min(max(not_before, start + rng.uniform(0, (end - start) / 2)), max(start, end - enough))
         starts.append(t)
         heard_under = heard_under or min(t + unit_s, end) - max(t, start) >= enough
-        t += unit_s + rng.uniform(cfg.event_gap_s_min, cfg.event_gap_s_max)
+        step = length(len(starts) - 1) if length is not None and len(unit) == 1 else unit_s
+        t += step + rng.uniform(cfg.event_gap_s_min, cfg.event_gap_s_max)
     if not heard_under:  # the last gap ran past the clip's end
         starts.append(min(max(not_before, start + rng.uniform(0, (end - start) / 2)), max(start, end - enough)))
     if budget is not None and len(starts) * len(unit) > budget:
@@ -127,7 +130,7 @@ def draw_onsets(rng: random.Random, event_s: float, total_s: float, speech: tupl
 
 
 ALONE_S = 0.3  # a defining one-shot starts at least this long before the speech: it is heard alone first
-COVER_GAP_S = (0.05, 0.3)  # a scene's cover: from one copy's sounding end to the next onset, under a 0.5 s hole
+COVER_GAP_S = (0.03, 0.2)  # a scene's cover: from one copy's sounding end to the next onset, well under a 0.5 s hole
 
 
 def alone_onset(rng: random.Random, event_s: float, speech_start: float, *, not_before: float = 0.0,

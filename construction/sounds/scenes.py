@@ -16,7 +16,9 @@ No real recording serves more than MAX_RECORDING_SHARE of a category's samples o
 large enough for that to be possible (a procedural class takes what is left; without one the least-used
 recording is dealt all the same, and generate keeps such a sound's scenes under that capacity). A one-shot
 that must come many times in one scene (a burst, or the sound that carries a scene with no bed: its
-COVER) is dealt SPARES more recordings, so that no recording plays more than 3 times in it.
+COVER) is dealt spare recordings, as many as its copies need (at most MAX_SPARES), so that no recording
+plays more than 3 times in it; where the cover's sound has a bed (a crowd, a saw, bubbles), the scene
+gets the bed instead.
 """
 
 from __future__ import annotations
@@ -35,7 +37,20 @@ from construction.text.taxonomy import EventPattern, Taxonomy
 
 MAX_RECORDING_SHARE = 0.15  # of a category's samples one real recording may serve
 MIN_SHARE_USES = 2  # ... but every recording may serve this many (a 10-sample category is not all procedural)
-SPARES = 2  # more recordings of a burst or a cover sound: 3 copies each, 9 in a scene
+MAX_SPARES = 4  # more recordings of a burst or a cover sound: 3 copies each
+COPIES_PER_RECORDING = 3  # construction.mixing.tracks.MAX_REPEATS (this layer cannot import it)
+
+
+def spares_needed(sample: Sample, clip: Clip, burst: bool, cover: bool) -> int:
+    """Spare recordings a one-shot's copies need in one scene, estimated before the speech is measured
+    (its words at 0.38 s each) from the clip's length: a cover runs the whole clip (2.5 s alone, the
+    speech, 2 s after), a burst two strings of about four copies."""
+    speech_s = sample.speech.duration_s if sample.speech else 0.6 + 0.38 * len(sample.speech_text.split())
+    copy_s = 0.5 * min(clip.duration_s, 3.0) + 0.1  # a clip's sound is often shorter than the clip
+    copies = (2.5 + speech_s + 2.0) / copy_s if cover else 0
+    if burst:
+        copies = max(copies, 8)
+    return max(0, min(MAX_SPARES, math.ceil(copies / COPIES_PER_RECORDING) - 1))
 
 
 def open_library(path: str | Path, check_audio: bool = True, verified: Path | None = None) -> SoundLibrary:
@@ -140,6 +155,39 @@ def thin_scenes(taxonomy: Taxonomy, library: SoundLibrary, licence: str, min_rec
             if (thin := {t: available[t] for t in scene.defining if 0 < available[t] < min_recordings})}
 
 
+GAP_S, GAP_DB = 0.3, 35.0  # a bed with a quieter run this long (re its 90th-percentile 10 ms frame) has a hole
+
+
+def has_gap(audio, sample_rate: int) -> bool:
+    """Whether a recording falls GAP_DB under its loud frames for GAP_S or more (a dog's bed between
+    barks, a roar's silent end): looped under a scene, it leaves a hole."""
+    import numpy as np
+
+    hop = max(1, int(0.01 * sample_rate))
+    n = audio.size // hop
+    if n == 0:
+        return True
+    level = 10 * np.log10(np.mean(np.asarray(audio[:n * hop], dtype=np.float64).reshape(n, hop) ** 2, axis=1) + 1e-20)
+    quiet = np.concatenate([[0], (level < np.percentile(level, 90) - GAP_DB).astype(np.int8), [0]])
+    edges = np.flatnonzero(np.diff(quiet))
+    return bool(np.any(edges[1::2] - edges[::2] >= GAP_S / 0.01))
+
+
+class GaplessBeds:
+    """clip -> whether it can carry a scene as a bed: a procedural bed always, a recorded one when it has
+    no hole (has_gap, decoded once)."""
+
+    def __init__(self, library: SoundLibrary, sample_rate: int):
+        self.library, self.sample_rate, self.known = library, sample_rate, {}
+
+    def __call__(self, clip: Clip) -> bool:
+        if clip.kind != "bed" or is_procedural(clip):
+            return True
+        if clip.clip_id not in self.known:
+            self.known[clip.clip_id] = not has_gap(self.library.load_audio(clip, self.sample_rate), self.sample_rate)
+        return self.known[clip.clip_id]
+
+
 @dataclass(frozen=True)
 class Pick:
     """One clip dealt to a sample for a tag: which recording and which take of it. A `spare` gives the
@@ -195,17 +243,19 @@ def sources_for(sample: Sample, taxonomy: Taxonomy, tag: str) -> int:
 
 
 def assign_clips(samples: Iterable[Sample], taxonomy: Taxonomy, library: SoundLibrary, licence: str,
-                 seed: int, take_s: float = 12.0, max_share: float = MAX_RECORDING_SHARE
-                 ) -> dict[str, dict[str, list[Pick]]]:
+                 seed: int, take_s: float = 12.0, *, max_share: float = MAX_RECORDING_SHARE,
+                 gapless: Callable[[Clip], bool] | None = None) -> dict[str, dict[str, list[Pick]]]:
     """sample_id -> {tag: [picks]} for every defining and support sound that has clips (one pick, or
-    `sources_for` distinct recordings for a multi-source tag, and SPARES more for a burst or the scene's
-    cover sound, marked `spare`). Each sound gets the RECORDING of its tag used least so far in the
+    `sources_for` distinct recordings for a multi-source tag, and spares for a burst or the scene's
+    cover sound, marked `spare`: spares_needed; a scene with no bed whose cover sound has a bed clip
+    gets that bed instead). Each sound gets the RECORDING of its tag used least so far in the
     sample's category (ties broken by a seeded shuffle), then the take of that recording used least in
     the category and then in the whole build, so no two samples share a take until every take is used.
     A real recording that already serves `max_share` of the category's samples so far (at least
     MIN_SHARE_USES) is passed over while another, or a procedural class, is not; a spare is only dealt
-    from those. A clip carrying two of the scene's tags is dealt for one only (an applause clip that is
-    also a crowd cheer). Samples are taken in order, so extending a build never changes the clips of
+    from those. A recorded bed with a hole (`gapless` says which; None: none has) is dealt only where its
+    sound has nothing else. A clip carrying two of the scene's tags is dealt for one only (an applause
+    clip that is also a crowd cheer). Samples are taken in order, so extending a build never changes the clips of
     samples already mixed."""
     ids = recording_ids(library.clips)
     position: Counter = Counter()
@@ -224,11 +274,13 @@ def assign_clips(samples: Iterable[Sample], taxonomy: Taxonomy, library: SoundLi
         chosen: dict[str, list[Pick]] = {}
         orders: dict[str, list[Clip]] = {}
 
-        def deal(tag: str, order: list[Clip], spare: bool) -> Pick | None:
+        def deal(tag: str, order: list[Clip], spare: bool, strict: bool = False) -> Pick | None:
+            """The next pick of `tag` from `order`; `strict` (a spare, a bed for the cover): only
+            recordings under the share cap."""
             taken = {p.recording for picks in chosen.values() for p in picks}
             fresh = [c for c in order if ids[c.clip_id] not in taken]
             under = [c for c in fresh if is_procedural(c) or used[ids[c.clip_id]] < cap]
-            if spare:
+            if spare or strict:
                 fresh = under
             elif not fresh:
                 if chosen.get(tag):  # fewer recordings than sources: the sample gets what there is
@@ -255,6 +307,8 @@ def assign_clips(samples: Iterable[Sample], taxonomy: Taxonomy, library: SoundLi
                 continue
             key = (sample.category, tag)
             order = list(cache[tag])
+            if gapless is not None:
+                order = [c for c in order if gapless(c)] or order
             random.Random(stable_seed("clips", seed, *key, position[key])).shuffle(order)
             position[key] += 1
             orders[tag] = order
@@ -268,11 +322,22 @@ def assign_clips(samples: Iterable[Sample], taxonomy: Taxonomy, library: SoundLi
         roles = [(t, "defining") for t in defining] + [(t, "support") for t in support if t in chosen]
         spec, _, depth = scene_order(sample, taxonomy, chosen)
         cover = cover_tag(roles, chosen, spec, depth)
+        if cover is not None:  # a scene with no bed: the cover's own bed, where it has one, carries it
+            first = chosen[cover].pop(0)
+            bed = deal(cover, [c for c in orders[cover] if c.kind == "bed" and (gapless is None or gapless(c))],
+                       False, strict=True)
+            chosen[cover].insert(0, bed or first)
+            if bed is not None:
+                cover = None
+                if is_procedural(first.clip) and first.take == draws[first.clip.clip_id] - 1:
+                    draws[first.clip.clip_id] -= 1  # that draw was not used: the next use takes its number
         for tag, picks in chosen.items():
-            many = tag == cover or spec(tag).pattern == "burst"
-            if many and len(picks) == 1 and picks[0].clip.kind == "event" and not is_procedural(picks[0].clip):
-                for _ in range(SPARES):
-                    pick = deal(tag, orders[tag], True)
+            burst = spec(tag).pattern == "burst"
+            if (tag == cover or burst) and len(picks) == 1 and picks[0].clip.kind == "event" \
+                    and not is_procedural(picks[0].clip):
+                events = [c for c in orders[tag] if c.kind == "event"]  # a spare is a copy: never a bed
+                for _ in range(spares_needed(sample, picks[0].clip, burst, tag == cover)):
+                    pick = deal(tag, events, True)
                     if pick is None:
                         break
                     picks.append(pick)
