@@ -255,8 +255,10 @@ def test_a_clip_that_carries_two_tags_is_not_drawn_for_both(tmp_path):
         assert {x.tag for x in s.mix.sounds if x.role == "defining"} == {"crowd_cheer", "gunfire"}
         assert len({x.clip_id for x in s.mix.sounds}) == len(s.mix.sounds)
     uses = Counter(x.clip_id for s in mixed for x in s.mix.sounds)
-    # 2/3 of the samples each, and a spare where one was under the share cap (the crowd carries this bedless scene)
-    assert set(uses) == {"both", "crowd", "shot"} and all(20 <= n <= 21 for n in uses.values()), uses
+    # 2/3 of the samples each at least, and spares (more recordings for the crowd that carries this bedless
+    # scene) dealt evenly on top
+    assert set(uses) == {"both", "crowd", "shot"} and min(uses.values()) >= 20, uses
+    assert max(uses.values()) - min(uses.values()) <= 1, uses
 
 
 def test_a_thin_library_is_refused_for_a_release_build(tmp_path, library):

@@ -100,8 +100,9 @@ def test_clips_cut_from_one_recording_count_once_for_balance_and_the_thin_rule()
     assert thin_tags(samples, _taxonomy(), library, "CC-BY-4.0", 3) == {}
     dealt = assign_clips(samples, _taxonomy(), library, "CC-BY-4.0", seed=3)
     draws = [dealt[s.sample_id]["gunfire"][0] for s in samples]
-    # the one recording serves at most 15 % of the samples (6 of 40); the class draws afresh for the rest
-    assert sum(p.clip.clip_id == "synth-gun" for p in draws) == 34
+    # the one recording serves at most 15 % of a category's samples (or 10, the least any may serve, in
+    # a category this small); the class draws afresh for the rest
+    assert sum(p.clip.clip_id == "synth-gun" for p in draws) == 30
     synth = [p.take for s in samples for p in dealt[s.sample_id]["gunfire"] if p.clip.clip_id == "synth-gun"]
     assert sorted(synth) == list(range(len(synth)))  # a fresh draw per use (spares of this bedless scene too)
 

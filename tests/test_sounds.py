@@ -1007,10 +1007,10 @@ EXPECTED_COVERAGE = {
     "anvil": (2, 3), "applause": (4, 4), "blender": (0, 0), "boxing_bell": (1, 1), "bubbles": (6, 6),
     "cash_register": (3, 3), "cat_meow": (1, 1), "chainsaw": (1, 1), "children_play": (0, 2), "chopping": (1, 1),
     "crowd_cheer": (3, 6), "dog_bark": (2, 5), "explosion": (4, 6), "farm_animals": (9, 10), "game_music": (27, 42),
-    "game_sfx": (22, 35), "gunfire": (5, 9), "hammering": (3, 4), "jackhammer": (1, 1), "kitchen": (3, 3),
+    "game_sfx": (22, 35), "gunfire": (5, 9), "hammering": (4, 5), "jackhammer": (1, 1), "kitchen": (4, 4),
     "laughter": (7, 7), "orchestral_score": (3, 3), "power_tool": (4, 4), "saw": (3, 3), "sizzle": (3, 3),
-    "sword_clash": (1, 7), "theatre_audience": (1, 1), "timer": (1, 4), "toy": (5, 5), "tree_fall": (3, 3),
-    "whistle": (1, 1)}
+    "sword_clash": (1, 7), "theatre_audience": (1, 1), "timer": (1, 4), "toy": (6, 6), "tree_fall": (3, 3),
+    "whistle": (1, 1), "toy_blaster": (1, 1), "music_box": (1, 1), "dice": (1, 1), "cups": (1, 1)}
 
 
 @pytest.fixture(scope="session")

@@ -36,7 +36,7 @@ from construction.sounds.library import Clip, SoundLibrary, load_library
 from construction.text.taxonomy import EventPattern, Taxonomy
 
 MAX_RECORDING_SHARE = 0.15  # of a category's samples one real recording may serve
-MIN_SHARE_USES = 2  # ... but every recording may serve this many (a 10-sample category is not all procedural)
+MIN_SHARE_USES = 10  # ... but every recording may serve this many: a small build is not pushed onto procedural classes
 MAX_SPARES = 4  # more recordings of a burst or a cover sound: 3 copies each
 COPIES_PER_RECORDING = 3  # construction.mixing.tracks.MAX_REPEATS (this layer cannot import it)
 
