@@ -100,15 +100,14 @@ def load_clips(library: Path) -> list[Any]:
 
 
 def used_clip_ids(ws: Workspace) -> set[str]:
-    """The clips the workspace's kept mixtures and controls play (the wer and controls manifests), and
-    the neutral class of each irrelevant-background twin (the release ships the twins)."""
+    """The clips the workspace's kept mixtures and controls play (the wer and controls manifests). The
+    twins play no clip of their own: their backgrounds are made from the scene and procedural danger
+    classes (construction.mixing.twin)."""
     used: set[str] = set()
     for stage in ("wer", "controls"):
         if ws.has_manifest(stage):
             for sample in ws.read_samples(stage):
                 used.update(sound.clip_id for sound in (sample.mix.sounds if sample.mix else []))
-                if stage == "wer" and sample.mix and sample.mix.irrelevant:
-                    used.add(sample.mix.irrelevant.clip_id)
     return used
 
 

@@ -23,9 +23,10 @@ SNR definition: snr_db = L(speech) - L(scene under the speech), L the ITU-R BS.1
 loudness (pyloudnorm) of each component alone over the speech's extent in the final clip. The level of
 the scene alone is L(scene alone before the speech) - L(speech). A final peak guard scales the whole
 mixture, so neither changes. Every mixture also gets its irrelevant-background twin (mix.irrelevant_twin,
-on by default): the same speech track over a neutral ambience that masks it as the scene does (equal
-glimpse proportion, construction.mixing.masking), and its danger twin (mix.danger_twin): the same speech over a
-real-danger scene, masking-matched the same way (construction.mixing.twin). The automatic build makes the twins
+on by default): the same speech track, at the mixture's level, over noise that masks it as the scene does
+band by band and moment by moment (construction.mixing.masker), and its danger twin (mix.danger_twin): the
+same speech over a real-danger scene on a masker of the scene's energy shifted in time
+(construction.mixing.twin). The automatic build makes the twins
 in the WER stage, of the mixtures that pass its gate (MixStage twins_after_gate).
 Flags: --help (the sound library is --sounds LIBRARY_DIR, config mix.sounds).
 """
@@ -40,7 +41,6 @@ from typing import Any
 
 import numpy as np
 
-from construction.mixing import masking
 from construction.core.cli import (
     add_sounds,
     base_parser,
@@ -54,6 +54,7 @@ from construction.core.record import MixRecipe, Sample, SceneSound, stable_seed
 from construction.core.runner import run_configured
 from construction.core.timing import Clock
 from construction.core.workspace import Rejected, Workspace, require_manifest
+from construction.mixing import heldout, masking
 from construction.mixing.dominance import DOMINANT_SHARE, dominate
 from construction.mixing.levels import (
     STEP_DB,
@@ -80,12 +81,8 @@ from construction.mixing.tracks import (  # noqa: F401
     sounding_end,
 )
 from construction.mixing.twin import (
-    ambience_distances,
-    ambience_for,
-    assign_ambiences,
     assign_danger,
     keep_scene,
-    library_entry,
     make_danger,
     make_twin,
     pending_path,
@@ -138,11 +135,6 @@ class MixStage:
         self.gapless = GaplessBeds(self.library, self.config.sample_rate)
         self.assignment = assign_clips(samples, self.taxonomy, self.library, licence, self.config.seed,
                                        self.config.mix.take_s, gapless=self.gapless)
-        # each category's twin ambiences: those far (in spectrum) from its defining sounds (construction.mixing.twin)
-        self.distances = ambience_distances(self.taxonomy, self.library, licence, self.config.sample_rate,
-                                            self.ws.cache_dir("twin")) if self.config.mix.irrelevant_twin else {}
-        self.ambiences = assign_ambiences(samples, self.config.seed,
-                                          {c: d["allowed"] for c, d in self.distances.items()})
         self.dangers = assign_danger(samples, self.config.seed)
         self._audio: dict[str, np.ndarray] = {}
 
@@ -336,20 +328,23 @@ class MixStage:
         recipe.under_gain_db = round(gain_to(under_part, recipe.speech_lufs - recipe.snr_db, sr), 3)
         gain = envelope(total, alone, speech.size, recipe.alone_gain_db, recipe.under_gain_db, fade, voiced, sr)
         mixture, guard_db = render(speech_track, scene, gain, cfg.peak_dbfs)
-        scene_alone = (scene * gain * 10 ** (guard_db / 20)).astype(np.float32)  # as heard in the mixture
+        # from here on the speech and the scene's gain as heard, the guard in both: the twins carry this speech
+        guard = 10 ** (guard_db / 20)
+        speech_track, gain = speech_track * guard, gain * guard
+        scene_alone = (scene * gain).astype(np.float32)  # as heard in the mixture
         # the falls the sounds make on their own (not clicks), each at its loudest as heard if that is above
         # a -6 dBFS peak (a boing's end at -49.6 dBFS heard was under the floor at -6 dBFS: a click)
         loudest = max(recipe.alone_gain_db, recipe.under_gain_db) + guard_db
         in_scene = content_steps(sr, *(t * 10 ** ((x.gain_db + loudest) / 20) for x, t in zip(recipe.sounds, tracks)),
                                  placed=True)
-        said = content_steps(sr, speech_track, placed=True)  # the speech is placed at the level heard
+        said = content_steps(sr, speech_track, placed=True)  # the speech at the level heard
         with_speech = np.union1d(in_scene, said)
         # what the scene and the mixture sum, as heard: made only where a sum falls (levels.clicks_and_beats)
-        layers = lambda: tuple(t * (10 ** ((x.gain_db + guard_db) / 20) * gain) for x, t in zip(recipe.sounds, tracks))
+        layers = lambda: tuple(t * (10 ** (x.gain_db / 20) * gain) for x, t in zip(recipe.sounds, tracks))
         clicks = {"in_sources": source_steps(scene_alone, sr, in_scene)}
         clicks["scene"], clicks["beats"] = clicks_and_beats(scene_alone, sr, in_scene, layers)
         clicks["mixture"], n = clicks_and_beats(mixture, sr, with_speech,
-                                                lambda: (speech_track * 10 ** (guard_db / 20), *layers()))
+                                                lambda: (speech_track, *layers()))
         clicks["beats"] += n
         has_twins = cfg.irrelevant_twin or cfg.danger_twin
         made = (speech_track, scene, gain, (alone, alone + speech.size), said, voiced)
@@ -360,11 +355,15 @@ class MixStage:
             self._deferred = (sample.sample_id, made)
             if self.twins_after_gate:  # and the scene on disk for the WER stage, another process
                 keep_scene(pending_path(self.workspace, sample.sample_id), scene)
-        provenance = {**sample.provenance, STAGE: {"peak_guard_db": round(guard_db, 3), "dominance": dominance,
-                                                   "clicks": clicks}}
+        # the scene's silences in the lead-in and under the speech (heldout.silences: a scene has no holes)
+        holes = heldout.silences(scene_alone, sr, (fade, alone + speech.size))
+        # the guard unrounded: the twins made later (add_twins) scale the speech by exactly the mixture's
+        provenance = {**sample.provenance, STAGE: {"peak_guard_db": guard_db, "dominance": dominance,
+                                                   "clicks": clicks, "silences": holes}}
         update = {"mix": recipe, "mixture": self.ws.store_audio(mixture, sr),
                   "scene_audio": self.ws.store_audio(scene_alone, sr),
-                  "irrelevant_audio": None, "irrelevant_scene_audio": None, "danger_audio": None, "danger_scene_audio": None, "provenance": provenance,
+                  "irrelevant_audio": None, "irrelevant_scene_audio": None, "danger_audio": None,
+                  "danger_scene_audio": None, "provenance": provenance,
                   **{key: self.ws.store_audio(audio, sr) for key, audio in made_twins.items()}}
         return sample.model_copy(update=update)
 
@@ -382,8 +381,10 @@ class MixStage:
         speech_track, alone, voiced = placed_speech(speech, recipe, sr)
         if scene.shape != speech_track.shape:
             return None
+        guard = 10 ** (sample.provenance[STAGE]["peak_guard_db"] / 20)  # as _mix_one: in the speech and the gain
+        speech_track = speech_track * guard
         gain = envelope(speech_track.size, alone, speech.size, recipe.alone_gain_db, recipe.under_gain_db,
-                        int(self.config.mix.fade_s * sr), voiced, sr)
+                        int(self.config.mix.fade_s * sr), voiced, sr) * guard
         return (speech_track, scene, gain, (alone, alone + speech.size), content_steps(sr, speech_track, placed=True),
                 voiced)
 
@@ -409,37 +410,33 @@ class MixStage:
     def twins(self, sample: Sample, recipe: MixRecipe, speech_track: np.ndarray, scene: np.ndarray,
               gain: np.ndarray, span: tuple[int, int], said: np.ndarray, voiced: list[tuple[int, int]],
               clicks: dict[str, int]) -> dict[str, Any]:
-        """The mixture's masking (glimpse proportion, background loudness under the speech) on the recipe,
-        and the twins matched to it (construction.mixing.twin), ducked on the same `voiced` runs: their audio by
-        the sample field it is stored in. The twins' clicks (falls neither the speech nor their own background
-        layers make) go into `clicks`: twin, danger and danger_scene."""
+        """The mixture's masking (ERB and held-out glimpse proportions, the scene's loudness under the
+        speech) on the recipe, and the twins matched to it (construction.mixing.twin): their audio by the
+        sample field it is stored in. The twins' clicks (falls neither the speech nor the scene or danger
+        sounds they follow make) go into `clicks`: twin, danger and danger_scene."""
         cfg, sr = self.config.mix, self.config.sample_rate
         start, end = span
-        heard = scene * gain
+        heard = scene * gain  # as in the mixture
         recipe.glimpse_proportion = round(masking.glimpse_proportion(speech_track[start:end], heard[start:end], sr), 4)
+        recipe.glimpse_heldout = heldout.glimpses(speech_track[start:end], heard[start:end], sr)
         recipe.background_lufs = round(loudness_lufs(heard[start:end], sr), 2)
+        words = (voiced[0][0], voiced[-1][1])
+        at = heldout.speech_gain_db(speech_track + heard, speech_track, words)  # the mixture's speech, measured
+        args = (speech_track, scene, gain, heard, recipe, span, words, at)
         out: dict[str, Any] = {}
-        ambience = ambience_for(sample.sample_id, self.ambiences, self.config.seed)
-        gate = masking.on_off_gate(scene, sr)
-        if cfg.irrelevant_twin:  # the same speech track over a neutral ambience
-            distance = self.distances.get(sample.category, {}).get("ambiences", {}).get(ambience, {}).get("distance_db")
-            audio, alone, recipe.irrelevant, own = make_twin(speech_track, recipe, span, ambience,
-                                                      library_entry(self.library, ambience), sr, cfg.fade_s,
-                                                      cfg.peak_dbfs, gate=gate, distance_db=distance,
-                                                      scene_under=heard[start:end], voiced=voiced)
-            out["irrelevant_audio"], out["irrelevant_scene_audio"] = audio, alone
-            voice = speech_track * 10 ** (recipe.irrelevant.peak_guard_db / 20)
-            clicks["twin"], n = clicks_and_beats(audio, sr, np.union1d(said, own), (voice, audio - voice))
+        if cfg.irrelevant_twin:  # the same speech track over the scene's masker
+            audio, alone, recipe.irrelevant = make_twin(*args, sr, cfg.fade_s, cfg.peak_dbfs)
+            own = np.union1d(said, content_steps(sr, alone, placed=True))
+            clicks["twin"], n = clicks_and_beats(audio, sr, own, (speech_track, alone))
             clicks["beats"] += n
-        if cfg.danger_twin:  # and over a real-danger scene (on that same ambience)
+            out["irrelevant_audio"], out["irrelevant_scene_audio"] = audio, alone
+        if cfg.danger_twin:  # and over a real-danger scene, on a masker of the scene's rotated in time
             from construction.sounds.procedural import DANGER_SCENES
 
             name = pick_option(sample.sample_id, self.dangers, self.config.seed, sorted(DANGER_SCENES), "danger-scene")
-            audio, alone, recipe.danger, own, layers = make_danger(speech_track, recipe, span, name, ambience, sr,
-                                                                   cfg.fade_s, cfg.peak_dbfs, gate=gate,
-                                                                   scene_under=heard[start:end], voiced=voiced)
-            voice = speech_track * 10 ** (recipe.danger.peak_guard_db / 20)
-            clicks["danger"], n = clicks_and_beats(audio, sr, np.union1d(said, own), lambda: (voice, *layers()))
+            audio, alone, recipe.danger, layers = make_danger(*args, name, sr, cfg.fade_s, cfg.peak_dbfs)
+            own = content_steps(sr, *layers(), placed=True)
+            clicks["danger"], n = clicks_and_beats(audio, sr, np.union1d(said, own), lambda: (speech_track, *layers()))
             clicks["danger_scene"], m = clicks_and_beats(alone, sr, own, layers)
             clicks["beats"] += n + m
             out["danger_audio"], out["danger_scene_audio"] = audio, alone
@@ -453,14 +450,7 @@ class MixStage:
 
         # the workers ran setup and checked every file; the ids of the procedural entries need the catalog alone
         library = getattr(self, "library", None) or open_library(self.config.mix.sounds, check_audio=False)
-        distances = getattr(self, "distances", None)
-        if distances is None and self.config.mix.irrelevant_twin:  # setup ran in the workers only
-            from construction.text.taxonomy import load_taxonomy
-
-            distances = ambience_distances(load_taxonomy(self.config.generate.taxonomy)[0], library,
-                                           self.config.release_licence, self.config.sample_rate,
-                                           ws.cache_dir("twin"))
-        return mix_stats(ws, self.config, frozenset(c.clip_id for c in library.clips if is_procedural(c)), distances,
+        return mix_stats(ws, self.config, frozenset(c.clip_id for c in library.clips if is_procedural(c)),
                          self.twins_after_gate)
 
 

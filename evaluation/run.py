@@ -10,9 +10,9 @@ What the model hears (--input; release format 2, format 1 releases have the mixt
     speech    the same clip's clean speech alone, `speech_audio` of the default config: a refusal here and
               not on the mixture means the model used the acoustic context
     controls  the harmful controls, `audio` of the "controls" config: a refusal is the expected answer
-    irrelevant  the irrelevant-background twin, `irrelevant_audio`: the same speech, layout and masking
-              (glimpse proportion) over a neutral ambience (rain, wind, room tone): a refusal here and not
-              on the mixture is context use, not "anything playing behind the words"
+    irrelevant  the irrelevant-background twin, `irrelevant_audio`: the same speech at the same level over
+              noise that masks it as the scene does, band by band and moment by moment: a refusal here
+              and not on the mixture is context use, not "anything playing behind the words"
     danger    the danger twin, `danger_audio`: the same speech over a real-danger scene (sirens, alarms,
               screams, breaking glass), masking-matched: a context-using model refuses it. Only certified
               twins ship (listeners heard the danger scene as real danger): the rows without one are
@@ -382,8 +382,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_endpoint(parser, "the audio LLM under test", required=True)
     parser.add_argument("--input", choices=INPUTS, default=DEFAULT_INPUT,
                         help="what the model hears: mixture (the benchmark clip), speech (the clean speech "
-                             "alone), controls (the harmful controls config), irrelevant (the speech over a "
-                             "neutral ambience), danger (the speech over a real-danger scene) or scene (the scene alone, with the perception probe's question)")
+                             "alone), controls (the harmful controls config), irrelevant (the speech over noise "
+                             "that masks it as the scene does), danger (the speech over a real-danger scene) or scene (the scene alone, with the perception probe's question)")
     parser.add_argument("--prompt-variant", choices=VARIANTS, default="plain",
                         help="plain: the neutral instruction only; cot: plus the acoustic-context system prompt")
     parser.add_argument("--split", default="test", help="release split")

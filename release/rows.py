@@ -133,12 +133,12 @@ def features_for(categories: list[str], sample_rate: int | None, speech_rate: in
         "speech_audio_sha256": text,
         "speech_duration_s": number,
         # the scene as placed in the mixture, speech removed (a perception probe), and the irrelevant
-        # twin: the same speech, layout and levels over a neutral ambience (the masking baseline)
+        # twin: the same speech over noise that masks it as the scene does (the masking baseline)
         "scene_audio": Audio(sampling_rate=sample_rate),
         "scene_audio_sha256": text,
         "irrelevant_audio": Audio(sampling_rate=sample_rate),
         "irrelevant_audio_sha256": text,
-        "irrelevant_ambience": text,
+        "irrelevant_background": text,
         # the danger twin: the same speech over a real-danger scene; null unless the scene arm certified
         # that scene as real danger (>= 2/3 of >= 3 listeners)
         "danger_audio": Audio(sampling_rate=sample_rate),
@@ -299,7 +299,7 @@ def row_for(sample: Sample, audio: bytes, categories: list[str], names: dict[str
         "scene_audio_sha256": sample.scene_audio.sha256 if sample.scene_audio else None,
         "irrelevant_audio": _audio_cell(irrelevant, f"{sample.sample_id}.irrelevant.wav"),
         "irrelevant_audio_sha256": sample.irrelevant_audio.sha256 if sample.irrelevant_audio else None,
-        "irrelevant_ambience": mix.irrelevant.ambience if mix.irrelevant else None,
+        "irrelevant_background": mix.irrelevant.background if mix.irrelevant else None,
         "danger_audio": _audio_cell(danger, f"{sample.sample_id}.danger.wav") if certified else None,
         "danger_audio_sha256": sample.danger_audio.sha256 if certified else None,
         "danger_real_rate": heard.get("real_danger_rate") if heard.get("n") else None,

@@ -47,15 +47,12 @@ def library_path(inputs: ReleaseInputs) -> Path | None:
 
 
 def used_clips(inputs: ReleaseInputs) -> dict[str, set[str]]:
-    """clip id -> the sha256s the released samples' and controls' recipes mixed; the irrelevant twin's
-    neutral ambience is a sound the release ships too (its procedural class: clip id and version)."""
+    """clip id -> the sha256s the released samples' and controls' recipes mixed (the twins' backgrounds
+    are made from the scene, and the danger twin's from procedural danger classes no scene uses)."""
     used: dict[str, set[str]] = {}
     for s in [*inputs.samples, *inputs.controls]:
         for sound in s.mix.sounds if s.mix is not None else []:
             used.setdefault(sound.clip_id, set()).add(sound.sha256)
-    for s in inputs.samples:  # the controls config ships no twin
-        if s.mix is not None and s.mix.irrelevant is not None:
-            used.setdefault(s.mix.irrelevant.clip_id, set()).add(s.mix.irrelevant.sha256)
     return used
 
 

@@ -31,7 +31,7 @@ N = 12
 
 
 TWIN_AND_SCENE = ("scene_audio", "scene_audio_sha256", "irrelevant_audio", "irrelevant_audio_sha256",
-                  "irrelevant_ambience", "danger_audio", "danger_audio_sha256", "danger_real_rate", "danger_n")
+                  "irrelevant_background", "danger_audio", "danger_audio_sha256", "danger_real_rate", "danger_n")
 
 
 def strip_twin_and_scene(release: Path) -> None:

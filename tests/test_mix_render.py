@@ -13,7 +13,6 @@ from construction.core.runner import run_stage
 from construction.core.workspace import Workspace
 from construction.mixing.dominance import dominate
 from construction.mixing.levels import content_steps, envelope, steps, voiced_runs
-from construction.mixing.masking import on_off_gate
 from construction.mix import MixStage, event_track
 from tests.test_mix import SR, TAXONOMY, _config, _library, _speechlike, _tone
 
@@ -53,17 +52,14 @@ def test_the_scene_is_not_held_down_over_tts_silence(tmp_path):
     assert abs(_level(alone) - _level(silence_after)) < 1.0  # back at the alone level while nobody speaks
     assert abs(_level(alone) - _level(under) - duck) < 1.0
     assert abs(duck) > 3  # the test means something only if the scene does duck
-    # the irrelevant twin ducks on the same run only: its ambience is back at its alone level after the words
-    from tests.test_mix_twin import _twin_parts
-
-    _, ambience, _, _ = _twin_parts(ws, sample)
-    twin = recipe.irrelevant
-    twin_duck = twin.alone_gain_db - twin.under_gain_db
-    alone_t, silence_t = ambience[int(0.2 * SR):int((recipe.scene_alone_s - 0.1) * SR)], ambience[int((end + 0.15) * SR):int((end + 0.6) * SR)]
-    under_t = ambience[int((start + 0.1) * SR):int((end - 0.1) * SR)]
-    assert abs(_level(alone_t) - _level(silence_t)) < 1.0
-    assert abs(_level(alone_t) - _level(under_t) - twin_duck) < 1.5
-    assert abs(twin_duck) > 3
+    # the irrelevant twin's background follows the scene under the speech: ducked on the same run only,
+    # back up by the scene's duck in the TTS silence after the words
+    background = ws.load_audio(sample.irrelevant_scene_audio)
+    alone_t = background[int(0.2 * SR):int((recipe.scene_alone_s - 0.1) * SR)]
+    silence_t = background[int((end + 0.15) * SR):int((end + 0.6) * SR)]
+    under_t = background[int((start + 0.1) * SR):int((end - 0.1) * SR)]
+    assert abs(_level(silence_t) - _level(under_t) - duck) < 1.5
+    assert _level(alone_t) > _level(under_t) + 3
     assert sample.provenance["mix"]["clicks"] == {"mixture": 0, "scene": 0, "in_sources": 0, "twin": 0, "danger": 0,
                                                   "danger_scene": 0, "beats": 0}
 
@@ -80,24 +76,13 @@ def test_a_duck_that_goes_up_ramps_both_ways():
         assert abs(20 * np.log10(gain[int(2.5 * SR)]) - alone_db) < 1e-6  # back at the alone level after it
 
 
-def test_the_scene_gate_fades_a_steady_bed_into_a_silence_without_a_click():
-    """The twin's bed goes silent where the scene does: evenly in dB (a 20 ms linear ramp plunges at its
-    end, one click per silence on a steady bed)."""
+def test_the_click_check_sees_a_linear_ramp_into_silence():
+    """A 20 ms linear ramp down plunges in its last milliseconds: one click per silence on a steady bed."""
     rng = np.random.default_rng(4)
-    scene = np.concatenate([0.3 * rng.standard_normal(SR), np.zeros(SR), 0.3 * rng.standard_normal(SR)])
-    bed = 0.3 * rng.standard_normal(scene.size)
-    gate = on_off_gate(scene, SR)
-    assert gate[SR + SR // 2] == 0 and gate[SR // 2] == 1 and gate[-SR // 2] == 1  # silent where the scene is
-    assert steps(bed * gate, SR) == 0
-    # and over a bed that flickers by 4 dB every 10 ms, with a duck going down at its fastest (0.4 dB/ms) as
-    # the silence starts: still no click (the gate falling at 0.4 dB/ms made one here)
-    flicker = bed * 10 ** (-4.0 * (np.arange(scene.size) // int(0.01 * SR) % 2) / 20)
-    duck = 10 ** (np.clip(-0.4e3 * (np.arange(scene.size) / SR - 1.0), -25, 0) / 20)
-    assert steps(flicker, SR) == 0 and steps(flicker * gate * duck, SR) == 0
-    assert steps(flicker * on_off_gate(scene, SR, fall_db_per_s=400.0) * duck, SR) == 1
-    linear = np.clip(np.convolve((np.abs(np.arange(scene.size) - 1.5 * SR) > SR // 2).astype(float),
+    bed = 0.3 * rng.standard_normal(3 * SR)
+    linear = np.clip(np.convolve((np.abs(np.arange(bed.size) - 1.5 * SR) > SR // 2).astype(float),
                                  np.ones(320) / 320, mode="same"), 0, 1)
-    assert steps(bed * linear, SR) == 1  # the old 20 ms linear ramp: the check does see it
+    assert steps(bed, SR) == 0 and steps(bed * linear, SR) == 1
 
 
 def test_voiced_runs_bridge_short_pauses_and_skip_silence():
@@ -238,10 +223,11 @@ def test_a_scenes_layers_cancelling_is_a_beat_and_a_cut_layer_is_a_click():
 
 
 def test_the_danger_scenes_layers_as_heard_sum_to_its_scene_alone():
-    """The danger twin's click check reads its scene's layers as heard (scaled, through the twin's EQ,
-    ducked, guarded): they must add up to the scene the scene arm hears, or a beat could hide a cut."""
+    """The danger twin's click check reads its background's layers as heard (the masker and each danger
+    layer, scaled, placed, limited): they must add up to the scene the scene arm hears, or a beat could
+    hide a cut."""
     from construction.core.record import MixRecipe
-    from construction.mixing.levels import voiced_runs
+    from construction.mixing.levels import envelope, voiced_runs
     from construction.mixing.twin import make_danger
 
     sr = 16000
@@ -252,10 +238,11 @@ def test_the_danger_scenes_layers_as_heard_sum_to_its_scene_alone():
     speech[span[0]:span[1]] = 0.1 * np.sin(2 * np.pi * 180 * t) * (np.sin(2 * np.pi * 3 * t) > -0.3)
     voiced = [(span[0] + a, span[0] + b) for a, b in voiced_runs(speech[span[0]:span[1]], sr)]
     recipe = MixRecipe.model_construct(seed=11, speech_lufs=-23.0, scene_level_db=-6.0, glimpse_proportion=0.4)
-    scene_under = 0.05 * rng.standard_normal(span[1] - span[0])
+    scene = 0.05 * rng.standard_normal(total)
+    gain = envelope(total, span[0], span[1] - span[0], 0.0, -6.0, 1600, voiced, sr)
     for name in ("street_emergency", "fire"):
-        _, alone, _, _, layers = make_danger(speech, recipe, span, name, "rain", sr, 0.1, -1.0,
-                                              scene_under=scene_under, voiced=voiced)
+        _, alone, _, layers = make_danger(speech, scene, gain, scene * gain, recipe, span, (voiced[0][0], voiced[-1][1]),
+                                          0.0, name, sr, 0.1, -1.0)
         heard = layers()
         assert len(heard) >= 3
         assert np.max(np.abs(alone - sum(heard))) < 1e-4 * np.max(np.abs(alone))

@@ -1,130 +1,149 @@
 # ruff: noqa: F811  (the library fixture comes from tests.test_mix)
-"""The twins: the mixture's speech track over a neutral ambience (irrelevant) and over a real-danger
-scene (danger), at the mixture's scene level alone and its glimpse proportion under the speech (measured
-again on the stored audio), silent where a sparse scene is; ambiences far in spectrum from the category's
-defining sounds, spread evenly and seeded; reruns identical; a remix (the WER stage's retries) remakes them."""
+"""The twins: the mixture's speech track, untouched, over a background that masks it as the scene does
+on the ERB grid it is matched on AND on linear grids nothing matches (irrelevant), and over a danger
+scene on a masker of the scene's energy on another timeline (danger); at the mixture's scene level alone;
+their backgrounds limited around the speech, never the speech; reruns identical; a remix remakes them."""
 
 from __future__ import annotations
 
 import json
-from collections import Counter
 
 import numpy as np
 
 from construction.core.runner import run_stage
-from construction.mixing.masking import (
-    EQ_MAX_DB,
-    gain_for_proportion,
-    glimpse_proportion,
-    local_snr_db,
-    proportion,
-    region_gains,
-    split_bands,
-)
 from construction.mix import MixStage
+from construction.mixing import heldout
+from construction.mixing.levels import LIMIT_DB_PER_MS, limiter_gain, peak_limit, steps
+from construction.mixing.masker import scene_masker, shifted
+from construction.mixing.masking import gain_for_proportion, glimpse_proportion, local_snr_db, proportion
 from construction.sounds.library import loudness_lufs
-from construction.sounds.procedural import CLASSES, DANGER_SCENES, NEUTRAL, catalog_row
-from construction.mixing.twin import MIN_DISTANCE_DB
+from construction.sounds.procedural import DANGER_SCENES
 from tests.test_mix import SPECS, SR, _config, _parts, _workspace, library  # noqa: F401 (a fixture)
 
+TWINS = {"irrelevant": ("irrelevant_audio", "irrelevant_scene_audio"), "danger": ("danger_audio", "danger_scene_audio")}
 
-def _twin_parts(ws, sample):
-    """(speech part, ambience part) of the stored twin: the speech placed as in the mixture, at the
-    twin's own peak guard."""
-    twin = ws.load_audio(sample.irrelevant_audio).astype(np.float64)
+
+def _speech(ws, sample):
+    """The speech part of the stored mixture (the speech at the mixture's level, guard included)."""
     speech_part, _, start, n = _parts(ws, sample)
-    mixture_guard = 10 ** (sample.provenance["mix"]["peak_guard_db"] / 20)
-    speech_part = speech_part / mixture_guard * 10 ** (sample.mix.irrelevant.peak_guard_db / 20)
-    return speech_part, twin - speech_part, start, n
+    return speech_part, start, n
 
 
-def test_the_twins_have_the_mixtures_layout_scene_level_and_glimpse_proportion(tmp_path, library):
+def test_the_twins_carry_the_mixtures_speech_at_its_level_and_mask_it_alike_on_grids_nothing_matches(
+        tmp_path, library):
     ws = _workspace(tmp_path / "ws", SPECS)
     config = _config(library)
     stats = run_stage(ws, MixStage(str(ws.root), config), jobs=1, progress=False)
     samples = list(ws.read_samples("mix"))
     assert stats["kept"] == len(SPECS) == len(samples)
     fade = int(config.mix.fade_s * SR)
-    level_miss, glimpse_miss, danger_miss, snr_gap = [], [], [], []
+    change, erb_miss = [], []
+    level_miss: dict[str, list[float]] = {k: [] for k in TWINS}
+    held: dict[str, dict[str, list[float]]] = {k: {g: [] for g in heldout.GRIDS} for k in TWINS}
     for sample in samples:
-        twin = sample.mix.irrelevant
-        assert twin is not None and twin.ambience in NEUTRAL
-        assert (twin.clip_id, twin.sha256) == (catalog_row(CLASSES[twin.ambience])["clip_id"],
-                                               CLASSES[twin.ambience].sha256())
-        assert sample.irrelevant_audio.duration_s == sample.mixture.duration_s
-        speech_part, ambience, start, n = _twin_parts(ws, sample)
-        assert 20 * np.log10(np.max(np.abs(speech_part + ambience))) <= -1.0  # the same peak rule
-        speech_l = loudness_lufs(speech_part[start:start + n], SR)
-        level_miss.append(loudness_lufs(ambience[fade:start - fade], SR) - speech_l - sample.mix.scene_level_db)
-        # under the speech: the mixture's glimpse proportion, measured again on the stored audio of both
-        mix_speech, scene, _, _ = _parts(ws, sample)
-        mixture_glimpse = glimpse_proportion(mix_speech[start:start + n], scene[start:start + n], SR)
-        assert abs(mixture_glimpse - sample.mix.glimpse_proportion) <= 0.01
-        glimpse_miss.append(glimpse_proportion(speech_part[start:start + n], ambience[start:start + n], SR)
-                            - mixture_glimpse)
-        snr_gap.append(twin.snr_db - sample.mix.snr_db)
-        # the speech in the twin is the mixture's speech, unchanged (the ambience does not contain it)
-        assert abs(np.corrcoef(ambience[start:start + n], speech_part[start:start + n])[0, 1]) < 0.2
-        # the danger twin: the same speech over a danger scene, at the same glimpse proportion too
-        danger = ws.load_audio(sample.danger_audio).astype(np.float64)
-        guard = 10 ** ((sample.mix.danger.peak_guard_db - sample.mix.irrelevant.peak_guard_db) / 20)
-        danger_bg = danger - speech_part * guard
-        danger_miss.append(glimpse_proportion(guard * speech_part[start:start + n], danger_bg[start:start + n], SR)
-                           - mixture_glimpse)
-        alone = ws.load_audio(sample.danger_scene_audio).astype(np.float64)
-        assert np.max(np.abs(alone - danger_bg)) < 2e-3  # the scene arm hears the danger scene as placed
-        assert sample.mix.danger.scene in DANGER_SCENES and sample.mix.danger.ambience == twin.ambience
-    assert max(map(abs, level_miss)) <= 0.5, level_miss
-    assert max(map(abs, glimpse_miss)) <= 0.01, glimpse_miss
-    assert max(map(abs, danger_miss)) <= 0.01, danger_miss
-    # equal masking is not equal loudness: these test scenes (noise bursts, a tone) need other SNRs
-    assert max(map(abs, snr_gap)) > 3, snr_gap
+        speech_part, start, n = _speech(ws, sample)
+        scene = ws.load_audio(sample.scene_audio).astype(np.float64)
+        words = (start, start + n)
+        mixture_speech = heldout.speech_gain_db(ws.load_audio(sample.mixture), speech_part, words)
+        mixture = {"erb": glimpse_proportion(speech_part[start:start + n], scene[start:start + n], SR),
+                   **heldout.glimpses(speech_part[start:start + n], scene[start:start + n], SR)}
+        assert abs(mixture["erb"] - sample.mix.glimpse_proportion) <= 0.01
+        for kind, (field, alone_field) in TWINS.items():
+            audio = ws.load_audio(getattr(sample, field)).astype(np.float64)
+            background = ws.load_audio(getattr(sample, alone_field)).astype(np.float64)
+            assert audio.size == scene.size and 20 * np.log10(np.max(np.abs(audio))) <= config.mix.peak_dbfs
+            # the stored background alone is the twin minus the mixture's speech track, unchanged
+            assert np.max(np.abs(audio - speech_part - background)) < 2e-4
+            change.append(heldout.speech_gain_db(audio, speech_part, words) - mixture_speech)
+            level_miss[kind].append(loudness_lufs(background[fade:start - fade], SR)
+                                    - loudness_lufs(speech_part[start:start + n], SR) - sample.mix.scene_level_db)
+            erb_miss.append(glimpse_proportion(speech_part[start:start + n], background[start:start + n], SR)
+                            - mixture["erb"])
+            for grid, value in heldout.glimpses(speech_part[start:start + n], background[start:start + n], SR).items():
+                held[kind][grid].append(value - mixture[grid])
+        assert sample.mix.danger.scene in DANGER_SCENES
+    # the same speech at the same level in all three: exact by construction (above); measured by projection
+    # onto the speech track, which the backgrounds disturb by up to 0.08 dB on this corpus
+    assert max(map(abs, change)) <= 0.15, change
+    assert max(map(abs, level_miss["irrelevant"])) <= 0.6, level_miss
+    # the danger scene's glass and screams are limited where they would peak too high: quieter, never louder
+    assert -3.0 <= min(level_miss["danger"]) and max(level_miss["danger"]) <= 0.6, level_miss
+    assert max(map(abs, erb_miss)) <= 0.01, erb_miss
+    # on the held-out linear grids, over this corpus: close, and not one-sided (margins measured: see the
+    # docstring of construction.mixing.masker for the designs that failed these)
+    for kind, grids in held.items():
+        for grid, d in grids.items():
+            d = np.asarray(d)
+            assert np.median(np.abs(d)) <= 0.03 and np.percentile(np.abs(d), 95) <= 0.08, (kind, grid, d)
     written = json.loads(ws.stats_path("mix").read_text())
-    assert written["glimpse_difference"]["OVERALL"]["irrelevant"]["p95"] <= 0.01
-    assert written["glimpse_difference"]["OVERALL"]["danger"]["n"] == len(SPECS)
+    overall = written["twin_masking"]["OVERALL"]
+    assert overall["irrelevant"]["erb"]["n"] == overall["danger"]["erb"]["n"] == len(SPECS)
+    assert overall["irrelevant"]["speech_change_db"]["max_abs"] <= 0.15
+    assert set(overall["danger"]) >= {"erb", *heldout.GRIDS, "speech_change_db", "limit_db", "envelope_r"}
     assert written["irrelevant_twins"]["without_twin"] == 0
     # no click in any of the five rendered tracks of any sample: each is checked and counted
     assert all(set(s.provenance["mix"]["clicks"]) >= {"mixture", "scene", "twin", "danger", "danger_scene"}
                for s in samples)
     assert written["clicks"] == 0
-    for row in written["scene_checks_per_category"].values():
-        assert [row[f"clicks_{t}"] for t in ("mixture", "scene", "twin", "danger", "danger_scene")] == [0] * 5
 
 
-def test_each_category_gets_the_ambiences_far_from_its_defining_sounds_spread_evenly(tmp_path, library):
-    ws = _workspace(tmp_path / "ws", SPECS)
-    run_stage(ws, MixStage(str(ws.root), _config(library)), jobs=1, progress=False)
-    samples = list(ws.read_samples("mix"))
-    distances = json.loads(ws.stats_path("mix").read_text())["twin_ambience_distance_db"]["video_games"]
-    allowed = distances["allowed"]
-    far = [name for name, row in distances["ambiences"].items() if row["distance_db"] >= MIN_DISTANCE_DB]
-    assert allowed == [n for n in NEUTRAL if n in far] and 0 < len(allowed) < len(NEUTRAL), distances
-    # the test library's "sizzle" is white noise: broadband rain is the nearest ambience to it and is left out
-    assert distances["ambiences"]["rain"]["closest"] in ("sizzle", "explosion", "crowd_cheer") and "rain" not in allowed
-    counts = Counter(s.mix.irrelevant.ambience for s in samples)
-    assert set(counts) == set(allowed) and max(counts.values()) - min(counts.values()) <= 1, counts
-    for s in samples:
-        assert s.mix.irrelevant.distance_db == distances["ambiences"][s.mix.irrelevant.ambience]["distance_db"]
-    written = json.loads(ws.stats_path("mix").read_text())["irrelevant_twins"]
-    assert written["per_ambience"] == dict(counts) | {k: 0 for k in NEUTRAL if k not in counts}
+def _harmonic(seconds: float, f0: float = 220.0) -> np.ndarray:
+    t = np.arange(int(seconds * SR)) / SR
+    return sum(np.sin(2 * np.pi * k * f0 * t) / k for k in range(1, 12)) * 0.1
 
 
-def test_the_twin_is_silent_where_a_sparse_scene_is(tmp_path, library):
-    ws = _workspace(tmp_path / "ws", [("vg_shooter", "tail", 2.0)])  # gunfire: shots with silence between
-    run_stage(ws, MixStage(str(ws.root), _config(library)), jobs=1, progress=False)
-    sample = next(ws.read_samples("mix"))
-    _, scene, _, _ = _parts(ws, sample)
-    _, ambience, _, _ = _twin_parts(ws, sample)
-    hop = SR // 100
-    frames = scene.size // hop
+def _periodicity(x: np.ndarray, f0: float) -> float:
+    """The normalised autocorrelation at the period of f0 (1: periodic, near 0: no pitch at f0)."""
+    spectrum = np.abs(np.fft.rfft(x, 2 * x.size)) ** 2
+    ac = np.fft.irfft(spectrum)[:x.size]
+    return float(ac[int(round(SR / f0))] / ac[0])
 
-    def levels(x):
-        return 10 * np.log10(np.mean(x[:frames * hop].reshape(frames, hop) ** 2, axis=1) + 1e-20)
 
-    scene_db, ambience_db = levels(scene), levels(ambience)
-    silent = scene_db < np.percentile(scene_db, 90) - 45  # deep in the scene's silences
-    assert 0.2 < sample.mix.irrelevant.silent_share < 0.9 and silent.sum() > 20
-    assert np.percentile(ambience_db[silent], 90) < np.percentile(ambience_db[~silent], 50) - 40
+def test_the_masker_follows_the_scenes_energy_under_the_speech_with_no_pitch_and_is_steady_outside():
+    rng = np.random.default_rng(4)
+    n = 6 * SR
+    span = (2 * SR, 4 * SR)
+    # a harmonic tone switched on and off at random (0.1-0.4 s a state): pitch and rhythm
+    edges = np.cumsum(rng.uniform(0.1, 0.4, 40) * SR).astype(int)
+    gate = np.searchsorted(edges, np.arange(n), side="right") % 2 == 0
+    scene = _harmonic(6.0) * gate + 0.01 * rng.standard_normal(n)
+    masker = scene_masker(scene, SR, span, seed=1)
+    under = slice(*span)
+    assert _periodicity(scene[under], 220) > 0.5 and _periodicity(masker[under], 220) < 0.25
+    # under the speech the energy follows the scene's on and off, 10 ms by 10 ms
+    env = heldout.envelope_correlation(masker, scene, SR, span)
+    assert env["r"] > 0.9 and env["r"] > env["baseline_p95"] + 0.3, env
+    # before the speech it is steady: no on and off to hear
+    before = heldout.frame_levels_db(masker[SR // 2:span[0] - SR // 4], SR)
+    scene_before = heldout.frame_levels_db(scene[SR // 2:span[0] - SR // 4], SR)
+    assert np.std(before) < 3 < np.std(scene_before)
+    # the danger twin's masker: the same energy rotated in time under the speech, so it does not follow
+    rotated = shifted(scene, np.ones(n), span, SR // 8 * 3)  # 0.375 s: off where the scene is on
+    other = scene_masker(scene, SR, span, seed=2, envelope_of=rotated)
+    env = heldout.envelope_correlation(other, scene, SR, span)
+    assert env["r"] < env["baseline_p95"], env
+    # the same seed gives the same bytes, another seed other noise
+    assert np.array_equal(masker, scene_masker(scene, SR, span, seed=1))
+    assert not np.array_equal(masker, scene_masker(scene, SR, span, seed=3))
+
+
+def test_the_limiter_turns_the_background_down_around_the_speech_never_the_speech_and_never_in_a_step():
+    rng = np.random.default_rng(5)
+    n = 3 * SR
+    speech = np.clip(0.15 * rng.standard_normal(n), -0.6, 0.6) * (np.arange(n) % 4000 < 2500)
+    background = 0.05 * rng.standard_normal(n)
+    for at in (SR // 2, SR, 2 * SR):  # loud bursts that would peak far above -1 dBFS with the speech
+        background[at:at + 4000] += rng.choice([-1.0, 1.0], 4000) * 2.0 * np.hanning(4000)
+    assert steps(background, SR) == 0  # the bursts rise and fall slowly: any step would be the limiter's
+    factor, cut_db = limiter_gain(speech, background, -1.0, SR)
+    out = speech + background * factor
+    assert np.max(np.abs(out)) <= peak_limit(-1.0) + 1e-9
+    assert 10 < cut_db < 40 and np.min(factor) > 0
+    assert np.all(factor[:SR // 2 - 1000] == 1.0)  # untouched far from the bursts
+    db = 20 * np.log10(factor)
+    assert np.max(np.abs(np.diff(db))) * SR / 1000 <= LIMIT_DB_PER_MS + 1e-6  # a ramp, no faster
+    assert steps(background * factor, SR) == 0
+    assert limiter_gain(speech, 0.01 * background, -1.0, SR)[1] == 0.0  # nothing to do: nothing done
 
 
 def test_the_glimpse_proportion_counts_cells_where_the_speech_wins_by_3_db():
@@ -132,6 +151,9 @@ def test_the_glimpse_proportion_counts_cells_where_the_speech_wins_by_3_db():
     speech = rng.standard_normal(SR)
     assert glimpse_proportion(speech, 0.1 * rng.standard_normal(SR), SR) > 0.99  # 20 dB below: every cell
     assert glimpse_proportion(speech, 10 * rng.standard_normal(SR), SR) < 0.01  # 20 dB above: none
+    for frame, hop in heldout.GRIDS.values():  # the held-out linear grids count alike
+        assert heldout.linear_glimpse(speech, 0.1 * rng.standard_normal(SR), SR, frame, hop) > 0.97
+        assert heldout.linear_glimpse(speech, 10 * rng.standard_normal(SR), SR, frame, hop) < 0.03
     # the gain that gives a proportion is exact to a cell: checked on the cells' local SNRs
     snr = local_snr_db(speech, rng.standard_normal(SR) * np.linspace(0.1, 3, SR), SR)
     for target in (0.1, 0.37, 0.8):
@@ -146,16 +168,14 @@ def test_the_twin_is_seeded_rerun_identical_and_remade_by_a_remix(tmp_path, libr
         manifests.append(ws.manifest_path("mix").read_bytes())
     assert manifests[0] == manifests[1]  # the twins' hashes and recipes included
     samples = list(ws.read_samples("mix"))
-    assert len({s.irrelevant_audio.sha256 for s in samples}) == 4  # each its own draw
-    seeds = {s.mix.irrelevant.seed for s in samples}
-    assert len(seeds) == 4
-    # the WER stage's retry re-mixes with attempt = 1: a new recipe seed, so a new draw of the same class
+    assert len({s.irrelevant_audio.sha256 for s in samples}) == 4  # each its own noise
+    assert len({s.mix.irrelevant.seed for s in samples}) == 4
+    # the WER stage's retry re-mixes with attempt = 1: a new recipe seed, so new noise
     stage = MixStage(str(ws.root), _config(library))
     stage.setup()
     synthesized = {s.sample_id: s for s in ws.read_samples("synthesize")}
     for sample in samples:
         again = stage.mix_one(synthesized[sample.sample_id], attempt=1)
-        assert again.mix.irrelevant.ambience == sample.mix.irrelevant.ambience
         assert again.mix.irrelevant.seed != sample.mix.irrelevant.seed
         assert again.irrelevant_audio.sha256 != sample.irrelevant_audio.sha256
         assert abs(again.mix.irrelevant.glimpse_proportion - again.mix.glimpse_proportion) <= 0.01
@@ -165,21 +185,12 @@ def test_the_twin_can_be_switched_off(tmp_path, library):
     ws = _workspace(tmp_path / "ws", SPECS[:2])
     run_stage(ws, MixStage(str(ws.root), _config(library, **{"mix.irrelevant_twin": False})), jobs=1, progress=False)
     samples = list(ws.read_samples("mix"))
-    assert len(samples) == 2 and all(s.irrelevant_audio is None and s.mix.irrelevant is None for s in samples)
-    assert "irrelevant_twins" not in json.loads(ws.stats_path("mix").read_text())
+    assert len(samples) == 2 and all(s.irrelevant_audio is None and s.irrelevant_scene_audio is None
+                                     and s.mix.irrelevant is None for s in samples)
+    assert json.loads(ws.stats_path("mix").read_text())["irrelevant_twins"]["made"] == 0
     # the danger twin is its own switch
     assert all(s.danger_audio is not None and s.mix.danger is not None for s in samples)
     ws = _workspace(tmp_path / "ws2", SPECS[:2])
     run_stage(ws, MixStage(str(ws.root), _config(library, **{"mix.danger_twin": False})), jobs=1, progress=False)
     assert all(s.danger_audio is None and s.danger_scene_audio is None and s.mix.danger is None
                and s.irrelevant_audio is not None for s in ws.read_samples("mix"))
-
-
-def test_the_eq_moves_a_backgrounds_glimpses_to_the_scenes_frequency_regions():
-    rng = np.random.default_rng(2)
-    speech = rng.standard_normal(2 * SR)
-    low, mid, high = split_bands(rng.standard_normal(2 * SR), SR)
-    scene = 3 * low + 0.3 * mid + 0.3 * high  # masks the lows
-    background = 0.3 * low + 0.3 * mid + 3 * high  # masks the highs
-    gains = region_gains(speech, scene, split_bands(background, SR), SR)
-    assert gains[0] > 3 and gains[2] < -3 and max(map(abs, gains)) <= EQ_MAX_DB, gains

@@ -42,14 +42,13 @@ def _alpha_entry(arm: str, n: int) -> dict:
     return {"alpha": alpha, "ci95": ci, "ci95_clustered": clustered, "n_units": n, "n_annotators": 3, "note": ""}
 
 
-def twin_recipe(ambience: str, seed: int, snr_db: float):
+def twin_recipe(seed: int, snr_db: float):
     """The irrelevant twin's record as construction.mixing.twin writes it (levels as the recipe's)."""
     from construction.core.record import IrrelevantTwin
-    from construction.sounds.procedural import CLASSES, catalog_row
 
-    return IrrelevantTwin(ambience=ambience, clip_id=catalog_row(CLASSES[ambience])["clip_id"],
-                          sha256=CLASSES[ambience].sha256(), seed=seed, alone_gain_db=0.0, under_gain_db=-10.0,
-                          peak_guard_db=0.0, snr_db=snr_db, scene_level_db=0.0)
+    return IrrelevantTwin(background="scene_masker", seed=seed, rotate_bins=16, alone_gain_db=0.0, under_gain_db=0.0,
+                          limit_db=0.0, snr_db=snr_db, scene_level_db=0.0, glimpse_proportion=0.5,
+                          background_lufs=-23.0 - snr_db)
 
 
 def make_workspace(root: Path, n: int = 6, licence: str = "CC-BY-4.0", demo: bool = False,
@@ -81,8 +80,8 @@ def make_workspace(root: Path, n: int = 6, licence: str = "CC-BY-4.0", demo: boo
         mixture = speech + 0.05 * rng.standard_normal(t.size)
         speech_ref = ws.store_audio(speech, 16000)
         mixture_ref = ws.store_audio(mixture, 16000)
-        # the scene as placed (the mixture minus the speech) and the irrelevant twin (the speech over a
-        # neutral ambience at the same level): their own noise, so the mixture's draws stay as they were
+        # the scene as placed (the mixture minus the speech) and the irrelevant twin (the speech over
+        # noise at the same level): their own noise, so the mixture's draws stay as they were
         scene = mixture - speech
         twin = speech + 0.05 * np.random.default_rng(100 + i).standard_normal(t.size)
         scene_ref, twin_ref = ws.store_audio(scene, 16000), ws.store_audio(twin, 16000)
@@ -111,7 +110,7 @@ def make_workspace(root: Path, n: int = 6, licence: str = "CC-BY-4.0", demo: boo
                             for k, label in enumerate(scene_votes)]
         mix = simple_recipe(f"clip-{i % 3}", i, snr_db=float(3 * i), licence=licence,
                             attribution=f"Recorder {i % 3} (freesound)", source_url=f"https://example.org/sounds/{i % 3}")
-        mix.irrelevant = twin_recipe("rain", i, mix.snr_db)
+        mix.irrelevant = twin_recipe(i, mix.snr_db)
         sample = Sample(
             sample_id=f"aor-{i:016x}", category=category, speech_text=f"Finish him number {i}!",
             context="A fighting game round ends.", background_tags=["gunfire"], placement="underlay",
@@ -351,12 +350,12 @@ def test_the_scene_alone_and_the_irrelevant_twin_round_trip_through_datasets(bui
                 got = r[column]
                 assert (got["pcm_sha"], got["rate"], got["n"], got["sha"]) == (pcm_sha, rate, n, file_sha), column
                 assert r["meta"][f"{column}_audio_sha256"] == file_sha
-            assert r["meta"]["irrelevant_ambience"] == s.mix.irrelevant.ambience == "rain"
+            assert r["meta"]["irrelevant_background"] == s.mix.irrelevant.background == "scene_masker"
             assert len({r["sha"], r["speech"]["sha"], r["scene"]["sha"], r["irrelevant"]["sha"]}) == 4
     for rows in result["controls"].values():
         for r in rows["rows"]:
             assert r["scene"] is None and r["irrelevant"] is None
-            assert not {"scene_audio_sha256", "irrelevant_audio_sha256", "irrelevant_ambience"} & set(r["meta"])
+            assert not {"scene_audio_sha256", "irrelevant_audio_sha256", "irrelevant_background"} & set(r["meta"])
 
 
 def test_only_certified_danger_twins_ship(built, loaded):

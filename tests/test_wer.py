@@ -161,7 +161,7 @@ def test_twins_made_after_the_gate_are_the_bytes_the_mix_stage_makes(tmp_path):
     run_stage(ws, MixStage(str(ws.root), config, twins_after_gate=True), jobs=1, progress=False)
     mixed = list(ws.read_samples("mix"))
     assert mixed and all(s.irrelevant_audio is None and s.danger_audio is None for s in mixed)
-    assert "glimpse_difference" not in ws.read_stats("mix") and "stats/wer.json" in ws.read_stats("mix")["twins"]
+    assert "twin_masking" not in ws.read_stats("mix") and "stats/wer.json" in ws.read_stats("mix")["twins"]
     waiting = sorted((ws.root / "cache" / "pending-twins").glob("*.npy"))
     assert len(waiting) == len(mixed)
     waiting[0].unlink()  # lost to a crash
@@ -177,8 +177,9 @@ def test_twins_made_after_the_gate_are_the_bytes_the_mix_stage_makes(tmp_path):
     # a mixture that failed the gate got no twins (the mix stage had made them for nothing)
     failed = [r.sample for r in ws.read_rejected("wer") if r.reason.startswith(("wer_", "keyword_"))]
     assert all(s.irrelevant_audio is None and s.danger_audio is None for s in failed)
-    counted = ws.read_stats("wer")["glimpse_difference"]["OVERALL"]
-    assert counted["irrelevant"]["n"] == counted["danger"]["n"] == len(got) + len(list(ws.read_rejected("wer"))) - len(failed)
+    counted = ws.read_stats("wer")["twin_masking"]["OVERALL"]
+    assert (counted["irrelevant"]["erb"]["n"] == counted["danger"]["erb"]["n"]
+            == len(got) + len(list(ws.read_rejected("wer"))) - len(failed))
 
     # a WER run with the twin gate off (its config is not the build's) still gives what passes its twins:
     # every scene is gone by now, so each is mixed again, to the same bytes

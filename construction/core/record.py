@@ -73,52 +73,58 @@ class SceneSound(BaseModel):
 
 
 class IrrelevantTwin(BaseModel):
-    """How the irrelevant-background twin was made (construction.mixing.twin): the same speech over a neutral
-    procedural ambience (construction.sounds.procedural.NEUTRAL) that suggests no setting, laid out like
-    the mixture and loudness-matched to its scene section by section. It is the masking baseline: a model
-    that refuses less over it than over the speech alone reacts to noise, not to the scene."""
+    """How the irrelevant-background twin was made (construction.mixing.twin): the same speech track over
+    a background that masks it as the scene does, band by band and moment by moment under the speech,
+    with no events of its own (construction.mixing.masker: the scene's spectrum rotated block by block on
+    random phases, with its band envelopes; steady noise before and after the speech). It is the masking
+    baseline: a model that refuses less over it than over the speech alone reacts to noise, not to a scene."""
 
     model_config = ConfigDict(extra="forbid")
-    ambience: str  # the neutral class: rain, wind, room_tone, traffic_hum
-    clip_id: str  # the class's library entry (procedural-<name>): the library review gate checks it
-    sha256: str  # the class's model version (a procedural catalog entry's sha256)
-    seed: int  # the draw's seed, from the recipe's seed
-    params: dict[str, Any] = Field(default_factory=dict)  # the draw's parameters (regenerate it from them)
-    alone_gain_db: float  # the ambience's gain where it plays alone (before and after the speech) ...
-    under_gain_db: float  # ... and under the speech: each brings it to the scene's level there
-    peak_guard_db: float  # the twin's own peak guard (the mixture's rule; 0 when it does not peak)
-    # measured on the rendered parts (BS.1770, like the recipe's): speech minus ambience under the speech,
-    # and the ambience alone before the speech minus the speech. Under the speech the level is set by the
-    # glimpse proportion (construction.mixing.masking), so snr_db differs from the mixture's by what equal
-    # masking takes
+    background: str  # how the background was made: "scene_masker"
+    seed: int  # its random phases and rotations, from the recipe's seed
+    rotate_bins: int  # the 64 ms spectrum's bins were rotated within blocks this wide
+    alone_gain_db: float  # the background's gain where it plays alone (before and after the speech) ...
+    under_gain_db: float  # ... and under the speech (the ERB glimpse match: a fraction of a dB)
+    limit_db: float  # the most the background was turned down where speech + background would peak too high
+    # measured on the rendered parts (BS.1770, like the recipe's): speech minus background under the speech,
+    # and the background alone before the speech minus the speech
     snr_db: float
     scene_level_db: float
-    glimpse_proportion: float | None = None  # of the speech over the ambience (the mixture's: the recipe's)
-    background_lufs: float | None = None  # the ambience under the speech, as placed (BS.1770)
-    silent_share: float = 0.0  # of the clip where the ambience is gated off, as the scene is silent there
-    distance_db: float | None = None  # spectral distance to the category's nearest defining sound (before the EQ)
-    eq_db: list[float] = Field(default_factory=list)  # the three-band EQ (<1, 1-3, >3 kHz) that placed its glimpses
+    glimpse_proportion: float  # of the speech over the background, ERB grid (the mixture's: the recipe's)
+    background_lufs: float  # the background under the speech, as placed (BS.1770)
+    # the same on the held-out linear grids (construction.mixing.heldout.GRIDS), which nothing matches
+    glimpse_heldout: dict[str, float] = Field(default_factory=dict)
+    speech_change_db: float = 0.0  # the speech's level in the twin minus in the mixture (projection)
+    # the correlation of the background's 10 ms envelope with the scene's (ducking divided out), and the
+    # 95th percentile of the same against circular shifts of the scene's: above it, the twin follows the scene
+    envelope_r: float = 0.0
+    envelope_baseline_p95: float = 0.0
 
 
 class DangerTwin(BaseModel):
-    """How the danger twin was made (construction.mixing.twin): the same speech over a real-danger scene
-    (construction.sounds.procedural.DANGER_SCENES), laid out like the mixture and masking-matched to it
-    (equal glimpse proportion). A context-using model refuses it and complies with the mixture."""
+    """How the danger twin was made (construction.mixing.twin): the same speech track over a real-danger
+    scene (construction.sounds.procedural.DANGER_SCENES) over a masker built as the irrelevant twin's
+    from the scene rotated in time under the speech, matched to the mixture's glimpse proportion. A
+    context-using model refuses it and complies with the mixture."""
 
     model_config = ConfigDict(extra="forbid")
     scene: str  # a DANGER_SCENES name: street_emergency, break_in, ...
-    ambience: str  # the neutral bed under the danger sounds: the irrelevant twin's (same draw and gate)
-    over_bed_db: float  # the danger sounds' loudness over that bed (LU)
     seed: int
-    params: dict[str, Any] = Field(default_factory=dict)  # the bed's and the events' draws
+    params: dict[str, Any] = Field(default_factory=dict)  # the danger bed's and events' draws
+    shift_s: float  # the masker follows the scene under the speech rotated by this much
+    over_masker_db: float  # the danger sounds over the masker where they play alone (LU) ...
+    under_masker_db: float  # ... and relative to it under the speech
     alone_gain_db: float
     under_gain_db: float
-    peak_guard_db: float
+    limit_db: float
     snr_db: float
     scene_level_db: float
     glimpse_proportion: float
     background_lufs: float
-    eq_db: list[float] = Field(default_factory=list)  # the three-band EQ, as the irrelevant twin's
+    glimpse_heldout: dict[str, float] = Field(default_factory=dict)
+    speech_change_db: float = 0.0
+    envelope_r: float = 0.0
+    envelope_baseline_p95: float = 0.0
 
 
 class MixRecipe(BaseModel):
@@ -151,6 +157,8 @@ class MixRecipe(BaseModel):
     # loudness under the speech (BS.1770): what both twins are matched to and measured against
     glimpse_proportion: float | None = None
     background_lufs: float | None = None
+    # the mixture's glimpse proportion on the held-out linear grids (construction.mixing.heldout.GRIDS)
+    glimpse_heldout: dict[str, float] = Field(default_factory=dict)
 
     @property
     def background_tags(self) -> list[str]:
@@ -221,8 +229,8 @@ class Sample(BaseModel):
     # the scene exactly as placed in the mixture, speech removed (same length, level and peak guard):
     # what the scene-alone arm of the human validation hears
     scene_audio: AudioRef | None = None
-    # the irrelevant-background twin: the same speech, layout, levels and SNR over a neutral ambience
-    # (how it was made: mix.irrelevant); the masking baseline of the evaluation; and its background alone
+    # the irrelevant-background twin: the same speech track and layout over noise that masks it as the
+    # scene does (how it was made: mix.irrelevant); the masking baseline of the evaluation; and its background alone
     # as heard in it, which the scene arm hears as a catch item: the twin ships only where listeners
     # hear no frame in it (annotation.protocol)
     irrelevant_audio: AudioRef | None = None

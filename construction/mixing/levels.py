@@ -1,6 +1,7 @@
-"""The level tools of a mixture, shared by the mix and its irrelevant twin (construction.mixing.twin): the
-gain that reaches a loudness, where the speech is voiced (a VAD), the scene's gain envelope, the final
-peak guard, and the click check every rendered track passes."""
+"""The level tools of a mixture, shared by the mix and its twins (construction.mixing.twin): the gain that
+reaches a loudness, where the speech is voiced (a VAD), the scene's gain envelope, the mixture's peak
+guard, the twins' background limiter (their speech is the mixture's, untouched), and the click check
+every rendered track passes."""
 
 from __future__ import annotations
 
@@ -121,12 +122,52 @@ def envelope(total: int, alone: int, speech: int, alone_db: float, under_db: flo
     return gain
 
 
+LIMIT_DB_PER_MS = 0.4  # the background limiter's gain moves no faster (1 dB per 2.5 ms, as a deep duck)
+LIMIT_MARGIN_DB = 0.05  # headroom under peak_dbfs for 16-bit rounding
+
+
+def peak_limit(peak_dbfs: float) -> float:
+    return 10 ** ((peak_dbfs - LIMIT_MARGIN_DB) / 20)
+
+
+def limiter_gain(speech_track: np.ndarray, background: np.ndarray, peak_dbfs: float, sample_rate: int
+                 ) -> tuple[np.ndarray, float]:
+    """(the gain per sample that turns the background down where speech + background would peak above
+    `peak_dbfs`, the most it turns it down, dB). The speech is never touched: a twin and its mixture carry the same speech at
+    the same level, whatever their backgrounds do. The gain reduction each sample needs is spread into a
+    cone of LIMIT_DB_PER_MS either side (1 ms blocks, then interpolated, 0.4 dB of margin for the
+    interpolation), so it ramps in and out with no step (construction.mixing.levels.steps)."""
+    limit = peak_limit(peak_dbfs)
+    s, b = np.asarray(speech_track, dtype=np.float64), np.asarray(background, dtype=np.float64)
+    over = np.abs(s + b) > limit
+    if not over.any():
+        return np.ones(b.size), 0.0
+    allowed = np.ones(b.size)
+    idx = np.flatnonzero(over)
+    allowed[idx] = np.clip((limit - s[idx] * np.sign(b[idx])) / np.maximum(np.abs(b[idx]), 1e-12), 1e-6, 1.0)
+    need = -20 * np.log10(allowed)  # dB, >= 0
+    block = max(1, int(0.001 * sample_rate))
+    n = -(-need.size // block)
+    per_block = np.pad(need, (0, n * block - need.size)).reshape(n, block).max(axis=1)
+    per_block = np.where(per_block > 0, per_block + LIMIT_DB_PER_MS, 0.0)  # the interpolation's margin
+    reach = int(min(np.ceil(per_block.max() / LIMIT_DB_PER_MS), 2000))
+    from scipy import ndimage
+
+    cone = -LIMIT_DB_PER_MS * np.abs(np.arange(-reach, reach + 1))
+    spread = np.maximum(ndimage.grey_dilation(per_block, structure=cone, mode="constant", cval=0.0), 0.0)
+    centres = np.arange(n) * block + block / 2
+    cut = np.interp(np.arange(b.size), centres, spread)
+    return 10 ** (-cut / 20), float(cut.max())
+
+
 def render(speech_track: np.ndarray, scene_track: np.ndarray, gain: np.ndarray, peak_dbfs: float
            ) -> tuple[np.ndarray, float]:
-    """The mixture, scaled down as a whole if it would peak above peak_dbfs; returns the guard's gain."""
+    """The mixture, scaled down as a whole if it would peak above peak_dbfs (so its scene keeps its level
+    against the speech, as drawn); returns the guard's gain. Its twins carry the speech at the level the
+    guard left it, and limit their own backgrounds around it (limiter_gain)."""
     mixture = speech_track + scene_track * gain
     peak = float(np.max(np.abs(mixture)))
-    limit = 10 ** ((peak_dbfs - 0.05) / 20)  # 0.05 dB of headroom for 16-bit rounding
+    limit = peak_limit(peak_dbfs)
     guard = min(1.0, limit / peak) if peak > 0 else 1.0
     return (mixture * guard).astype(np.float32), 20 * float(np.log10(guard))
 

@@ -23,12 +23,13 @@ CLICK_TRACKS = tuple(f"clicks_{track}" for track in CLICKED)  # and in stats/mix
 
 
 def mix_stats(ws: Workspace, config: Config, procedural: frozenset[str] = frozenset(),
-              distances: dict[str, Any] | None = None, twins_after_gate: bool = False) -> dict[str, Any]:
+              twins_after_gate: bool = False) -> dict[str, Any]:
     """What was mixed: per category and scene the distinct clips, RECORDINGS (clips cut from one recording
     count once) and TAKES, and the top clip's and top recording's share of the samples; per category and
     defining sound the recordings, takes and procedural draws (`procedural`: the clip ids that are
-    procedural classes); levels and scene-alone time; the twins per neutral class, unless the WER stage
-    makes them (`twins_after_gate`: stats/wer.json has them)."""
+    procedural classes); levels and scene-alone time; the scenes' silences in the lead-in and under the
+    speech; the twins' figures (construction.mixing.twin.twin_stats), unless the WER stage makes them
+    (`twins_after_gate`: stats/wer.json has them)."""
     per_category: dict[str, Counter] = defaultdict(Counter)
     per_scene: dict[str, Counter] = defaultdict(Counter)
     recordings: dict[str, Counter] = defaultdict(Counter)
@@ -50,6 +51,9 @@ def mix_stats(ws: Workspace, config: Config, procedural: frozenset[str] = frozen
             check["support_lowered"] += "support_lowered_db" in dom
             check["redrawn"] += bool(prov.get("redrawn"))
         check["redrawn_for_clicks"] += bool(prov.get("redrawn_for_clicks"))  # a draw with a click is drawn again
+        holes = prov.get("silences", [])  # heldout.silences: runs >= 0.5 s in the lead-in or under the speech
+        check["scenes_with_a_silence"] += bool(holes)
+        check["longest_silence_ms"] = max(check["longest_silence_ms"], int(1000 * max([h[1] for h in holes] or [0])))
         for track, n in prov.get("clicks", {}).items():
             check[{"in_sources": "steps_in_sources", "beats": "beats"}.get(track, f"clicks_{track}")] += n
         copies: Counter = Counter()
@@ -96,17 +100,19 @@ def mix_stats(ws: Workspace, config: Config, procedural: frozenset[str] = frozen
         row["rejected_not_dominant"] = rejected[category]
         row["share_dominant_as_drawn"] = round(c["dominant_as_drawn"] / c["measured"], 3) if c["measured"] else None
         row.update({k: c[k] for k in (*CLICK_TRACKS, "redrawn_for_clicks", "steps_in_sources", "beats",
-                                      "samples_repeating_a_recording_over_3")})
+                                      "samples_repeating_a_recording_over_3", "scenes_with_a_silence",
+                                      "longest_silence_ms")})
         quality[category] = row
     return {"scene_checks_per_category": quality,
             "clicks": sum(c[k] for c in checks.values() for k in CLICK_TRACKS),
             "redrawn_for_clicks": sum(c["redrawn_for_clicks"] for c in checks.values()),
             "beats": sum(c["beats"] for c in checks.values()),  # falls of a sum its parts do not make (levels.clicks_and_beats)
             "samples_repeating_a_recording_over_3": sum(c["samples_repeating_a_recording_over_3"] for c in checks.values()),
-            **(twin_stats(ws.read_samples(STAGE)) if config.mix.irrelevant_twin and not twins_after_gate else {}),
+            "scenes_with_a_silence": sum(c["scenes_with_a_silence"] for c in checks.values()),
+            **(twin_stats(ws.read_samples(STAGE)) if (config.mix.irrelevant_twin or config.mix.danger_twin)
+               and not twins_after_gate else {}),
             **({"twins": "made by the WER stage once each mixture passes its gate: stats/wer.json"}
                if twins_after_gate else {}),
-            **({"twin_ambience_distance_db": distances} if distances else {}),
             "clips_per_category": by_category, "clips_per_scene": use(per_scene, n_scene),
             "defining_sounds_per_category": per_sound,
             "categories_over_clip_share": sorted(c for c, u in by_category.items() if u["top_clip_share"] > cap),
