@@ -12,9 +12,12 @@ sounds come in `support_level_db` lower when the library has them. A bed (ambien
 throughout from one take of its recording, looped with crossfades when it is short; a one-shot event (a
 shot, a bell, a pop) comes as the scene's pattern says (construction.text.taxonomy EventPattern: single,
 pair, burst, continuous copies with gaps, then-ordered), never looped into a buzz, and one copy is always
-heard with the speech. Each sound gets the least-used RECORDING of its tag in the sample's category, then
-its least-used take (construction.sounds.scenes.assign_clips), and every use varies gain, tilt, speed
-and room (construction.sounds.variation), applied before the loudness is measured.
+heard with the speech. Every defining sound is heard alone before the speech, a scene no bed plays under
+is carried by one sound's copies back to back (no hole), and no recording plays more than 3 times in it,
+bursts included (construction.mixing.placement). Each sound gets the least-used RECORDING of its tag in
+the sample's category (none serving over 15 % of it while a procedural class can), then its least-used
+take (construction.sounds.scenes.assign_clips), and every use varies gain, tilt, speed and room
+(construction.sounds.variation), applied before the loudness is measured.
 
 The mix is data before it is audio: the recipe (clips and their placement, levels, seed) is drawn from
 the sample id and seed alone, and stored on the sample; the same recipe gives the same bytes.

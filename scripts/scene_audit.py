@@ -3,7 +3,7 @@ silences of 0.5 s or more in the lead-in or under the speech (construction.mixin
 defining sounds never heard alone before the speech, and recordings placed more than 3 times in a scene
 (bursts included).
 
-    python scripts/scene_audit.py --workspace workspace [--stage mix] [--json out.json]
+    python scripts/scene_audit.py --workspace workspace [--stage mix] [--sounds LIBRARY] [--json out.json]
 
 Prints per category the samples with each fault and the worst cases; --json writes every sample's figures.
 """
@@ -24,11 +24,12 @@ from construction.core.workspace import Workspace  # noqa: E402
 from construction.mixing import scene_checks  # noqa: E402
 
 
-def audit(ws: Workspace, stage: str) -> list[dict]:
+def audit(ws: Workspace, stage: str, sounds: str | None = None) -> list[dict]:
     from construction.mix import MixStage
     from construction.sounds.scenes import open_library
 
-    config = load_config(ws.root / "config.yaml")
+    snapshot = ws.root / "config.yaml"
+    config = load_config(snapshot if snapshot.is_file() else None, {"mix.sounds": sounds})
     mixer = MixStage(str(ws.root), config)
     mixer.library = open_library(config.mix.sounds, check_audio=False)  # the layers alone: no setup needed
     mixer._audio = {}
@@ -45,12 +46,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python scripts/scene_audit.py", description=__doc__.splitlines()[0])
     parser.add_argument("--workspace", required=True, help="a built workspace")
     parser.add_argument("--stage", default="mix", help="the manifest to audit (mix: every first attempt; wer: the kept)")
+    parser.add_argument("--sounds", help="the sound library it was mixed with (default: the workspace's config)")
     parser.add_argument("--json", help="write every sample's figures here")
     args = parser.parse_args(argv)
     ws = Workspace(args.workspace)
-    if not (ws.root / "config.yaml").is_file() or not ws.manifest_path(args.stage).is_file():
+    if not ws.manifest_path(args.stage).is_file():
         raise WorkbenchError(f"{args.workspace} has no {args.stage} manifest: build it first")
-    rows = audit(ws, args.stage)
+    rows = audit(ws, args.stage, args.sounds)
     print(f"{'category':<24} {'n':>4} {'silence':>8} {'longest':>8} {'not_alone':>10} {'over_3':>7}")
     for cat, c in sorted(scene_checks.summary(rows).items(), key=lambda kv: (kv[0] == "OVERALL", kv[0])):
         print(f"{cat:<24} {c['n']:>4} {c['with_silence']:>8} {c['longest_silence_s']:>8.2f} "

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import copy
 import json
+import subprocess
+import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -203,3 +205,14 @@ def test_every_shipped_scene_renders_without_a_hole_alone_first_and_no_copy_over
         if any(found.values()):
             faults[f"{sample.scene_id} {sample.sample_id[:12]}"] = found
     assert faults == {}
+    # the audit script reads the same off the workspace, and says what is wrong with a bad one
+    script = Path(__file__).resolve().parents[1] / "scripts" / "scene_audit.py"
+    proc = subprocess.run([sys.executable, str(script), "--workspace", str(ws.root), "--sounds", str(starter),
+                           "--json", str(tmp_path / "audit.json")], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    overall = next(line for line in proc.stdout.splitlines() if line.startswith("OVERALL")).split()
+    assert overall == ["OVERALL", str(len(samples)), "0", "0.00", "0", "0"]
+    assert len(json.loads((tmp_path / "audit.json").read_text())) == len(samples)
+    bad = subprocess.run([sys.executable, str(script), "--workspace", str(tmp_path / "nowhere")], capture_output=True,
+                         text=True, check=False)
+    assert bad.returncode == 2 and bad.stderr.startswith("error:") and "no mix manifest" in bad.stderr
