@@ -81,6 +81,7 @@ from construction.mixing.tracks import (  # noqa: F401
     cap_repeats,
     draw_onsets,
     event_track,
+    first_loud,
     sounding_end,
 )
 from construction.mixing.twin import (
@@ -180,19 +181,24 @@ class MixStage:
         """Every picked clip placed (construction.mixing.placement): every defining sound heard alone
         before the speech, no hole where the scene has no bed, no recording more than 3 times."""
         return place_sounds(sample, chosen, self.taxonomy, self.config.mix, rng, total_s, speech, seed,
-                            self._sounding_s)
+                            self._sounding)
 
-    def _sounding_s(self, clip, seed: int | None = None) -> float:
-        """How long a recording (or a procedural class's draw `seed`) sounds, to its last 10 ms 40 dB under
-        its peak, s; a recording is measured once a worker."""
+    def _sounding(self, clip, seed: int | None = None) -> tuple[float, float]:
+        """(when a recording, or a procedural class's draw `seed`, is first within 10 dB of its loudest
+        10 ms, when it stops sounding: its last 10 ms 40 dB under its peak), s; a recording is measured
+        once a worker."""
         sr = self.config.sample_rate
         if seed is not None:
-            audio, _ = self._draw(clip.procedural, seed, 0.0)
-            return sounding_end(audio, sr) / sr or clip.duration_s
-        cache = self.__dict__.setdefault("_sounding", {})
+            return self._timing(self._draw(clip.procedural, seed, 0.0)[0], clip)
+        cache = self.__dict__.setdefault("_timings", {})
         if clip.clip_id not in cache:
-            cache[clip.clip_id] = sounding_end(self._clip_audio(clip), sr) / sr or clip.duration_s
+            cache[clip.clip_id] = self._timing(self._clip_audio(clip), clip)
         return cache[clip.clip_id]
+
+    def _timing(self, audio: np.ndarray, clip) -> tuple[float, float]:
+        sr = self.config.sample_rate
+        end = sounding_end(audio, sr) / sr or clip.duration_s
+        return min(first_loud(audio, sr), end), end
 
     def _draw(self, name: str, seed: int, duration_s: float) -> tuple[np.ndarray, dict]:
         """A procedural draw; the last few events are kept, as placing a scene measures the draws it then renders."""

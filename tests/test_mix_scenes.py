@@ -142,6 +142,21 @@ def test_a_defining_single_is_heard_alone_before_the_speech(tmp_path):
         assert _checks(ws, stage, sample)["not_alone"] == []
 
 
+def test_every_procedural_bed_a_scene_can_use_never_falls_silent():
+    """A scene with a procedural bed counts as carried (no cover sound): so no draw may fall 35 dB under
+    its loud frames for 0.3 s. The bubbles did in 11 of 40 draws (a sparse, quiet stretch between big
+    bubbles); the water now churns under them."""
+    from construction.sounds.procedural import CLASSES, DANGER_SCENES, draw
+    from construction.sounds.scenes import has_gap
+
+    danger = {c for bed, events in DANGER_SCENES.values() for c in (bed, *events)}
+    beds = [name for name, cls in CLASSES.items() if cls.kind == "bed" and name not in danger]
+    assert {"bubbles", "applause", "crowd_cheer", "sizzle", "saw", "kitchen", "music_box"} <= set(beds)
+    for name in beds:
+        assert not any(has_gap(draw(name, seed, 7.0, SR)[0], SR) for seed in range(12)), name
+    assert has_gap(np.concatenate([np.ones(SR), np.zeros(SR // 2), np.ones(SR)]), SR)  # the measure finds one
+
+
 # --- the shipped taxonomy over the starter library ----------------------------------------------------
 
 @pytest.fixture(scope="module")

@@ -48,10 +48,11 @@ def copy_order(budgets: list[int | None], limit: int = MAX_COPIES) -> list[int]:
 
 def place_sounds(sample: Sample, chosen: dict[str, list[Pick]], taxonomy: Taxonomy, cfg: MixConfig,
                  rng: random.Random, total_s: float, speech: tuple[float, float], seed: int,
-                 sounding_s: Callable[[Clip, int | None], float]) -> list[SceneSound]:
+                 sounding: Callable[[Clip, int | None], tuple[float, float]]) -> list[SceneSound]:
     """Every picked clip placed (see the module docstring): a bed's offset inside its take, an event's
-    onsets, each use's variation and a procedural class's seeds. `sounding_s(clip, seed)`: how long a
-    recording (seed None) or a procedural class's draw `seed` sounds, before the use's rate change."""
+    onsets, each use's variation and a procedural class's seeds. `sounding(clip, seed)`: (when it is
+    first loud, how long it sounds), s, of a recording (seed None) or a procedural class's draw `seed`,
+    before the use's rate change: an applause that swells is heard alone only once it is loud."""
     defining, support = scene_sounds(sample, taxonomy)
     roles = [(t, "defining") for t in defining] + [(t, "support") for t in support if t in chosen]
     spec, after, depth = scene_order(sample, taxonomy, (t for t, _ in roles))
@@ -96,12 +97,19 @@ def place_sounds(sample: Sample, chosen: dict[str, list[Pick]], taxonomy: Taxono
             order = copy_order(budgets)
             budget = None if None in budgets else len(order)
 
-            def length(i: int, order=order, group=group, rates=rates) -> float:
-                """How long copy i sounds, s."""
+            def timing(i: int, order=order, group=group, rates=rates) -> tuple[float, float]:
+                """(when copy i is first loud, how long it sounds), s."""
                 k = order[min(i, len(order) - 1)]
                 p = group[k]
                 seed_k = procedural_seed(tag, p, order[:i].count(k)) if is_procedural(p.clip) else None
-                return sounding_s(p.clip, seed_k) / rates[k]
+                attack, end = sounding(p.clip, seed_k)
+                return attack / rates[k], end / rates[k]
+
+            def length(i: int, timing=timing) -> float:
+                return timing(i)[1]
+
+            # the first copy of a sound heard alone starts early enough for its loud part to come first
+            alone_by = speech[0] - timing(0)[0]
 
             event_s = max(length(i) for i in range(min(3, len(order))))
             # a one-shot heard alone before the speech: a defining one, and one something is ordered after
@@ -113,7 +121,7 @@ def place_sounds(sample: Sample, chosen: dict[str, list[Pick]], taxonomy: Taxono
                     for _ in range((pattern.count or rng.randint(3, 5)) - 1):
                         unit.append(round(unit[-1] + rng.uniform(*cfg.burst_spacing_s), 3))
                     units.insert(0, unit)
-                first = (alone_onset(rng, length(0), speech[0], not_before=not_before, early=tag in followed)
+                first = (alone_onset(rng, length(0), alone_by, not_before=not_before, early=tag in followed)
                          if alone else None)
                 for unit in units:
                     onsets = cover_onsets(rng, length, total_s, first=first, not_before=not_before, unit=unit,
@@ -126,7 +134,7 @@ def place_sounds(sample: Sample, chosen: dict[str, list[Pick]], taxonomy: Taxono
                         count=pattern.count, not_before=max(not_before, first + length(0) if first is not None else 0.0),
                         budget=None if budget is None else budget - (first is not None), length=length)
             elif alone:
-                onsets = [alone_onset(rng, length(0), speech[0], not_before=not_before, early=tag in followed)]
+                onsets = [alone_onset(rng, length(0), alone_by, not_before=not_before, early=tag in followed)]
                 if pattern.pattern == "pair":
                     gap = length(0) + rng.uniform(cfg.event_gap_s_min, cfg.event_gap_s_max)
                     second = onsets[0] + gap if onsets[0] + gap < total_s - 0.1 else max(

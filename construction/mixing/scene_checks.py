@@ -15,7 +15,7 @@ from construction.mixing import heldout
 from construction.mixing.tracks import MAX_REPEATS
 
 ALONE_WITHIN_DB = 20.0  # a defining sound is heard alone where its layer is this close to its own peak ...
-ALONE_MIN_S = 0.1       # ... for this long, between the fade-in and the speech's start
+ALONE_MIN_S = 0.1       # ... for this long (or half a short copy's loud part), between the fade-in and the speech
 FRAME_S = 0.01
 
 
@@ -33,19 +33,23 @@ def scene_silences(scene: np.ndarray, recipe: MixRecipe, sample_rate: int) -> li
 
 def not_heard_alone(recipe: MixRecipe, tracks: list[np.ndarray], sample_rate: int) -> list[str]:
     """The defining tags whose layers (summed per tag, at their gains) never come within ALONE_WITHIN_DB
-    of their own loudest 10 ms for ALONE_MIN_S between the fade-in and the speech's start."""
+    of their own loudest 10 ms between the fade-in and the speech's start for ALONE_MIN_S, or for half
+    as long as one copy is that loud where that is shorter (a bubble's blip)."""
     by_tag: dict[str, np.ndarray] = {}
+    copies: dict[str, int] = {}
     for sound, track in zip(recipe.sounds, tracks):
         if sound.role == "defining":
             heard = track * 10 ** (sound.gain_db / 20)
             by_tag[sound.tag] = by_tag[sound.tag] + heard if sound.tag in by_tag else heard
+            copies[sound.tag] = copies.get(sound.tag, 0) + (1 if sound.kind == "bed" else len(sound.onsets_s))
     out = []
     hop = int(FRAME_S * sample_rate)
     for tag, track in by_tag.items():
         start, _ = speech_span(recipe, track.size, sample_rate)
         level = heldout.frame_levels_db(track, sample_rate, FRAME_S)
-        lead = level[int(recipe.fade_s * sample_rate) // hop:start // hop]
-        if np.sum(lead >= level.max() - ALONE_WITHIN_DB) * FRAME_S < ALONE_MIN_S - 1e-9:
+        loud = level >= level.max() - ALONE_WITHIN_DB
+        need = min(ALONE_MIN_S, 0.5 * np.sum(loud) * FRAME_S / max(1, copies[tag]))
+        if np.sum(loud[int(recipe.fade_s * sample_rate) // hop:start // hop]) * FRAME_S < need - 1e-9:
             out.append(tag)
     return out
 

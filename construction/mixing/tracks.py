@@ -47,6 +47,18 @@ def sounding_end(clip: np.ndarray, sample_rate: int) -> int:
     return min(x.size, (int(loud[-1]) + 1) * w) if loud.size else 0
 
 
+def first_loud(clip: np.ndarray, sample_rate: int, within_db: float = 10.0) -> float:
+    """When a clip is first within `within_db` of its loudest 10 ms window, s (an applause that swells
+    gets loud a second or two in; a shot at once)."""
+    w = max(1, int(TAIL_S * sample_rate))
+    x = np.asarray(clip, dtype=np.float64)
+    n = x.size // w
+    if n == 0:
+        return 0.0
+    level = 10 * np.log10(np.mean(x[:n * w].reshape(n, w) ** 2, axis=1) + 1e-20)
+    return float(np.argmax(level >= level.max() - within_db) * TAIL_S)
+
+
 def event_track(clip: np.ndarray, length: int, onsets: list[int], gains_db: list[float], fade: int,
                 sample_rate: int = 16000) -> np.ndarray:
     """Copies of a one-shot at `onsets` (samples), each at its own gain. Each copy ends where its sound
