@@ -196,7 +196,7 @@ def test_500_lines_a_category_use_ten_scenes_none_over_15_percent_and_no_recordi
                                    if not is_procedural(p.clip)})
     for category, recordings in served.items():
         top, n = recordings.most_common(1)[0]
-        assert n <= 75, (category, top, n)
+        assert n <= 70, (category, top, n)  # 14 % dealt: 15 % of the kept with a margin for the WER gate
 
 
 def test_every_shipped_scene_renders_without_a_hole_alone_first_and_no_copy_over_three(tmp_path, starter):
