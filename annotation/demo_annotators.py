@@ -8,11 +8,12 @@
 
 The README demo has no humans. This makes accounts annotator-K@demo.aor-bench.invalid through the real
 invite/signup flow (or logs them in when they exist; an account stays logged in from run to run, its token
-kept in the server's data dir, SESSIONS_FILE) and has them submit labels through the API, with a lead time,
-as a browser would. With the arms (the default), --annotators N per arm means 3N accounts
-in three groups; each sample is heard by each group in one arm only (the groups rotate over the arms
-from sample to sample), so nobody judges a sample twice; a control goes to the group that heard only
-its sample's scene, and every account meets every catch item.
+kept in the server's data dir, SESSIONS_FILE; annotation.demo_accounts) and has them submit labels through
+the API, with a lead time, as a browser would. With the arms (the default), --annotators N per arm means 3N
+accounts in three groups; each sample is heard by each group in one arm only (the groups rotate over the
+arms from sample to sample), so nobody judges a sample twice; a control, a danger scene and an irrelevant
+twin's background go to the group that heard only its sample's scene, and every account meets every catch
+item.
 
 Only OPEN tasks are labelled: a task gets the labels it still lacks (its overlap, which push sets and a
 staged push raises on a split, less its completed annotations), never from an account that labelled it
@@ -26,50 +27,47 @@ workspace with N accounts.
 
 The labels are deterministic given --annotator-seed and plausible: the speech arm mostly harmful, the scene arm
 mostly one of the sample's benign frames (sometimes a neighbouring frame, rarely "real danger" or "can't
-tell"), a danger scene mostly "real danger" (DANGER_REAL: so the demo has a few uncertified ones), the
-mixture mostly benign, controls mostly harmful, catch items
-mostly as asked. Annotator K errs at its own rate (5 %, 12 %, 20 %), and the least careful one
-sometimes submits before the clip could have played through. The demo reads the workspace (the task
-key map, the frames each sample accepts) to script this; a real annotator sees only the audio. The accounts it
-uses are recorded in the workspace (annotation.json, as pseudonyms), and annotation.pull marks their
-annotations source="demo" (never by the email domain, which anyone can sign up with); a release built
-from them says so on its card and is never pushed to the Hub.
+tell"), a danger scene mostly "real danger" (DANGER_REAL: so the demo has a few uncertified ones), an
+irrelevant twin's background mostly "I can't tell" (IRRELEVANT_NO_FRAME, else one of its sample's frames:
+so a few are heard as a setting, and those twins are not certified neutral and not released), the mixture
+mostly benign, controls mostly harmful, catch items mostly as asked. Annotator K errs at its own rate
+(5 %, 12 %, 20 %), and the least careful one sometimes submits before the clip could have played through.
+The demo reads the workspace (the task key map, the frames each sample accepts) to script this; a real
+annotator sees only the audio. The accounts it uses are recorded in the workspace (annotation.json, as
+pseudonyms), and annotation.pull marks their annotations source="demo" (never by the email domain, which
+anyone can sign up with); a release built from them says so on its card and is never pushed to the Hub.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import random
 import sys
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+from annotation.demo_accounts import SESSIONS_FILE  # noqa: F401 (where the accounts' tokens are kept)
+from annotation.demo_accounts import ADJUDICATOR_EMAIL, Sessions, demo_email
 from annotation.labelstudio import (
     Server,
     SERVER_ENV,
     add_server_args,
     connect_from_args,
     export_tasks,
-    invite_link,
-    login,
-    make_client,
     resolve_project,
-    signup_via_invite,
-    user_emails,
 )
 from annotation.protocol import (
     ADJUDICATION,
     CANT_TELL,
     NOT_A_FRAME,
+    OTHER_SCENES,
     REAL_DANGER,
     audio_field,
-    danger_item_id,
     config_labels,
+    other_audio,
+    other_item_id,
     read_catch,
     read_controls,
     read_task_map,
@@ -89,11 +87,10 @@ from annotation.state import (
 from construction.core.cli import Parser, add_workspace, old_spelling, run_main
 from construction.core.errors import WorkbenchError
 from construction.core.record import ARMS, AudioRef, Sample, stable_seed
-from construction.core.workspace import Workspace, atomic_write_text
+from construction.core.workspace import Workspace
 from construction.text.taxonomy import sample_frames
 from tqdm import tqdm
 
-DEFAULT_PASSWORD = "aor-bench-demo-annotator"  # local demo accounts on a loopback-only server
 ERROR_RATES = (0.05, 0.12, 0.2)  # annotator K errs with ERROR_RATES[(K - 1) % 3]
 RUSH_RATE = 0.1  # the least careful annotator submits this share of clips before they could play through
 # the scripted "true" label of an item, by what it is
@@ -107,20 +104,7 @@ TRUTH = {
 # offers, else can't tell, else (the rest, 3 %) real danger
 SCENE_OWN, SCENE_NEIGHBOUR, SCENE_CANT_TELL = 0.86, 0.07, 0.04
 DANGER_REAL = 0.85  # a danger scene's scripted truth: real danger, else can't tell
-
-
-def demo_email(k: int) -> str:
-    return f"annotator-{k}@{DEMO_EMAIL_DOMAIN}"
-
-
-ADJUDICATOR_EMAIL = f"adjudicator@{DEMO_EMAIL_DOMAIN}"
-
-
-def demo_password() -> str:
-    password = os.environ.get("AOR_DEMO_ANNOTATOR_PASSWORD") or DEFAULT_PASSWORD
-    if len(password) < 8:
-        raise WorkbenchError("AOR_DEMO_ANNOTATOR_PASSWORD must be at least 8 characters long")
-    return password
+IRRELEVANT_NO_FRAME = 0.9  # an irrelevant twin's background's: can't tell, else one of its sample's frames
 
 
 @dataclass(frozen=True)
@@ -129,11 +113,11 @@ class Known:
 
     item_id: str
     role: str
-    kind: str  # sample | control | catch | danger (a danger scene) | unknown
+    kind: str  # sample | control | catch | danger (a danger scene) | irrelevant (a twin's background) | unknown
     category: str | None = None
     expected: str | None = None
     audio: AudioRef | None = None
-    control_of: str | None = None  # a control's sample; a danger scene's too
+    control_of: str | None = None  # a control's sample; a danger scene's and an irrelevant background's too
     frames: tuple[str, ...] = ()  # the scene arm: the benign frames the sample accepts
 
 
@@ -151,6 +135,9 @@ def scripted_truth(seed: int, item: Known, labels: Sequence[str]) -> str:
         return item.expected
     if item.kind == "danger" and REAL_DANGER in labels:
         return REAL_DANGER if rng.random() < DANGER_REAL else CANT_TELL
+    if item.kind == "irrelevant" and CANT_TELL in labels:
+        framed = [f for f in item.frames if f in labels]
+        return CANT_TELL if rng.random() < IRRELEVANT_NO_FRAME or not framed else rng.choice(framed)
     if item.role == "scene":
         return _scene_truth(rng, item, labels)
     if item.role == "speech":
@@ -210,17 +197,6 @@ def scripted_result(seed: int, item: Known, k: int, labels: Sequence[str]) -> tu
     return result, round(lead, 2)
 
 
-def demo_account_token(server: Server, email: str, invite: list[str]) -> str:
-    """Log the demo account in, or sign it up through the invite link first."""
-    password = demo_password()
-    token = login(server.url, email, password)
-    if token is None:
-        if not invite:
-            invite.append(invite_link(server))
-        token = signup_via_invite(server.url, invite[0], email, password)
-    return token
-
-
 def known_items(ws: Workspace) -> dict[str, Known]:
     """task key -> what the script knows of its item (from the workspace's key map and manifests)."""
     samples = {s.sample_id: s for s in ws.read_samples(INPUT_STAGE)} if ws.has_manifest(INPUT_STAGE) else {}
@@ -228,7 +204,7 @@ def known_items(ws: Workspace) -> dict[str, Known]:
     by_id: dict[str, tuple[str, Sample]] = {sid: ("sample", s) for sid, s in samples.items()}
     by_id.update({c.sample_id: ("control", c) for c in controls})
     by_id.update({c.sample_id: ("catch", c) for c in read_catch(ws)})
-    by_id.update({danger_item_id(sid): ("danger", s) for sid, s in samples.items()})
+    by_id.update({other_item_id(kind, sid): (kind, s) for kind in OTHER_SCENES for sid, s in samples.items()})
     taxonomy = workspace_taxonomy(ws)
     out = {}
     for key, (item_id, role) in read_task_map(ws).items():
@@ -236,19 +212,21 @@ def known_items(ws: Workspace) -> dict[str, Known]:
         if s is None:
             out[key] = Known(item_id, role, kind)
             continue
-        audio = s.danger_scene_audio if kind == "danger" else getattr(s, audio_field(role))
-        frames = tuple(sample_frames(s, taxonomy)) if kind == "sample" else ()
-        of = s.sample_id if kind == "danger" else s.custom.get("control_of")
+        audio = other_audio(kind, s) if kind in OTHER_SCENES else getattr(s, audio_field(role))
+        frames = tuple(sample_frames(s, taxonomy)) if kind in ("sample", "irrelevant") else ()
+        of = s.sample_id if kind in OTHER_SCENES else s.custom.get("control_of")
         out[key] = Known(item_id, role, kind, s.category, s.custom.get("expected"), audio, of, frames)
     return out
 
 
 def arm_group(seed: int, item: Known) -> int | None:
     """Which of the three groups labels the item (None: every group). Each group hears a sample in one arm
-    only; a control, and a danger scene, go to the group that heard only its sample's scene."""
+    only; a control, a danger scene and an irrelevant background go to the group that heard only its sample's
+    scene."""
     if item.kind == "catch":
         return None
-    sample_id, role = (item.control_of, "scene") if item.kind in ("control", "danger") else (item.item_id, item.role)
+    sample_id, role = ((item.control_of, "scene") if item.kind in ("control", *OTHER_SCENES)
+                       else (item.item_id, item.role))
     return (ARMS.index(role) + stable_seed("demo-group", seed, sample_id)) % len(ARMS)
 
 
@@ -291,73 +269,6 @@ class Labelled(Counter):
     """What one project's scripted round submitted, by label; `short`: the labels it could not give."""
 
     short: int = 0
-
-
-# the demo accounts' API tokens, kept in the server's data dir beside its database (which holds every
-# token): a person stays logged in from round to round, and a log-in costs the server about a second
-SESSIONS_FILE = "demo-sessions.json"
-
-
-class Sessions(dict):
-    """email -> (an SDK client acting as that demo account, its user id), made once per run: signing up or
-    logging in takes about a second an account, and the arms share their accounts. A token kept from an
-    earlier run (SESSIONS_FILE) is used while the server still accepts it for that account."""
-
-    def __init__(self, server: Server, quiet: bool = True):
-        super().__init__()
-        self.server, self.quiet, self.invite = server, quiet, []
-        self.kept = None if server.data_dir is None else Path(server.data_dir) / SESSIONS_FILE
-
-    def login(self, emails: Sequence[str]) -> None:
-        todo = [email for email in emails if email not in self]
-        if not todo:
-            return
-        kept = self._kept_tokens()
-        renewed = {}
-        for email in tqdm(todo, desc="demo accounts (sign up or log in)", unit="account", file=sys.stderr,
-                          disable=self.quiet):
-            session = self._resume(email, kept.get(email.lower()))
-            if session is None:
-                token = demo_account_token(self.server, email, self.invite)
-                client = make_client(self.server.url, token)
-                with self.server.errors(f"reading demo account {email}"):
-                    session = (client, client.users.whoami().id)
-                renewed[email.lower()] = token
-            self[email] = session
-        if renewed and self.kept is not None:
-            atomic_write_text(self.kept, json.dumps({**kept, **renewed}, indent=1, sort_keys=True))  # mode 0600
-
-    def _kept_tokens(self) -> dict[str, str]:
-        try:
-            kept = json.loads(self.kept.read_text()) if self.kept is not None and self.kept.is_file() else {}
-        except (OSError, ValueError):
-            return {}  # unreadable: the accounts log in again and the file is rewritten
-        return {str(k): str(v) for k, v in kept.items()} if isinstance(kept, dict) else {}
-
-    def _resume(self, email: str, token: str | None) -> tuple[Any, int] | None:
-        """The account's session from a kept token; None when there is none, or the server no longer takes
-        it as this account's (revoked, a new database, or another account's)."""
-        if not token:
-            return None
-        from label_studio_sdk.core.api_error import ApiError
-
-        client = make_client(self.server.url, token)
-        with self.server.errors(f"reading demo account {email}"):
-            try:
-                user = client.users.whoami()
-            except ApiError as exc:
-                if exc.status_code in (401, 403):
-                    return None
-                raise
-        return (client, user.id) if (user.email or "").lower() == email.lower() else None
-
-    def user_ids(self, emails: Sequence[str]) -> dict[str, int | None]:
-        """email -> user id, from the admin's list of users, logging nobody in (a log-in through the form costs
-        about a second); None for an account not signed up yet, which has labelled nothing."""
-        listed: dict[str, int] = {}
-        if any(email not in self for email in emails):
-            listed = {address.lower(): user_id for user_id, address in user_emails(self.server).items()}
-        return {email: self[email][1] if email in self else listed.get(email.lower()) for email in emails}
 
 
 def label_project(server: Server, project: Any, accounts: Sequence[tuple[int, str]], known: dict[str, Known],

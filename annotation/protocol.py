@@ -9,9 +9,13 @@ Every sample is judged in three arms, each its own project, audio only:
 
 The mixture arm also plays the controls (construction.controls: the same speech without the scene that
 makes it benign, expected harmful) and a few catch items (an offline-TTS voice asks for a given answer).
-The scene arm also plays each sample's danger scene (`danger_scene_audio`, the real-danger scene of its
-danger twin, construction.mixing.twin), as one more scene item with the same question: listeners certify it as
-"Real danger or violence" before the danger twin ships. Nothing in the task tells the two kinds apart.
+The scene arm also plays, each as one more scene item with the same question and choices, two catch
+items per sample: its danger scene (`danger_scene_audio`, the real-danger scene of its danger twin,
+construction.mixing.twin), which listeners certify as "Real danger or violence" before the danger twin
+ships, and the background of its irrelevant twin as heard in it (`irrelevant_scene_audio`), which must
+stay semantically empty: the twin ships only where listeners answer "I can't tell" (no frame). Nothing in
+a task tells the kinds apart: the same data (an audio URL by content hash, an opaque key), and the same
+length (each is the mixture's).
 
 A task's data is the audio URL and an opaque key, nothing else: no script, no scene description, no
 category, tags, SNR or WER. The key is an HMAC of (project role, item id) under a secret of the workspace;
@@ -332,14 +336,14 @@ class Item:
 
     item_id: str
     role: str
-    kind: str  # "sample" | "control" | "catch" | "danger" (a danger scene, in the scene arm)
+    kind: str  # "sample" | "control" | "catch" | "danger" | "irrelevant" (OTHER_SCENES: scene arm catch items)
     audio: AudioRef | None
     expected: str | None = None  # catch items: the answer asked for; controls: "harmful"
 
     @property
     def what(self) -> str:
-        if self.kind == "danger":
-            return "danger scene (danger_scene_audio)"
+        if self.kind in OTHER_SCENES:
+            return f"{OTHER_SCENES[self.kind].what} ({OTHER_SCENES[self.kind].field})"
         heard = {"speech": "clean speech", "scene": "scene alone"}.get(self.role, "mixture")
         return f"{heard} ({audio_field(self.role)})"
 
@@ -348,17 +352,54 @@ def sample_items(samples: Sequence[Sample], role: str) -> list[Item]:
     return [Item(s.sample_id, role, "sample", getattr(s, audio_field(role))) for s in samples]
 
 
-DANGER_PREFIX = "danger-"  # a danger scene's item id: only in the key map, never in a task (keys are HMACs)
+@dataclass(frozen=True)
+class OtherScene:
+    """A kind of scene-arm catch item besides a sample's own scene: its item id prefix (only in the key map,
+    never in a task: keys are HMACs), the Sample field it plays, what it is called in messages."""
+
+    prefix: str
+    field: str
+    what: str
+
+
+# the scene arm's catch items by kind: the danger twin's scene (certified as real danger) and the irrelevant
+# twin's background (certified as no frame); pull writes each kind's labels to annotated_<kind>
+OTHER_SCENES = {"danger": OtherScene("danger-", "danger_scene_audio", "danger scene"),
+                "irrelevant": OtherScene("irrelevant-", "irrelevant_scene_audio", "irrelevant background")}
+DANGER_PREFIX = OTHER_SCENES["danger"].prefix
+IRRELEVANT_PREFIX = OTHER_SCENES["irrelevant"].prefix
+
+
+def other_item_id(kind: str, sample_id: str) -> str:
+    return OTHER_SCENES[kind].prefix + sample_id
 
 
 def danger_item_id(sample_id: str) -> str:
-    return DANGER_PREFIX + sample_id
+    return other_item_id("danger", sample_id)
+
+
+def irrelevant_item_id(sample_id: str) -> str:
+    return other_item_id("irrelevant", sample_id)
+
+
+def other_audio(kind: str, sample: Sample) -> AudioRef | None:
+    return getattr(sample, OTHER_SCENES[kind].field)
+
+
+def other_items(kind: str, samples: Sequence[Sample]) -> list[Item]:
+    """The `kind` catch items of these samples (those mixed with that twin), heard in the scene arm."""
+    return [Item(other_item_id(kind, s.sample_id), "scene", kind, other_audio(kind, s))
+            for s in samples if other_audio(kind, s) is not None]
 
 
 def danger_items(samples: Sequence[Sample]) -> list[Item]:
     """The danger scenes of these samples (those mixed with a danger twin), heard in the scene arm."""
-    return [Item(danger_item_id(s.sample_id), "scene", "danger", s.danger_scene_audio)
-            for s in samples if s.danger_scene_audio is not None]
+    return other_items("danger", samples)
+
+
+def irrelevant_items(samples: Sequence[Sample]) -> list[Item]:
+    """The irrelevant twins' backgrounds of these samples, heard in the scene arm."""
+    return other_items("irrelevant", samples)
 
 
 def control_items(controls: Sequence[Sample]) -> list[Item]:

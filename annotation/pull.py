@@ -9,6 +9,8 @@ its sample and arm (<W>/annotation_tasks.json) and rebuilds, from scratch:
   manifests/annotated_controls.jsonl  every control (manifests/controls.jsonl) with its mixture-arm ones
   manifests/annotated_danger.jsonl    every sample with a danger twin, its annotations those of its danger
                                       scene in the scene arm (arm "scene"; validation certifies it)
+  manifests/annotated_irrelevant.jsonl  the same for the irrelevant twin's background (validation certifies
+                                      that listeners heard no frame in it)
   stats/annotated.json                progress per arm, a report per annotator, what was dropped and why
 
 Each annotation: annotator = a stable pseudonym (HMAC of the email with the workspace's salt; the email is
@@ -37,7 +39,6 @@ import argparse
 import sys
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from annotation.labelstudio import (
@@ -51,21 +52,31 @@ from annotation.labelstudio import (
     user_emails,
 )
 from annotation.protocol import (
+    OTHER_SCENES,
     ArmSpec,
     arm_spec,
     audio_field,
     config_changed,
-    danger_item_id,
+    other_audio,
+    other_item_id,
     read_catch,
     read_controls,
     read_task_map,
     workspace_frames,
 )
+from annotation.pulled import (
+    ProjectAnnotations,
+    Pulled,
+    annotator_report,
+    annotator_table,
+    progress_table,
+    stats,
+)
 from annotation.state import (
     ADJUDICATION_SOURCE,
     CONTROLS_OUTPUT_STAGE,
-    DANGER_OUTPUT_STAGE,
     INPUT_STAGE,
+    OTHER_OUTPUT_STAGES,
     OUTPUT_STAGE,
     Parsed,
     demo_annotators,
@@ -84,24 +95,6 @@ from annotation.state import (
 from construction.core.cli import Parser, add_workspace, run_main
 from construction.core.errors import WorkbenchError
 from construction.core.record import ARMS, Annotation, AudioRef, Sample
-
-
-@dataclass
-class ProjectAnnotations:
-    """One project's annotations per item id (one per person, chosen), plus what looked wrong."""
-
-    role: str
-    by_item: dict[str, list[Parsed]]
-    # item id -> person -> when that person first met the item in this project (any annotation, a skip too)
-    first_heard: dict[str, dict[str, str]] = field(default_factory=dict)
-    problems: list[str] = field(default_factory=list)
-    unknown_tasks: list[str] = field(default_factory=list)  # tasks whose key maps to nothing pulled here
-    reattributed: list[dict[str, str]] = field(default_factory=list)
-    missing: list[str] = field(default_factory=list)  # items pushed here whose task is gone (deleted?)
-    task_count: int = 0
-    # item id -> the completed (not skipped) annotations Label Studio holds on its tasks, counted or not:
-    # what a task's overlap is measured against (a staged push adds the labels it still wants to this)
-    held: dict[str, int] = field(default_factory=dict)
 
 
 def collect(server: Server, project_id: int, spec: ArmSpec, task_map: dict[str, tuple[str, str]],
@@ -171,15 +164,6 @@ def with_listened(annotation: Annotation, audio: AudioRef | None) -> Annotation:
     return annotation.model_copy(update={"listened": annotation.lead_time_s >= audio.duration_s})
 
 
-@dataclass
-class Pulled:
-    samples: list[Sample]
-    controls: list[Sample]
-    danger: list[Sample]  # the samples with a danger twin, with their danger scene's labels only
-    catch_report: dict[str, dict[str, Any]]  # annotator -> met, passed, failed items, skipped
-    dropped: list[dict[str, str]]  # cross-arm: annotator, sample_id, kept_arm, dropped_arm
-
-
 def one_arm_per_person(sample_id: str, chosen: dict[str, list[Annotation]],
                        found: dict[str, ProjectAnnotations]) -> tuple[dict[str, list[Annotation]], list[dict[str, str]]]:
     """A person's judgements of one sample in two arms are not both counted: the arm they met first
@@ -220,11 +204,11 @@ def assemble(samples: Sequence[Sample], controls: Sequence[Sample], catch: Seque
             "annotations": [*annotations, *previous.get(s.sample_id, [])]}))
     out_controls = [c.model_copy(deep=True, update={"annotations": chosen("mixture", c.sample_id, c.mixture)})
                     for c in controls]
-    # a danger scene is other sounds than the sample's scene, with no speech: the cross-arm rule (one arm
-    # per person and speech) does not apply to it
-    out_danger = [s.model_copy(deep=True, update={
-        "annotations": chosen("scene", danger_item_id(s.sample_id), s.danger_scene_audio)})
-        for s in samples if s.danger_scene_audio is not None]
+    # a danger scene or an irrelevant background is other sounds than the sample's scene, with no speech:
+    # the cross-arm rule (one arm per person and speech) does not apply to it
+    others = {kind: [s.model_copy(deep=True, update={
+        "annotations": chosen("scene", other_item_id(kind, s.sample_id), other_audio(kind, s))})
+        for s in samples if other_audio(kind, s) is not None] for kind in OTHER_SCENES}
     report: dict[str, dict[str, Any]] = {}
     for c in catch:
         for a in chosen("mixture", c.sample_id, c.mixture):
@@ -237,24 +221,7 @@ def assemble(samples: Sequence[Sample], controls: Sequence[Sample], catch: Seque
                 r["passed"] += 1
             else:
                 r["failed"].append({"item": c.sample_id, "expected": c.custom.get("expected"), "label": a.label})
-    return Pulled(out_samples, out_controls, out_danger, report, dropped)
-
-
-def uncounted(pulled: Pulled, found: dict[str, ProjectAnnotations]) -> dict[str, dict[str, int]]:
-    """role -> item id -> completed annotations Label Studio holds on the item's task that pull did not
-    count (dropped by the cross-arm rule, made while the config was edited, malformed, a person's older
-    one): Label Studio serves a task until it holds its overlap, counted or not, so a staged push that asks
-    for more labels raises the overlap from what Label Studio holds (annotation.staging.plan)."""
-    kept: dict[str, Counter] = {role: Counter() for role in ARMS}
-    ids = {item.sample_id for items in (pulled.samples, pulled.controls) for item in items}  # catch items: not
-    ids |= {danger_item_id(s.sample_id) for s in pulled.danger}
-    for items, item_id in ((pulled.samples, str), (pulled.controls, str), (pulled.danger, danger_item_id)):
-        for item in items:
-            for a in item.annotations:
-                if a.source != ADJUDICATION_SOURCE and not a.cancelled and a.arm in kept:
-                    kept[a.arm][item_id(item.sample_id)] += 1
-    return {role: {item_id: n - kept[role][item_id] for item_id, n in sorted(found[role].held.items())
-                   if item_id in ids and n > kept[role][item_id]} for role in ARMS}
+    return Pulled(out_samples, out_controls, others, report, dropped)
 
 
 def note_configs(state: dict[str, Any], projects: dict[str, Any], edits: dict[str, str], now: str) -> bool:
@@ -292,71 +259,6 @@ def resolve_arms(server: Server, state: dict[str, Any], title: str | None) -> di
     return {role: get_project(server, int(arms[role]["id"]), arms[role].get("title", "")) for role in ARMS}
 
 
-def annotator_report(pulled: Pulled, found: dict[str, ProjectAnnotations]) -> dict[str, dict[str, Any]]:
-    rows: dict[str, dict[str, Any]] = defaultdict(lambda: {"labels": dict.fromkeys(ARMS, 0), "controls": 0,
-                                                            "skipped": 0, "not_listened": 0, "cross_arm_dropped": 0,
-                                                            "changed_others": 0,
-                                                            "catch": {"met": 0, "passed": 0, "failed": [],
-                                                                      "skipped": 0}})
-    for items, is_control in ((pulled.samples, False), (pulled.controls, True), (pulled.danger, False)):
-        for item in items:
-            for a in item.annotations:
-                if a.source == ADJUDICATION_SOURCE:
-                    continue
-                r = rows[a.annotator]
-                if a.cancelled:
-                    r["skipped"] += 1
-                    continue
-                if is_control:
-                    r["controls"] += 1
-                else:
-                    r["labels"][a.arm] += 1
-                r["not_listened"] += a.listened is False
-    for d in pulled.dropped:
-        rows[d["annotator"]]["cross_arm_dropped"] += 1
-    for role in ARMS:
-        for change in found[role].reattributed:
-            rows[change["credited_to"]]["changed_others"] += 1
-    for who, catch in pulled.catch_report.items():
-        rows[who]["catch"] = catch
-    return {k: rows[k] for k in sorted(rows)}
-
-
-def progress_table(pulled: Pulled, overlaps: dict[str, int]) -> str:
-    lines = [f"  {'arm':<18} {'tasks':>6} {'done':>6} {'labels':>7} {'skipped':>8} {'not listened':>13}"]
-
-    def row(name: str, items: Sequence[Sample], arm: str, overlap: int) -> None:
-        done = labels = skipped = rushed = 0
-        for s in items:
-            mine = [a for a in s.annotations if a.arm == arm and a.source != ADJUDICATION_SOURCE]
-            n = sum(1 for a in mine if not a.cancelled and a.label is not None)
-            done += n >= overlap
-            labels += n
-            skipped += sum(1 for a in mine if a.cancelled)
-            rushed += sum(1 for a in mine if not a.cancelled and a.listened is False)
-        lines.append(f"  {name:<18} {len(items):>6} {done:>6} {labels:>7} {skipped:>8} {rushed:>13}")
-
-    for role in ARMS:
-        row(f"{role} (samples)", pulled.samples, role, overlaps[role])
-    row("mixture (controls)", pulled.controls, "mixture", overlaps["mixture"])
-    if pulled.danger:
-        row("scene (danger)", pulled.danger, "scene", overlaps["scene"])
-    lines.append("  ('done': at least the project's overlap of labels: "
-                 + ", ".join(f"{r} {overlaps[r]}" for r in ARMS) + ")")
-    return "\n".join(lines)
-
-
-def annotator_table(report: dict[str, dict[str, Any]]) -> str:
-    lines = [(f"  {'annotator':<15} {'speech':>6} {'scene':>6} {'mixture':>7} {'controls':>8} {'catch':>6} "
-             f"{'not listened':>12} {'cross-arm dropped':>17} {'changed others':>14}")]
-    for who, r in report.items():
-        catch = f"{r['catch']['passed']}/{r['catch']['met']}"
-        lines.append(f"  {who:<15} {r['labels']['speech']:>6} {r['labels']['scene']:>6} {r['labels']['mixture']:>7} "
-                     f"{r['controls']:>8} {catch:>6} {r['not_listened']:>12} {r['cross_arm_dropped']:>17} "
-                     f"{r['changed_others']:>14}")
-    return "\n".join(lines)
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="python -m annotation.pull", description=__doc__.split("\n")[0], env=SERVER_ENV)
     add_workspace(parser)
@@ -390,8 +292,8 @@ def main(argv: list[str] | None = None) -> int:
     frames = workspace_frames(ws, samples)
     heard = {"speech": samples, "scene": samples, "mixture": [*samples, *controls, *catch]}
     audio = {role: {s.sample_id: getattr(s, audio_field(role)) for s in heard[role]} for role in ARMS}
-    audio["scene"].update({danger_item_id(s.sample_id): s.danger_scene_audio for s in samples
-                           if s.danger_scene_audio is not None})
+    audio["scene"].update({other_item_id(kind, s.sample_id): other_audio(kind, s) for kind in OTHER_SCENES
+                           for s in samples if other_audio(kind, s) is not None})
     specs = {role: arm_spec(role, frames) for role in ARMS}
     edits = {role: config_changed(projects[role].label_config or "", specs[role]) for role in ARMS}
     now = utc_now()
@@ -424,16 +326,19 @@ def main(argv: list[str] | None = None) -> int:
         report = annotator_report(pulled, found)
         ws.write_manifest(OUTPUT_STAGE, pulled.samples)
         ws.write_manifest(CONTROLS_OUTPUT_STAGE, pulled.controls)
-        ws.write_manifest(DANGER_OUTPUT_STAGE, pulled.danger)
+        for kind, stage in OTHER_OUTPUT_STAGES.items():
+            ws.write_manifest(stage, pulled.others[kind])
         ws.write_stats(OUTPUT_STAGE, stats(pulled, report, projects, overlaps, found, problems))
         if save_state:
             write_state(ws, current)
 
-    n = (sum(len(s.annotations) for s in [*pulled.samples, *pulled.controls, *pulled.danger])
+    others = [s for items in pulled.others.values() for s in items]
+    n = (sum(len(s.annotations) for s in [*pulled.samples, *pulled.controls, *others])
          - sum(map(len, previous.values())))
     print(f"pulled {n} annotation(s) from {len(ARMS)} arm projects at {server.url} onto {len(samples)} sample(s), "
-          f"{len(controls)} control(s) and {len(pulled.danger)} danger scene(s): {ws.manifest_path(OUTPUT_STAGE)}, "
-          f"{ws.manifest_path(CONTROLS_OUTPUT_STAGE)}, {ws.manifest_path(DANGER_OUTPUT_STAGE)}")
+          f"{len(controls)} control(s), {len(pulled.danger)} danger scene(s) and {len(pulled.others['irrelevant'])} "
+          f"irrelevant background(s): {ws.manifest_path(OUTPUT_STAGE)}, {ws.manifest_path(CONTROLS_OUTPUT_STAGE)}, "
+          + ", ".join(str(ws.manifest_path(stage)) for stage in OTHER_OUTPUT_STAGES.values()))
     print(progress_table(pulled, overlaps))
     if report:
         print("per annotator (labels counted after the rules; catch: passed/met):")
@@ -463,38 +368,6 @@ def main(argv: list[str] | None = None) -> int:
     if problems:
         print(f"problems ({len(problems)}):\n{format_problems(problems)}")
     return 0
-
-
-def stats(pulled: Pulled, report: dict[str, dict[str, Any]], projects: dict[str, Any], overlaps: dict[str, int],
-          found: dict[str, ProjectAnnotations], problems: list[str]) -> dict[str, Any]:
-    """Counts and lists only (no times), so a rerun writes the same file."""
-    per_arm: dict[str, dict[str, int]] = {}
-    for role in ARMS:
-        labels = [sum(1 for a in s.annotations if a.arm == role and a.source != ADJUDICATION_SOURCE
-                      and not a.cancelled and a.label is not None) for s in pulled.samples]
-        per_arm[role] = {"samples": len(pulled.samples), f"with_{overlaps[role]}_labels": sum(n >= overlaps[role]
-                                                                                             for n in labels),
-                         "labels": sum(labels)}
-    per_category: dict[str, Counter] = defaultdict(Counter)
-    for s in pulled.samples:
-        c = per_category[s.category]
-        c["samples"] += 1
-        for a in s.annotations:
-            if a.source != ADJUDICATION_SOURCE and not a.cancelled and a.label is not None:
-                c[f"{a.arm}_labels"] += 1
-    return {"stage": OUTPUT_STAGE,
-            "projects": {role: {"id": projects[role].id, "title": projects[role].title, "overlap": overlaps[role]}
-                         for role in ARMS},
-            "samples": len(pulled.samples), "controls": len(pulled.controls),
-            "per_arm": per_arm, "per_category": {k: dict(v) for k, v in sorted(per_category.items())},
-            "controls_labels": sum(1 for c in pulled.controls for a in c.annotations if not a.cancelled and a.label),
-            "danger_scenes": len(pulled.danger),
-            "danger_labels": sum(1 for d in pulled.danger for a in d.annotations if not a.cancelled and a.label),
-            "annotators": report, "cross_arm_dropped": pulled.dropped,
-            "reattributed": [c for role in ARMS for c in found[role].reattributed],
-            "unknown_tasks": sum(len(found[role].unknown_tasks) for role in ARMS),
-            "uncounted_in_label_studio": uncounted(pulled, found),
-            "missing_tasks": {role: found[role].missing for role in ARMS}, "problems": problems}
 
 
 if __name__ == "__main__":

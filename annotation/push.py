@@ -4,14 +4,14 @@
 
 Three projects, "<TITLE> — speech", "<TITLE> — scene" and "<TITLE> — mixture" (TITLE default
 "AOR-Bench <workspace dir name>"), each found by its exact title or created: the speech arm plays each
-sample's clean speech, the scene arm its scene alone and (a task of its own, indistinguishable) the
-danger scene of its danger twin, the mixture arm its mixture plus the controls
-(manifests/controls.jsonl, from python -m construction.controls) and --catch attention checks (made
-once with an offline voice, manifests/catch.jsonl). A task's data is its audio URL and an opaque key,
-nothing else; the key -> (sample, arm) map stays in <W>/annotation_tasks.json. Tasks are imported in a
-shuffled order and served in random order per annotator (a catch task to every annotator of the mixture
-arm). Only keys not in a project yet are imported, so pushing again never duplicates. The projects are
-recorded in <W>/annotation.json for pull.
+sample's clean speech, the scene arm its scene alone and (tasks of their own, indistinguishable) the
+danger scene of its danger twin and the background of its irrelevant twin, the mixture arm its mixture
+plus the controls (manifests/controls.jsonl, from python -m construction.controls) and --catch attention
+checks (made once with an offline voice, manifests/catch.jsonl). A task's data is its audio URL and an
+opaque key, nothing else; the key -> (sample, arm) map stays in <W>/annotation_tasks.json. Tasks are
+imported in a shuffled order and served in random order per annotator (a catch task to every annotator of
+the mixture arm). Only keys not in a project yet are imported, so pushing again never duplicates. The
+projects are recorded in <W>/annotation.json for pull.
 
 Staged (--staged, the default for a build: its annotation.staged; annotation.staging): the speech arm
 first, a sample's scene once its speech arm passed, its mixture once both passed; each task is served to
@@ -50,14 +50,15 @@ from annotation.labelstudio import (
 )
 from annotation.protocol import (
     CATCH_OVERLAP,
+    OTHER_SCENES,
     ArmSpec,
     Item,
     arm_spec,
     catch_items,
     control_items,
-    danger_item_id,
-    danger_items,
     ensure_catch,
+    other_item_id,
+    other_items,
     read_catch,
     read_controls,
     read_task_map,
@@ -72,8 +73,8 @@ from annotation.server import server_flags
 from annotation.staging import Plan, plan, read_outcomes, reopen
 from annotation.state import (
     CONTROLS_OUTPUT_STAGE,
-    DANGER_OUTPUT_STAGE,
     INPUT_STAGE,
+    OTHER_OUTPUT_STAGES,
     OUTPUT_STAGE,
     audio_problems,
     default_project_title,
@@ -196,11 +197,13 @@ def recorded_arms(state: dict[str, Any], title: str | None) -> dict[str, int]:
 
 def arm_items(samples: Sequence[Sample] | dict[str, Sequence[Sample]], controls: Sequence[Sample],
               catch: Sequence[Sample]) -> dict[str, list[Item]]:
-    """Each arm's items; `samples` per role when staged (each arm has its own; "danger": the samples whose
-    danger scene goes to the scene arm, else those of the scene arm). The scene arm plays each sample's
-    scene and its danger scene, one task each, alike: nothing in a task says which it is."""
+    """Each arm's items; `samples` per role when staged (each arm has its own; "danger", "irrelevant": the
+    samples whose danger scene, or irrelevant background, goes to the scene arm, else those of the scene
+    arm). The scene arm plays each sample's scene, its danger scene and its irrelevant background, one task
+    each, alike: nothing in a task says which it is."""
     per_role = samples if isinstance(samples, dict) else {role: samples for role in ARMS}
-    scene = [*sample_items(per_role["scene"], "scene"), *danger_items(per_role.get("danger", per_role["scene"]))]
+    scene = [*sample_items(per_role["scene"], "scene"),
+             *(i for kind in OTHER_SCENES for i in other_items(kind, per_role.get(kind, per_role["scene"])))]
     return {"speech": sample_items(per_role["speech"], "speech"), "scene": scene,
             "mixture": [*sample_items(per_role["mixture"], "mixture"), *control_items(controls), *catch_items(catch)]}
 
@@ -219,11 +222,11 @@ def staged_plan(ws: Workspace, samples: Sequence[Sample], controls: Sequence[Sam
     annotated = ({s.sample_id: s for s in ws.read_samples(OUTPUT_STAGE)} if ws.has_manifest(OUTPUT_STAGE) else {})
     pulled_controls = ({c.sample_id: c for c in ws.read_samples(CONTROLS_OUTPUT_STAGE)}
                        if ws.has_manifest(CONTROLS_OUTPUT_STAGE) else {})
-    pulled_danger = ({s.sample_id: s for s in ws.read_samples(DANGER_OUTPUT_STAGE)}
-                     if ws.has_manifest(DANGER_OUTPUT_STAGE) else {})
+    pulled_others = {kind: {s.sample_id: s for s in ws.read_samples(stage)} if ws.has_manifest(stage) else {}
+                     for kind, stage in OTHER_OUTPUT_STAGES.items()}
     # what Label Studio holds beyond the counted labels, from the same pull (written with the manifests)
     uncounted = (ws.read_stats(OUTPUT_STAGE) or {}).get("uncounted_in_label_studio") or {}
-    return plan(samples, outcomes, annotated, controls, pulled_controls, uncounted, pulled_danger)
+    return plan(samples, outcomes, annotated, controls, pulled_controls, uncounted, pulled_others)
 
 
 # Label Studio's, and the speech synthesis of the attention checks' clips (annotation.protocol.catch_sample)
@@ -276,7 +279,8 @@ def main(argv: list[str] | None = None) -> int:
         stage_plan = staged_plan(ws, samples, controls)
         wanted = {role: set(ids) for role, ids in stage_plan.items.items()}
         samples_in = {role: [s for s in samples if s.sample_id in wanted[role]] for role in ARMS}
-        samples_in["danger"] = [s for s in samples if danger_item_id(s.sample_id) in wanted["scene"]]
+        for kind in OTHER_SCENES:
+            samples_in[kind] = [s for s in samples if other_item_id(kind, s.sample_id) in wanted["scene"]]
         controls = [c for c in controls if c.sample_id in set(stage_plan.controls)]
     else:
         samples_in = {role: samples for role in ARMS}
@@ -330,9 +334,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{r.role:>8}: project {r.title!r} (id {r.project_id})" + (" created" if r.created else "")
               + f": imported {r.imported} new task(s), {r.already} already there, {r.task_count} in total "
               f"({r.seconds:.1f} s)" + (f"; reset {', '.join(r.reset)}" if r.reset else ""))
-    dangers = len(danger_items(samples_in.get("danger", samples_in["scene"])))
-    print(f"scene arm: {len(samples_in['scene'])} scene(s) and {dangers} danger scene(s) (of the danger twins), "
-          "one task each, alike")
+    others = {kind: len(other_items(kind, samples_in.get(kind, samples_in["scene"]))) for kind in OTHER_SCENES}
+    print(f"scene arm: {len(samples_in['scene'])} scene(s) and {others['danger']} danger scene(s) (of the danger "
+          "twins)" + (f" and {others['irrelevant']} irrelevant background(s) (of the irrelevant twins)"
+                      if others["irrelevant"] else "") + ", one task each, alike")
     print(f"mixture arm: {len(samples_in['mixture'])} sample(s), {len(controls)} control(s), "
           f"{len(catch)} catch item(s)")
     if stage_plan is not None:

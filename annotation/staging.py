@@ -1,9 +1,9 @@
 """Staged, curtailed annotation: each judgement is paid for, so none is asked that cannot change a release.
 
     speech   every sample is pushed to the speech arm first;
-    scene    a sample goes to the scene arm only once its speech arm passed (its scene, and the danger
-             scene of its danger twin as a task of its own: certified or not, it never holds the sample
-             back);
+    scene    a sample goes to the scene arm only once its speech arm passed (its scene, and as tasks of
+             their own the danger scene of its danger twin and the background of its irrelevant twin:
+             certified or not, they never hold the sample back);
     mixture  and to the mixture arm (with its control) only once its scene arm passed too.
 
 Within an arm a task is first served to as many annotators as could decide it alone (2 under the rule
@@ -30,9 +30,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from annotation.protocol import DANGER_PREFIX, danger_item_id
+from annotation.protocol import OTHER_SCENES, other_audio, other_item_id
 from annotation.server import server_flags
-from annotation.state import ADJUDICATION_SOURCE, CONTROLS_OUTPUT_STAGE, DANGER_OUTPUT_STAGE, OUTPUT_STAGE
+from annotation.state import ADJUDICATION_SOURCE, CONTROLS_OUTPUT_STAGE, OTHER_OUTPUT_STAGES, OUTPUT_STAGE
 from construction.core.errors import WorkbenchError
 from construction.core.record import Sample
 from construction.core.workspace import Workspace, sha256_file
@@ -54,7 +54,7 @@ OPEN = {"outcome": None, "wanted": 0}  # an arm nothing is known of yet: served 
 def pulled_digests(ws: Workspace) -> dict[str, str | None]:
     """sha256 of the manifests pull writes (None: not there); the staging file is fresh while they match."""
     return {stage: sha256_file(ws.manifest_path(stage)) if ws.has_manifest(stage) else None
-            for stage in (OUTPUT_STAGE, CONTROLS_OUTPUT_STAGE, DANGER_OUTPUT_STAGE)}
+            for stage in (OUTPUT_STAGE, CONTROLS_OUTPUT_STAGE, *OTHER_OUTPUT_STAGES.values())}
 
 
 def read_outcomes(ws: Workspace) -> dict[str, Any] | None:
@@ -101,15 +101,20 @@ class Plan:
                  "mixture_decided")
         shown = ", ".join(f"{k} {self.stages[k]}" for k in order if self.stages[k])
         more = sum(len(v) for v in self.overlap.values())
-        danger = self.dangers()
-        return (f"staged: speech {len(self.items['speech'])}, scene {len(self.items['scene']) - danger} (speech passed"
-                + (f"; with {danger} danger scene(s)" if danger else "") + "), "
+        others = self.others()
+        return (f"staged: speech {len(self.items['speech'])}, scene {len(self.items['scene']) - sum(others.values())} "
+                "(speech passed" + (f"; with {self.others_text()}" if any(others.values()) else "") + "), "
                 f"mixture {len(self.items['mixture'])} (both passed), {len(self.controls)} control(s); "
                 f"{more} split task(s) asked for another label; samples: {shown or 'none'}")
 
-    def dangers(self) -> int:
-        """The danger scenes among the scene arm's items."""
-        return sum(item.startswith(DANGER_PREFIX) for item in self.items["scene"])
+    def others(self) -> dict[str, int]:
+        """The catch items among the scene arm's items, by kind (annotation.protocol.OTHER_SCENES)."""
+        return {kind: sum(item.startswith(other.prefix) for item in self.items["scene"])
+                for kind, other in OTHER_SCENES.items()}
+
+    def others_text(self) -> str:
+        """'1 danger scene(s) and 2 irrelevant background(s)': the kinds there are."""
+        return " and ".join(f"{n} {OTHER_SCENES[kind].what}(s)" for kind, n in self.others().items() if n)
 
     def round_lines(self, new_tasks: dict[str, int]) -> list[str]:
         """What an annotator who opens each arm finds after this push, and why an arm is empty: who sees
@@ -129,8 +134,8 @@ class Plan:
                                 "; no sample has got that far"))
                 continue
             what = f"{n} sample(s)" + (f" and {len(self.controls)} control(s)" if role == "mixture" else "")
-            if role == "scene" and self.dangers():
-                what = f"{n - self.dangers()} sample(s) and {self.dangers()} danger scene(s)"
+            if role == "scene" and any(self.others().values()):
+                what = f"{n - sum(self.others().values())} sample(s) and {self.others_text()}"
             if self.undecided[role]:
                 detail = f"{self.undecided[role]} still to decide ({new_tasks.get(role, 0)} task(s) new this round"
                 detail += f", {split} split task(s) asking another label)" if split else ")"
@@ -151,16 +156,17 @@ class Plan:
 def plan(samples: Sequence[Sample], outcomes: dict[str, Any] | None, annotated: dict[str, Sample],
          controls: Sequence[Sample], annotated_controls: dict[str, Sample],
          uncounted: dict[str, dict[str, int]] | None = None,
-         annotated_danger: dict[str, Sample] | None = None) -> Plan:
+         annotated_others: dict[str, dict[str, Sample]] | None = None) -> Plan:
     """The staged push of `samples` (the wer manifest) given validation's arm outcomes (`outcomes`, from
     read_outcomes: None before the first pull) and the labels pull brought back (`annotated`,
     `annotated_controls`, by id: only to count the labels Label Studio holds per task).
     `controls`: the samples' controls. `uncounted`: role -> item id -> the completed annotations Label
     Studio holds on the task that pull did not count (a judgement dropped by the cross-arm rule, ...;
     pull's stats): the task's overlap is raised from all it holds, else a dropped judgement would take
-    the place of the label asked for and the task would never be served again. `annotated_danger`: the
-    danger scenes' labels by sample id (pull's annotated_danger); a danger scene goes with its sample's
-    scene, under its own item id (annotation.protocol.danger_item_id)."""
+    the place of the label asked for and the task would never be served again. `annotated_others`: kind -> the
+    scene arm's catch items' labels by sample id (pull's annotated_danger, annotated_irrelevant); the
+    danger scene and the irrelevant background go with their sample's scene, each under its own item id
+    (annotation.protocol.other_item_id), asked for labels until validation decides it."""
     control_of = {str(c.custom.get("control_of")): c for c in controls}
     per_sample = (outcomes or {}).get("samples") or {}
     out = Plan(served=(outcomes or {}).get("first_round", FIRST_ROUND))
@@ -183,12 +189,14 @@ def plan(samples: Sequence[Sample], outcomes: dict[str, Any] | None, annotated: 
         out.items["scene"].append(s.sample_id)
         want("scene", s.sample_id, a, "scene", scene["wanted"])
         out.undecided["scene"] += scene["outcome"] is None
-        if s.danger_scene_audio is not None:
-            danger = entry.get("danger") or OPEN
-            out.items["scene"].append(danger_item_id(s.sample_id))
-            want("scene", danger_item_id(s.sample_id), (annotated_danger or {}).get(s.sample_id, s), "scene",
-                 danger["wanted"])
-            out.undecided["scene"] += danger["outcome"] is None
+        for kind in OTHER_SCENES:
+            if other_audio(kind, s) is None:
+                continue
+            other, item_id = entry.get(kind) or OPEN, other_item_id(kind, s.sample_id)
+            out.items["scene"].append(item_id)
+            want("scene", item_id, ((annotated_others or {}).get(kind) or {}).get(s.sample_id, s), "scene",
+                 other["wanted"])
+            out.undecided["scene"] += other["outcome"] is None
         if scene["outcome"] != "passed":
             out.stages["scene_failed" if scene["outcome"] == "failed" else "waiting_scene"] += 1
             continue

@@ -33,6 +33,9 @@ INPUT_STAGE = "wer"  # the samples that passed the WER filter are what humans la
 OUTPUT_STAGE = "annotated"  # every wer sample with its annotations of all three arms
 CONTROLS_OUTPUT_STAGE = "annotated_controls"  # the controls with their mixture-arm annotations
 DANGER_OUTPUT_STAGE = "annotated_danger"  # the samples with a danger twin, with their danger scene's scene-arm labels
+IRRELEVANT_OUTPUT_STAGE = "annotated_irrelevant"  # the same for the irrelevant twin's background
+# pull's manifest of each kind of scene-arm catch item (annotation.protocol.OTHER_SCENES)
+OTHER_OUTPUT_STAGES = {"danger": DANGER_OUTPUT_STAGE, "irrelevant": IRRELEVANT_OUTPUT_STAGE}
 DEMO_EMAIL_DOMAIN = "demo.aor-bench.invalid"  # scripted demo accounts; .invalid can never be a real mailbox
 SOURCE_LABEL_STUDIO = "label-studio"
 SOURCE_DEMO = "demo"

@@ -114,13 +114,24 @@ def sources_for_scene(taxonomy: Taxonomy, scene_id: str, tag: str) -> int:
     return (spec.sources if spec and spec.sources else None) or taxonomy.multi_source.get(tag, 1)
 
 
-def tag_capacity(library, tags: Collection[str], licence: str, per_category: int) -> dict[str, int]:
-    """tag -> how many samples of a category its admitted recordings can serve, each in at most
-    MAX_RECORDING_SHARE of them, for every sound some recording but no procedural class renders."""
-    from construction.sounds.scenes import MAX_RECORDING_SHARE, MIN_SHARE_USES, recordings_by_tag
+def tag_capacity(library, taxonomy: Taxonomy, licence: str, per_category: int, min_recordings: int
+                 ) -> dict[str, dict[str, int]]:
+    """category -> tag -> how many of its samples the tag's admitted recordings can serve, each in at most
+    MAX_RECORDING_SHARE of them, for every sound some recording but no procedural class renders there
+    (a defining sound from the recordings homed in the category: construction.sounds.partition)."""
+    from construction.sounds.partition import recording_ids
+    from construction.sounds.scenes import MAX_RECORDING_SHARE, MIN_SHARE_USES, _pools, _recordings
 
     each = max(MIN_SHARE_USES, math.floor(MAX_RECORDING_SHARE * per_category + 1e-9))
-    return {tag: n * each for tag, n in recordings_by_tag(library, tags, licence).items() if 0 < n < 10 ** 6}
+    pools, ids = _pools(library, taxonomy, licence, min_recordings), recording_ids(library.clips)
+    out: dict[str, dict[str, int]] = {}
+    for category in taxonomy.categories:
+        defining = {t for scene in category.scenes for t in scene.defining}
+        tags = {t for scene in category.scenes for t in scene.background_tags}
+        counts = {t: _recordings(pools.get((category.id, t), []) if t in defining else library.select([t], licence), ids)
+                  for t in tags}
+        out[category.id] = {t: n * each for t, n in counts.items() if 0 < n < 10 ** 6}
+    return out
 
 
 # --- the stage ------------------------------------------------------------------------------------
@@ -266,7 +277,7 @@ def run_generate(ws: Workspace, config: Config, progress: bool = True, restart: 
     # the mix cannot render is never written, synthesised and then dropped
     # the decoding check is remembered in the workspace's cache, where the mix stage finds it (one decode a build)
     library = open_library(config.mix.sounds, verified=ws.cache_dir("library"))
-    unrenderable = unrenderable_scenes(taxonomy, library, config.release_licence)
+    unrenderable = unrenderable_scenes(taxonomy, library, config.release_licence, config.mix.min_clips_per_defining_tag)
     # nor scenes the mix would refuse as too thin for a release (mix.min_clips_per_defining_tag recordings)
     thin = thin_scenes(taxonomy, library, config.release_licence, config.mix.min_clips_per_defining_tag)
     # and, unless allowed, only scenes a listener can place in one of their frames by ear
@@ -283,7 +294,8 @@ def run_generate(ws: Workspace, config: Config, progress: bool = True, restart: 
                | (set() if cfg.allow_ambiguous_scenes else ambiguous))
     # no real recording may serve more than its share of a category: scenes of a sound with few
     # recordings and no procedural class are dealt no more lines than those recordings can serve
-    capacity = tag_capacity(library, every, config.release_licence, cfg.per_category)
+    capacity = tag_capacity(library, taxonomy, config.release_licence, cfg.per_category,
+                            config.mix.min_clips_per_defining_tag)
     with ws.lock():
         llm = make_llm(cfg, ws, config.seed) if cfg.backend == "openai" else None
         screen = HarmScreen(cfg.harm_screen, ws, config.seed) if cfg.harm_screen else None
@@ -294,7 +306,7 @@ def run_generate(ws: Workspace, config: Config, progress: bool = True, restart: 
         with ws.replacing(STAGE) as out:
             for category in tqdm(categories, desc=STAGE, unit="category", disable=not progress):
                 counts, kept[category.id] = generate_category(category, taxonomy, cfg, config.seed, llm, screen,
-                                                              taxonomy_hash, out, skipped, capacity)
+                                                              taxonomy_hash, out, skipped, capacity.get(category.id))
                 per_category[category.id] = {**counts, "shortfall": cfg.per_category - counts["kept"]}
             lost = sorted(made - {k.sample_id for ks in kept.values() for k in ks})
             if lost:  # raised inside the block: the manifest stays as it was

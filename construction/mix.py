@@ -138,7 +138,7 @@ class MixStage:
                 "build (the dataset card then says so)")
         self.gapless = GaplessBeds(self.library, self.config.sample_rate)
         self.assignment = assign_clips(samples, self.taxonomy, self.library, licence, self.config.seed,
-                                       self.config.mix.take_s, gapless=self.gapless)
+                                       self.config.mix.take_s, minimum, gapless=self.gapless)
         self.dangers = assign_danger(samples, self.config.seed)
         self._audio: dict[str, np.ndarray] = {}
 
@@ -160,7 +160,8 @@ class MixStage:
             from construction.sounds.scenes import assign_clips
 
             chosen = assign_clips([sample], self.taxonomy, self.library, self.config.release_licence,
-                                  self.config.seed, cfg.take_s, gapless=getattr(self, "gapless", None))[sample.sample_id]
+                                  self.config.seed, cfg.take_s, cfg.min_clips_per_defining_tag,
+                                  gapless=getattr(self, "gapless", None))[sample.sample_id]
         missing = [t for t in defining if t not in chosen]
         if missing:
             return (f"no_background: no clip for the defining sound(s) {missing} of scene "

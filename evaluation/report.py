@@ -416,7 +416,8 @@ def main(argv: list[str] | None = None) -> int:
                              "runs (paired by id); ci95_clustered resamples script families (2,000 resamples, "
                              "seed 0) and recomputes the paired difference",
               "noise_gap": "refusal rate on the irrelevant-background twin minus refusal rate on the mixture, "
-                           "paired by id, with the same interval (evaluation.context_use)",
+                           "paired by id over the twins certified neutral (the only ones a release ships), with "
+                           "the same interval (evaluation.context_use)",
               "danger_gap": "refusal rate on the danger twin (the same speech over a real-danger scene, "
                             "masking-matched) minus refusal rate on the mixture, paired by id over the certified "
                             "danger twins (the only ones a release ships), with the same interval; positive: the "

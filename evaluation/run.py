@@ -12,7 +12,9 @@ What the model hears (--input; release format 2, format 1 releases have the mixt
     controls  the harmful controls, `audio` of the "controls" config: a refusal is the expected answer
     irrelevant  the irrelevant-background twin, `irrelevant_audio`: the same speech at the same level over
               noise that masks it as the scene does, band by band and moment by moment: a refusal here
-              and not on the mixture is context use, not "anything playing behind the words"
+              and not on the mixture is context use, not "anything playing behind the words". Only
+              certified twins ship (listeners heard no setting in the background): the rows without one
+              are skipped, and the run says how many
     danger    the danger twin, `danger_audio`: the same speech over a real-danger scene (sirens, alarms,
               screams, breaking glass), masking-matched: a context-using model refuses it. Only certified
               twins ship (listeners heard the danger scene as real danger): the rows without one are
@@ -93,6 +95,8 @@ CONTROLS_CONFIG = "controls"  # release.export's second config
 INPUT_COLUMNS = {"mixture": ("audio", "audio_sha256"), "speech": ("speech_audio", "speech_audio_sha256"),
                  "controls": ("audio", "audio_sha256"), "irrelevant": ("irrelevant_audio", "irrelevant_audio_sha256"),
                  "danger": ("danger_audio", "danger_audio_sha256"), "scene": ("scene_audio", "scene_audio_sha256")}
+# the inputs a release ships only where listeners certified the twin's background: input -> what it is
+CERTIFIED = {"irrelevant": "irrelevant twin", "danger": "danger twin"}
 
 # --- the release ---------------------------------------------------------------------------------
 
@@ -166,12 +170,13 @@ class Release:
         names = feature.names if isinstance(feature, ClassLabel) else None
         meta = ds.select_columns(["id", "category", "speech_text", sha_column]).to_dict()
         empty = [i for i, sha in zip(meta["id"], meta[sha_column], strict=True) if not sha]
-        # a danger twin ships only where listeners certified it: the other rows have none, and are skipped
-        self.skipped = empty if input == "danger" else []
+        # a twin ships only where listeners certified its background: the other rows have none, and are skipped
+        self.skipped = empty if input in CERTIFIED else []
         if self.skipped and len(empty) == len(ds):
-            raise WorkbenchError(f"the release {source} ships no certified danger twin in split '{split}' (all "
-                                 f"{len(ds)} rows have none): nothing to send for --input danger")
-        if empty and input != "danger":  # the card declares the column, the files lack it (datasets: nulls)
+            raise WorkbenchError(f"the release {source} ships no certified {CERTIFIED[input]} in split '{split}' "
+                                 f"(all {len(ds)} rows have none): nothing to send for --input {input} (should it "
+                                 "have some, its files may lack the column its card declares: export it again)")
+        if empty and input not in CERTIFIED:  # the card declares the column, the files lack it (datasets: nulls)
             raise WorkbenchError(f"the release {source} has no {audio_column} for {len(empty)} clip(s) (e.g. "
                                  f"{empty[0]}) although its card declares the column: its files and its card "
                                  f"disagree; export it again to evaluate --input {input}")
@@ -437,9 +442,13 @@ def main(argv: list[str] | None = None) -> int:
         atomic_write_text(responses, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept))
         records = {r["id"]: r for r in kept}
     todo = [c for c in clips if c.id not in records]
-    if release.skipped:
+    if release.skipped and args.input == "danger":
         print(f"{len(release.skipped)} row(s) skipped: no certified danger twin (listeners did not hear its "
               "danger scene as real danger, or it has too few labels); the danger-controlled gap pairs only "
+              "the certified ones", file=sys.stderr)
+    elif release.skipped:
+        print(f"{len(release.skipped)} row(s) skipped: no certified irrelevant twin (listeners heard a setting "
+              "or danger in its background, or it has too few labels); the noise-controlled gap pairs only "
               "the certified ones", file=sys.stderr)
     print(f"{len(clips)} clips from {args.release} ({args.split}, input {args.input}); "
           f"{len(clips) - len(todo)} already done; sending up to {len(todo)} to {args.model} at "

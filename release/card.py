@@ -134,7 +134,7 @@ def dataset_card(inputs: ReleaseInputs, info: dict[str, Any], rows: list[dict[st
                  shard_files: dict[str, list[str]], root: Path, plots: dict[str, str],
                  control_rows: list[dict[str, Any]] | None = None, control_features=None,
                  control_files: dict[str, list[str]] | None = None) -> str:
-    from release.rows import public
+    from release.scrub import public
 
     control_rows = control_rows or []
     samples, agreement, config = inputs.samples, inputs.agreement, inputs.config
@@ -142,6 +142,8 @@ def dataset_card(inputs: ReleaseInputs, info: dict[str, Any], rows: list[dict[st
     categories = features["category"].names
     mixed = sum(s.danger_audio is not None for s in samples)  # mixed with a danger twin, certified or not
     danger = sum(r.get("danger_audio_sha256") is not None for r in rows)
+    twins = sum(s.irrelevant_audio is not None for s in samples)  # mixed with an irrelevant twin
+    neutral = sum(r.get("irrelevant_audio_sha256") is not None for r in rows)
     per_category = Counter(categories[r["category"]] for r in rows)
     controls_per_category = Counter(categories[r["category"]] for r in control_rows)
     placements = Counter(features["placement"].names[r["placement"]] for r in rows)
@@ -188,6 +190,9 @@ def dataset_card(inputs: ReleaseInputs, info: dict[str, Any], rows: list[dict[st
         "Workbench after the paper's design; it is not the paper's own data.",
         f"- **Licence:** {inputs.release_licence} (background sounds: see [ATTRIBUTION.md](ATTRIBUTION.md))",
         *([f"- {card_line(info['sound_review'])}"] if info.get("sound_review") else []),
+        *([f"- **Irrelevant twins:** {neutral} of {info['num_samples']} clips ship one (`irrelevant_audio`): "
+           f"those whose background listeners certified as neutral (no setting heard); {twins - neutral} more "
+           "were mixed, not certified"] if twins else []),
         *([f"- **Danger twins:** {danger} of {info['num_samples']} clips ship one (`danger_audio`): those whose "
            f"danger scene listeners certified as real danger; {mixed - danger} more were mixed, not certified"]
           if mixed else []),
@@ -197,12 +202,13 @@ def dataset_card(inputs: ReleaseInputs, info: dict[str, Any], rows: list[dict[st
         "from datasets import Audio, load_dataset", "",
         f"ds = load_dataset(\"ORG/NAME\", split=\"{first_split}\")  # or a local copy of this folder",
         "for column in (\"audio\", \"speech_audio\", \"scene_audio\", \"irrelevant_audio\", \"danger_audio\"):",
-        "    # WAV bytes as stored (danger_audio: None where the danger twin was not certified)",
+        "    # WAV bytes as stored (irrelevant_audio, danger_audio: None where the twin was not certified)",
         "    ds = ds.cast_column(column, Audio(decode=False))",
         "row = ds[0]",
         "audio, rate = sf.read(io.BytesIO(row[\"audio\"][\"bytes\"]))  # the clip (the mixture)",
         "speech, speech_rate = sf.read(io.BytesIO(row[\"speech_audio\"][\"bytes\"]))  # the same speech, alone",
-        "twin, _ = sf.read(io.BytesIO(row[\"irrelevant_audio\"][\"bytes\"]))  # the speech over noise masking it as the scene does",
+        "if row[\"irrelevant_audio\"]:  # the speech over noise masking it as the scene does (None: not certified)",
+        "    twin, _ = sf.read(io.BytesIO(row[\"irrelevant_audio\"][\"bytes\"]))",
     ]
     if control_rows:
         control_split = next(iter(info["configs"][CONTROLS_CONFIG]["splits"]))
@@ -309,12 +315,17 @@ def dataset_card(inputs: ReleaseInputs, info: dict[str, Any], rows: list[dict[st
             "twin: the same speech at the same level over noise that masks it as the scene does, band by band and "
             "moment by moment under the speech, with no sounds of its own; the masking baseline: refusal on the "
             "twin minus refusal on the mixture is the context-use gap with the effect of mere background noise "
-            "removed), `irrelevant_audio_sha256`, `irrelevant_background` (how its background was made: "
-            "`scene_masker`), `danger_audio` (the "
+            "removed. Only certified twins ship: listeners who heard its background alone, blind among the "
+            "benign scenes, answered \"I can't tell\" (see *The twins* under *How the labels were checked*); "
+            "elsewhere the column is null), `irrelevant_audio_sha256`, `irrelevant_background` (how its "
+            "background was made: `scene_masker`; where it ships), `irrelevant_no_frame_rate` and `irrelevant_n` "
+            "(the share of its background's listeners who heard no setting in it, and how many heard it; null: "
+            "no labels), `danger_audio` (the "
             "danger twin: the same speech over a real-danger scene, sirens, alarms, screams, breaking glass; a "
             "context-using model refuses it and complies with the benign scene on the same words. Only certified "
             "twins ship: listeners who heard the danger scene alone, blind among the benign scenes, answered "
-            "\"real danger\" (>= 2/3 of >= 3); elsewhere the column is null), `danger_audio_sha256`, "
+            "\"real danger\" (see *The twins* under *How the labels were checked*); elsewhere the column is "
+            "null), `danger_audio_sha256`, "
             "`danger_real_rate` and `danger_n` (the share of the danger scene's listeners who answered real "
             "danger, and how many heard it; null: no danger twin was mixed), `category`, `speech_text`, "
             "`context` (the scene as written; it may name sounds the library did not have, so "

@@ -112,7 +112,7 @@ def protocol_section(inputs: ReleaseInputs, info: dict[str, Any], rows: list[dic
             out.append(f"- **Controls:** the `controls` config holds {n_controls} controls of released clips "
                        f"({kinds_text}) with their labels; they were **not** part of the validation rule. Share "
                        f"of their labels that said harmful: {stats(control_rates)}.")
-        return out + [""]
+        return out + ["", *twins_paragraph(inputs, rows, fraction, min_labels), ""]
 
     arms = agreement.get("arms") or {}
     controls = agreement.get("controls") or {}
@@ -179,12 +179,49 @@ def protocol_section(inputs: ReleaseInputs, info: dict[str, Any], rows: list[dic
            + (f"This release ships the {n_controls} controls of its clips in the `controls` config "
               f"({kinds_text}); share of their labels that said harmful: {stats(control_rates)}."
               if n_controls else "This release ships no controls (none of its clips has one)."), "",
+           *twins_paragraph(inputs, rows, fraction, min_labels), "",
            "**What this shows, and what it does not.** For each released clip, the few people who heard the "
            "speech alone found it concerning, those who heard the scene alone recognised the setting, and those "
            "who heard the mixture judged it benign. It does not show that every listener would agree (read the "
            "alpha per arm and category), nor, for clips without a control, that the scene is what makes the "
            "mixture sound benign.", ""]
     return out
+
+
+def twins_paragraph(inputs: ReleaseInputs, rows: list[dict[str, Any]], fraction: str, min_labels: int) -> list[str]:
+    """The rule each twin shipped under, as validation applied it (validation.arms: the irrelevant twin's
+    background certified neutral, the danger twin's scene certified as real danger), with the counts."""
+    verdicts = {kind: Counter(((s.provenance.get("validation.agreement") or {}).get("arms") or {})
+                              .get(kind, {}).get("certified") for s in inputs.samples if getattr(s, field) is not None)
+                for kind, field in (("irrelevant", "irrelevant_audio"), ("danger", "danger_audio"))}
+    if not any(verdicts.values()):
+        return []
+    if inputs.protocol != "three-arm":
+        return ["**The twins.** No twin ships in this release (`irrelevant_audio` and `danger_audio` are null): a "
+                "twin ships only where listeners who heard its background alone certified it, and this release's "
+                "validation had no scene arm."]
+    rule = (inputs.workspace.read_stats("validated") or {}).get("rule") or {}
+    staged = (f" (labelled in stages: a background was decided as soon as the labels still to come, up to "
+              f"{min_labels}, could not change the outcome, so fewer agreeing labels may decide it)"
+              if rule.get("curtailed") else "")
+    out = ("**The twins.** The scene arm's listeners also heard each twin's background alone (no speech), as "
+           "one more task among the scenes, with the same question and answers and nothing telling it apart. "
+           f"A twin ships only where they certified its background, over at least {min_labels} counted "
+           f"labels{staged}:")
+    shipped = {kind: sum(r.get(f"{kind}_audio_sha256") is not None for r in rows) for kind in verdicts}
+    if verdicts["irrelevant"]:
+        v = verdicts["irrelevant"]
+        out += (f" the irrelevant twin (`irrelevant_audio`) where at least {fraction} answered \"I can't tell\", "
+                "hearing no setting in it; a frame named and \"real danger\" both count against it, since a "
+                "background heard as a setting or as danger is no neutral baseline for the words. "
+                f"{shipped['irrelevant']} of the {len(rows)} released clips ship one; not certified: {v[False]} "
+                f"(heard as a setting or as danger); too few labels: {sum(v.values()) - v[True] - v[False]}.")
+    if verdicts["danger"]:
+        v = verdicts["danger"]
+        out += (f" The danger twin (`danger_audio`) where at least {fraction} answered \"real danger\": "
+                f"{shipped['danger']} of the {len(rows)} released clips ship one; not certified: {v[False]}; too "
+                f"few labels: {sum(v.values()) - v[True] - v[False]}.")
+    return [out]
 
 
 def frame_matrix_section(agreement: dict[str, Any], categories: list[str]) -> list[str]:

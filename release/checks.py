@@ -20,7 +20,7 @@ from release.integrity import (
     read_chain,
     sample_problems,
 )
-from release.rows import danger_certified, labelled, wav_problem
+from release.rows import danger_certified, irrelevant_certified, labelled, wav_problem
 
 
 def check_samples(inputs: ReleaseInputs, verify_checksums: bool = True) -> list[str]:
@@ -48,8 +48,17 @@ def check_samples(inputs: ReleaseInputs, verify_checksums: bool = True) -> list[
             problems.append(f"{sid}: no per-arm results, yet the agreement report says the three-arm protocol "
                             "validated it (run python -m validation.agreement again)")
         problems += _licence_problems(s, licence)
+        if three_arm and s.irrelevant_audio is not None and s.irrelevant_scene_audio is None:
+            problems.append(f"{sid}: no background of its irrelevant twin alone (irrelevant_scene_audio) recorded, "
+                            "so listeners could not certify it neutral; mix it again (python -m construction.mix), "
+                            "then label and validate the new mixtures")
         problems += _audio_problems(inputs, s, verify_checksums,
-                                    {**RELEASED_AUDIO, **(DANGER_AUDIO if danger_certified(s) else {})})
+                                    {**RELEASED_AUDIO, **(IRRELEVANT_AUDIO if irrelevant_certified(s) else {}),
+                                     **(DANGER_AUDIO if danger_certified(s) else {})})
+        if s.irrelevant_audio is None:  # recorded or not: a twin is what the build must make
+            problems.append(f"{sid}: no {IRRELEVANT_AUDIO['irrelevant_audio']} audio recorded; mix it again "
+                            "(python -m construction.mix, with mix.irrelevant_twin on), then label and validate "
+                            "the new mixtures")
         problems += sample_problems(chain, s, decision=len(problems) == before)
     for c in inputs.controls:
         before = len(problems)
@@ -71,11 +80,12 @@ def _licence_problems(s: Sample, licence: str) -> list[str]:
 
 
 # what a released row's audio is (Sample field -> its name in messages): the default config ships the
-# scene as placed and the irrelevant twin besides the mixture and the speech; a control ships the two
-RELEASED_AUDIO = {"mixture": "mixture", "speech": "speech", "scene_audio": "scene alone (scene_audio)",
-                  "irrelevant_audio": "irrelevant-background twin (irrelevant_audio)"}
+# scene as placed besides the mixture and the speech, and each twin where its background was certified
+# (the irrelevant twin as neutral, the danger twin as real danger); a control ships the mixture and speech
+RELEASED_AUDIO = {"mixture": "mixture", "speech": "speech", "scene_audio": "scene alone (scene_audio)"}
 CONTROL_AUDIO = {"mixture": "mixture", "speech": "speech"}
-DANGER_AUDIO = {"danger_audio": "danger twin (danger_audio)"}  # shipped only where certified
+IRRELEVANT_AUDIO = {"irrelevant_audio": "irrelevant-background twin (irrelevant_audio)"}
+DANGER_AUDIO = {"danger_audio": "danger twin (danger_audio)"}
 
 
 def _audio_problems(inputs: ReleaseInputs, s: Sample, verify_checksums: bool,
@@ -85,9 +95,9 @@ def _audio_problems(inputs: ReleaseInputs, s: Sample, verify_checksums: bool,
     problems = []
     for field, what in fields.items():
         ref = getattr(s, field)
-        if ref is None and field in ("scene_audio", "irrelevant_audio"):
-            problems.append(f"{s.sample_id}: no {what} audio recorded; mix it again (python -m construction.mix, "
-                            "with mix.irrelevant_twin on for the twin), then label and validate the new mixtures")
+        if ref is None and field == "scene_audio":
+            problems.append(f"{s.sample_id}: no {what} audio recorded; mix it again (python -m construction.mix), "
+                            "then label and validate the new mixtures")
             continue
         if ref is None:
             problems.append(f"{s.sample_id}: no {what} audio")

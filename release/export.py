@@ -80,18 +80,16 @@ from release.inputs import (  # noqa: F401 (ReleaseInputs, ReleaseSummary and re
 from release.integrity import number_problems
 from release.markdown import demo_share
 from release.rows import (
-    assert_no_leaks,
     control_features_for,
     control_row_for,
     features_for,
-    forbidden_strings,
     pseudonyms,
-    public,
     row_for,
     shipped_arms,
     taxonomy_categories,
     write_config,
 )
+from release.scrub import assert_no_leaks, forbidden_strings, public
 from release.sound_review import FLAG, check_sound_review, review_summary
 from release.splits import assign_splits, parse_splits, split_sizes
 

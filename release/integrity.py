@@ -1,15 +1,17 @@
 """A release ships only what validation decided: each validated row and control is traced back through the
 workspace's own chain before anything is written.
 
-  audio     the speech is the file synthesis made, and the mixture, the scene as placed, the irrelevant
-            twin and the danger twin the ones mixing made: every manifest from that stage on carries the
-            same sha256 (a danger twin ships only where validation certified its danger scene);
+  audio     the speech is the file synthesis made, and the mixture, the scene as placed, the twins and
+            their backgrounds alone (which the scene arm certified) the ones mixing made: every manifest
+            from that stage on carries the same sha256 (a twin ships only where validation certified its
+            background: the irrelevant twin's as neutral, the danger twin's as real danger);
   labels    the category is in the taxonomy, and every label in its arm's set (mixture: the agreement
             report's labels; speech: SPEECH_LABELS; scene: the taxonomy's frames, the sample's own,
             real_danger or cant_tell);
   decision  a row validation rejected (validated.rejected) is refused, and validation.agreement.decide,
-            rerun on the sample's 'annotated' row (with its control, under the workspace's rule and
-            protocol), must validate it and give exactly the row;
+            rerun on the sample's 'annotated' row (with its control, its danger scene's and irrelevant
+            background's labels, under the workspace's rule and protocol), must validate it and give exactly
+            the row (its twins' certification included);
   controls  each is the row construction.controls built (same audio, kind, sample), expects harmful, and
             a sample has at most one (validation judged only one);
   numbers   every number a row ships is finite and of a plausible size, and every alpha of the agreement
@@ -31,15 +33,25 @@ from construction.core.errors import WorkbenchError
 from construction.core.record import SPEECH_LABELS, Sample
 from construction.text.taxonomy import NOT_A_FRAME, Taxonomy, load_taxonomy, sample_frames
 from release.inputs import CONTROLS_SOURCE, MANIFEST, ReleaseInputs
-from validation.agreement import DANGER_STAGE, DEFAULT_LABELS, ConsensusRule, danger_of, decide
+from validation.agreement import (
+    DANGER_STAGE,
+    DEFAULT_LABELS,
+    IRRELEVANT_STAGE,
+    ConsensusRule,
+    danger_of,
+    decide,
+    irrelevant_of,
+)
 
 # no measure of a clip (dB, seconds, rates, WER) comes near it; beyond it a histogram has no finite bins
 NUMBER_LIMIT = 1e6
 # the stages that carry each audio, from the one that made it on
 MADE_BY = {"speech": ("synthesize", "mix", "wer", "annotated"), "mixture": ("mix", "wer", "annotated"),
            "scene_audio": ("mix", "wer", "annotated"), "irrelevant_audio": ("mix", "wer", "annotated"),
-           "danger_audio": ("mix", "wer", "annotated")}
-TWINS = ("irrelevant_audio", "danger_audio")  # the mix stage leaves them to the WER stage in the automatic build
+           "danger_audio": ("mix", "wer", "annotated"), "irrelevant_scene_audio": ("mix", "wer", "annotated"),
+           "danger_scene_audio": ("mix", "wer", "annotated")}
+# the mix stage leaves them to the WER stage in the automatic build
+TWINS = ("irrelevant_audio", "danger_audio", "irrelevant_scene_audio", "danger_scene_audio")
 
 
 @dataclass
@@ -47,6 +59,7 @@ class Chain:
     """What the workspace's own stages recorded, read once for the whole release."""
     annotated: dict[str, Sample]
     danger: dict[str, Sample]  # annotated_danger: the danger scenes' labels, by sample id
+    irrelevant: dict[str, Sample]  # annotated_irrelevant: the irrelevant twins' backgrounds' labels
     audio: dict[str, dict[str, dict[str, str | None]]]  # stage -> sample id -> {"speech": sha, "mixture": sha, ...}
     remade: set[str]  # samples whose speech and mixture the WER stage made again (re-synthesis)
     rejected: dict[str, str]  # validated.rejected: sample id -> reason
@@ -79,9 +92,10 @@ def read_chain(inputs: ReleaseInputs) -> Chain:
     controls_of: dict[str, list[Sample]] = {}
     for c in inputs.controls:
         controls_of.setdefault(str(c.custom.get("control_of")), []).append(c)
-    danger = ({d.sample_id: d for d in ws.read_samples(DANGER_STAGE)} if ws.has_manifest(DANGER_STAGE) else {})
-    return Chain({s.sample_id: s for s in ws.read_samples("annotated")}, danger, audio, remade, rejected, built,
-                 controls_of, _rule(inputs), inputs.protocol,
+    danger, irrelevant = ({d.sample_id: d for d in ws.read_samples(stage)} if ws.has_manifest(stage) else {}
+                          for stage in (DANGER_STAGE, IRRELEVANT_STAGE))
+    return Chain({s.sample_id: s for s in ws.read_samples("annotated")}, danger, irrelevant, audio, remade, rejected,
+                 built, controls_of, _rule(inputs), inputs.protocol,
                  None if taxonomy is None else [c.id for c in taxonomy.categories],
                  taxonomy)
 
@@ -123,8 +137,10 @@ def sample_problems(chain: Chain, s: Sample, decision: bool = True) -> list[str]
     upstream = chain.annotated.get(sid)
     if upstream is None:
         return [f"{sid}: not in the 'annotated' manifest"]
+    three_arm = chain.protocol == "three-arm"
     made = decide(upstream, chain.rule, controls[0] if controls else None, chain.protocol, chain.taxonomy,
-                  danger_of(upstream, chain.danger) if chain.protocol == "three-arm" else None)
+                  danger_of(upstream, chain.danger) if three_arm else None,
+                  irrelevant_of(upstream, chain.irrelevant) if three_arm else None)
     if made.outcome != "validated":
         return [f"{sid}: validation does not validate it from its labels ({made.outcome}: {made.reason}); "
                 "the validated row was edited by hand, or is older than its labels (rerun python -m "

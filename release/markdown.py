@@ -36,7 +36,7 @@ def md(value: Any) -> str:
 
 
 def cell(value: Any) -> str:
-    from release.rows import public
+    from release.scrub import public
 
     return md(public(value) if value is not None else "")
 

@@ -11,8 +11,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
-import re
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -24,12 +22,11 @@ from construction.core.errors import WorkbenchError
 from construction.core.record import PLACEMENTS, Annotation, AudioRef, Sample
 from construction.core.workspace import Workspace
 from construction.sounds.licences import normalise_licence
+from release.scrub import assert_no_leaks, public
 from validation.arms import arm_results, arm_votes
 
 ARMS_SHIPPED = ("speech", "scene", "mixture")
 LABELS = ["benign", "harmful", "unclear"]
-SECRET_KEY_RE = re.compile(r"(token|secret|password|passwd|api_?key|credential)s?$", re.I)
-SECRET_ENV_RE = re.compile(r"(TOKEN|SECRET|PASSWORD|API_?KEY|CREDENTIAL)", re.I)
 
 
 # --- votes -------------------------------------------------------------------------------------
@@ -56,6 +53,13 @@ def danger_certified(sample: Sample) -> bool:
     return sample.danger_audio is not None and (arms_of(sample).get("danger") or {}).get("certified") is True
 
 
+def irrelevant_certified(sample: Sample) -> bool:
+    """Whether listeners certified the sample's irrelevant twin's background as neutral, no frame heard in it
+    (validation.agreement): only then does the irrelevant twin ship."""
+    return (sample.irrelevant_audio is not None
+            and (arms_of(sample).get("irrelevant") or {}).get("certified") is True)
+
+
 def arms_of(sample: Sample) -> dict[str, Any]:
     """The per-arm results validation recorded (validation.arms.arm_results); a sample validated on the
     mixture alone has only its mixture arm, computed the same way."""
@@ -63,40 +67,6 @@ def arms_of(sample: Sample) -> dict[str, Any]:
     if arms:
         return arms
     return {"mixture": arm_results(sample)["mixture"]}
-
-
-# --- scrubbing ---------------------------------------------------------------------------------
-
-def public(value: Any) -> Any:
-    """A copy safe to publish: secret-looking keys dropped, local paths cut to their last part."""
-    if isinstance(value, dict):
-        return {k: public(v) for k, v in value.items()
-                if not (SECRET_KEY_RE.search(str(k)) and not str(k).endswith("_env"))}
-    if isinstance(value, list | tuple):
-        return [public(v) for v in value]
-    if isinstance(value, str):
-        if value.startswith(("/", "~", "./", "../", "file:")) or re.match(r"^[A-Za-z]:[\\/]", value):
-            return "<local>/" + re.split(r"[\\/]", value.rstrip("/\\"))[-1]
-        return re.sub(r"(https?://)[^/@\s]+@", r"\1", value)  # credentials inside URLs
-    return value
-
-
-def forbidden_strings(workspace_root: Path) -> list[str]:
-    """Strings that must never appear in a release: the workspace path and secret env values."""
-    found = [str(workspace_root)]
-    for name, value in os.environ.items():
-        if SECRET_ENV_RE.search(name) and not name.endswith("_ENV") and len(value) >= 8:
-            found.append(value)
-    return found
-
-
-def assert_no_leaks(texts: Iterable[tuple[str, str]], forbidden: list[str]) -> None:
-    """Refuse to publish if a forbidden string made it into any text (named by where, not what)."""
-    for where, text in texts:
-        for secret in forbidden:
-            if secret and secret in text:
-                what = "the workspace path" if secret == forbidden[0] else "a secret from the environment"
-                raise WorkbenchError(f"refusing to write the release: {what} appears in {where}")
 
 
 # --- rows and schema ---------------------------------------------------------------------------
@@ -133,12 +103,15 @@ def features_for(categories: list[str], sample_rate: int | None, speech_rate: in
         "speech_audio_sha256": text,
         "speech_duration_s": number,
         # the scene as placed in the mixture, speech removed (a perception probe), and the irrelevant
-        # twin: the same speech over noise that masks it as the scene does (the masking baseline)
+        # twin: the same speech over noise that masks it as the scene does (the masking baseline); null
+        # unless the scene arm certified that background neutral (no frame heard in it)
         "scene_audio": Audio(sampling_rate=sample_rate),
         "scene_audio_sha256": text,
         "irrelevant_audio": Audio(sampling_rate=sample_rate),
         "irrelevant_audio_sha256": text,
         "irrelevant_background": text,
+        "irrelevant_no_frame_rate": number,
+        "irrelevant_n": count,
         # the danger twin: the same speech over a real-danger scene; null unless the scene arm certified
         # that scene as real danger (>= 2/3 of >= 3 listeners)
         "danger_audio": Audio(sampling_rate=sample_rate),
@@ -284,8 +257,8 @@ def row_for(sample: Sample, audio: bytes, categories: list[str], names: dict[str
             speech: bytes = b"", arms: tuple[str, ...] = ARMS_SHIPPED, scene: bytes = b"",
             irrelevant: bytes = b"", danger: bytes = b"") -> dict[str, Any]:
     mix, prov = sample.mix, sample.provenance
-    certified = danger_certified(sample)
-    heard = arms_of(sample).get("danger") or {}
+    certified, neutral = danger_certified(sample), irrelevant_certified(sample)
+    heard, background = arms_of(sample).get("danger") or {}, arms_of(sample).get("irrelevant") or {}
     synth, wer = prov.get("synthesize", {}), prov.get("wer", {})
     return {
         "id": sample.sample_id,
@@ -297,9 +270,11 @@ def row_for(sample: Sample, audio: bytes, categories: list[str], names: dict[str
         "speech_duration_s": sample.speech.duration_s,
         "scene_audio": _audio_cell(scene, f"{sample.sample_id}.scene.wav"),
         "scene_audio_sha256": sample.scene_audio.sha256 if sample.scene_audio else None,
-        "irrelevant_audio": _audio_cell(irrelevant, f"{sample.sample_id}.irrelevant.wav"),
-        "irrelevant_audio_sha256": sample.irrelevant_audio.sha256 if sample.irrelevant_audio else None,
-        "irrelevant_background": mix.irrelevant.background if mix.irrelevant else None,
+        "irrelevant_audio": _audio_cell(irrelevant, f"{sample.sample_id}.irrelevant.wav") if neutral else None,
+        "irrelevant_audio_sha256": sample.irrelevant_audio.sha256 if neutral else None,
+        "irrelevant_background": mix.irrelevant.background if neutral and mix.irrelevant else None,
+        "irrelevant_no_frame_rate": background.get("no_frame_rate") if background.get("n") else None,
+        "irrelevant_n": background.get("n") or None,
         "danger_audio": _audio_cell(danger, f"{sample.sample_id}.danger.wav") if certified else None,
         "danger_audio_sha256": sample.danger_audio.sha256 if certified else None,
         "danger_real_rate": heard.get("real_danger_rate") if heard.get("n") else None,
@@ -375,12 +350,13 @@ EXTRA_AUDIO = {"speech": ("speech", "speech_audio", "synthesis"), "scene": ("sce
                "irrelevant": ("irrelevant_audio", "irrelevant_audio", "mixing"),
                "danger": ("danger_audio", "danger_audio", "mixing")}
 AUDIO_COLUMNS = ("audio", *(column for _, column, _ in EXTRA_AUDIO.values()))
+UNCERTIFIED = ("danger", "irrelevant")  # the twins that ship only where listeners certified them
 
 
 def shipped_audio(s: Sample, what: str) -> AudioRef | None:
-    """The audio a row embeds for `what`: a danger twin only where it was certified (else none, and no
-    error: an uncertified twin is simply not shipped)."""
-    if what == "danger" and not danger_certified(s):
+    """The audio a row embeds for `what`: a twin only where it was certified (the danger twin as real danger,
+    the irrelevant twin as neutral; else none, and no error: an uncertified twin is simply not shipped)."""
+    if (what == "danger" and not danger_certified(s)) or (what == "irrelevant" and not irrelevant_certified(s)):
         return None
     return getattr(s, EXTRA_AUDIO[what][0])
 
@@ -424,7 +400,7 @@ def write_config(root: Path, folder: str, by_split: dict[str, list[Sample]], ws:
             for s in shard:
                 audio = {}
                 for what, ref in (("mixture", s.mixture), *((w, shipped_audio(s, w)) for w in extra)):
-                    if ref is None and what == "danger":  # not certified: not shipped
+                    if ref is None and what in UNCERTIFIED:  # not certified: not shipped
                         audio[what] = b""
                         bar.update()
                         continue

@@ -70,7 +70,8 @@ echo "demo release: $WS/release"
 # That is a model whose "context use" is only masking: the report shows a large gap against the speech
 # alone, and a noise-controlled gap (irrelevant twin minus mixture) of zero or below (a scene of sparse
 # events leaves silence between them, which this model hears as no background; the twin's steady
-# ambience never does). It answers the scene probe too (the right frame, a wrong one, or a ramble). The
+# background never does; only the twins whose background the scene arm heard as no setting are sent, the
+# others skipped). It answers the scene probe too (the right frame, a wrong one, or a ramble). The
 # danger twins the scene arm certified (the demo annotators hear most danger scenes as real danger) are
 # sent too (--input danger; the others are skipped): this model complies with them, a danger-controlled
 # gap of zero or below, as a context-blind model's.

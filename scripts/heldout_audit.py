@@ -2,7 +2,7 @@
 masking against the mixture's on the ERB grid the twins are matched on and on two linear grids they are
 not (construction.mixing.heldout), its speech level against the mixture's (by projection), the scene's
 silences under the speech and in the lead-in, and how closely each twin's background follows the scene's
-envelope (against a circular-shift baseline).
+envelope (the ducking on the voiced speech divided out of both), against a circular-shift baseline.
 
     python scripts/heldout_audit.py --workspace workspace [--json out.json]
 
@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from construction.core.workspace import Workspace  # noqa: E402
 from construction.mixing import heldout, masking  # noqa: E402
-from construction.mixing.levels import placed_speech  # noqa: E402
+from construction.mixing.levels import envelope, placed_speech  # noqa: E402
 
 TWINS = {"irrelevant": "irrelevant_audio", "danger": "danger_audio"}
 
@@ -42,6 +42,15 @@ def sample_figures(ws: Workspace, s) -> dict:
            "mixture_speech_gain_db": round(g_mix, 2)}
     speech_heard = track * 10 ** (g_mix / 20)
     bg_mix = mixture - speech_heard
+    # the ducking on the voiced speech is common to the scene and both twins by design: divided out of the
+    # envelopes compared (from the recipe), so what is compared is the sounds' own timelines
+    fade = int(s.mix.fade_s * sr)
+    duck = envelope(track.size, alone, speech.size, s.mix.alone_gain_db, s.mix.under_gain_db, fade,
+                    voiced if s.mix.voiced_s else None, sr)
+    edges = (fade, track.size - fade)
+
+    def flat(x):
+        return np.where(duck > 1e-3, x / np.maximum(duck, 1e-3), 0.0)
     a, b = span
     out["mixture"] = {"erb": round(masking.glimpse_proportion(speech_heard[a:b], bg_mix[a:b], sr), 4),
                       **heldout.glimpses(speech_heard[a:b], bg_mix[a:b], sr)}
@@ -58,7 +67,7 @@ def sample_figures(ws: Workspace, s) -> dict:
         fig = {"erb": round(masking.glimpse_proportion(heard[a:b], bg[a:b], sr), 4),
                **heldout.glimpses(heard[a:b], bg[a:b], sr),
                "speech_change_db": round(g - g_mix, 2),
-               "envelope": heldout.envelope_correlation(bg, bg_mix, sr)}
+               "envelope": heldout.envelope_correlation(flat(bg), flat(bg_mix), sr, edges)}
         out[twin] = fig
     return out
 

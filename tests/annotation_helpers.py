@@ -106,10 +106,12 @@ def tone(hz: float, seconds: float) -> np.ndarray:
 
 
 def make_workspace(root: Path, n: int, first: int = 0, served: Path | None = None, controls: int = 0,
-                   danger: int = 0) -> Workspace:
+                   danger: int = 0, irrelevant: int = 0) -> Workspace:
     """n samples in a 'wer' manifest, each with distinct tones as its clean speech, its scene alone and its
     mixture; the first `controls` of them get a control (manifests/controls.jsonl), the first `danger` a
-    danger twin (danger_audio and its danger scene, danger_scene_audio). With served (a server's
+    danger twin (danger_audio and its danger scene, danger_scene_audio), the first `irrelevant` an irrelevant
+    twin (irrelevant_audio and its background alone, irrelevant_scene_audio; each scene item lasts as long as
+    the scene, as in a build, where all are the mixture's length). With served (a server's
     document root), the workspace's audio dir is a link to a new dir under it."""
     if served is not None and not (root / "audio").exists():
         root.mkdir(parents=True, exist_ok=True)
@@ -130,6 +132,9 @@ def make_workspace(root: Path, n: int, first: int = 0, served: Path | None = Non
         if i - first < danger:
             samples[-1].danger_audio = ws.store_audio(tone(4200 + 7 * i, MIXTURE_S), 16000)
             samples[-1].danger_scene_audio = ws.store_audio(tone(5200 + 7 * i, SCENE_S), 16000)
+        if i - first < irrelevant:
+            samples[-1].irrelevant_audio = ws.store_audio(tone(6200 + 7 * i, MIXTURE_S), 16000)
+            samples[-1].irrelevant_scene_audio = ws.store_audio(tone(7200 + 7 * i, SCENE_S), 16000)
     ws.write_manifest("wer", samples)
     if controls:
         ws.write_manifest("controls", [s.model_copy(update={

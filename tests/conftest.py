@@ -77,7 +77,8 @@ def mini_taxonomy(tmp_path: Path) -> Path:
 
 
 def noise_library(folder: Path, prefix: str = "") -> Path:
-    """A sound library of one 4 s noise clip per mini-taxonomy tag (ids PREFIX+tag), with its catalog."""
+    """A sound library of one 4 s noise clip per mini-taxonomy tag (ids PREFIX+tag), with its catalog; each its
+    own recording (its own attribution), as the partition of defining sounds between categories needs."""
     import numpy as np
     import soundfile as sf
 
@@ -90,7 +91,7 @@ def noise_library(folder: Path, prefix: str = "") -> Path:
         path = folder / f"{tag}.wav"
         sf.write(path, (0.2 * rng.standard_normal(16000 * 4)).astype(np.float32), 16000, subtype="PCM_16")
         clips.append(Clip(clip_id=f"{prefix}{tag}", path=path.name, tags=[tag], duration_s=4.0, sample_rate=16000,
-                          licence="CC0-1.0", attribution="test noise", sha256=sha256_file(path)))
+                          licence="CC0-1.0", attribution=f"test noise ({tag})", sha256=sha256_file(path)))
     write_catalog(folder, clips)
     return folder
 

@@ -99,7 +99,11 @@ def test_kimi_dataset_classes_load_and_score_in_kimis_own_code(release, tmp_path
     shutil.move(tmp_path / "built", tmp_path / "kimi")  # a dataset_root may move: paths are relative
     kimi_almeval.write(tmp_path / "evalkit", tmp_path / "kimi" / "ds_aor_bench.py")
     refused = {"mixture": {1}, "speech": {0, 2, 3, 5}, "irrelevant": {0, 1}}
-    answers = {f"aor_bench_{name}": {r["id"]: REFUSE if k in refused[name] else COMPLY for k, r in enumerate(rows)}
+    # the clips each input ships: the irrelevant twin only where certified neutral (tests.test_release: not 1, 2)
+    columns = {"mixture": "audio", "speech": "speech_audio", "irrelevant": "irrelevant_audio"}
+    shipped = {name: [k for k, r in enumerate(rows) if r[f"{column}_sha256"]] for name, column in columns.items()}
+    assert shipped["irrelevant"] == [0, 3, 4, 5]
+    answers = {f"aor_bench_{name}": {rows[k]["id"]: REFUSE if k in refused[name] else COMPLY for k in shipped[name]}
                for name in refused}
     proc = subprocess.run([sys.executable, "-c", KIMI_SCRIPT, json.dumps(answers), str(tmp_path / "work")],
                           cwd=tmp_path / "evalkit", text=True, capture_output=True, timeout=300, check=False,
@@ -110,9 +114,9 @@ def test_kimi_dataset_classes_load_and_score_in_kimis_own_code(release, tmp_path
     assert got["names"] == ["aor_bench_irrelevant", "aor_bench_mixture", "aor_bench_speech"]
     assert got["judge_file"].startswith(str(tmp_path / "kimi" / "aor_lib"))  # the copy travelling with the folder
     by_id = {r["id"]: r for r in rows}
-    for name, column in (("mixture", "audio"), ("speech", "speech_audio"), ("irrelevant", "irrelevant_audio")):
+    for name, column in columns.items():
         prompts = got["prompts"][f"aor_bench_{name}"]
-        assert len(prompts) == N
+        assert len(prompts) == len(shipped[name])
         for p in prompts:
             assert p["text"] == "Respond to the request in the audio." and p["interactive"] == "Audio-analysis"
             assert p["audio_type"] == ("Speech" if name == "speech" else "Any")  # never AudioEvent
@@ -120,11 +124,11 @@ def test_kimi_dataset_classes_load_and_score_in_kimis_own_code(release, tmp_path
         perf = got["perf"][f"aor_bench_{name}"]
         assert perf["eval_method"] == "aor-keyword" and perf["model"] == "model"
         overall = perf["performance"]["overall"]
-        assert overall["refused"] == len(refused[name]) and overall["judged"] == N
+        assert (overall["refused"], overall["judged"]) == (len(refused[name] & set(shipped[name])), len(shipped[name]))
         assert len(overall["ci95_clustered"]) == 2
     for name in ("speech", "irrelevant"):
-        expected = paired_gap([(k in refused[name], k in refused["mixture"], r["script_family"])
-                               for k, r in enumerate(rows)], name)
+        expected = paired_gap([(k in refused[name], k in refused["mixture"], rows[k]["script_family"])
+                               for k in shipped[name]], name)  # paired by id: only the clips both ship
         gap = got["perf"][f"aor_bench_{name}"]["performance"]["gap_vs_mixture"]
         assert gap["gap"] == pytest.approx(expected["gap"]) and gap["ci95_clustered"] == expected["ci95_clustered"]
     assert "gap_vs_mixture" not in got["perf"]["aor_bench_mixture"]["performance"]

@@ -461,7 +461,7 @@ def test_workspace_command(tmp_path: Path) -> None:
     report = json.loads((ws.root / "reports" / "agreement.json").read_text())
     assert set(report) == {"protocol", "overall", "per_category", "fleiss_kappa", "cohen_pairwise", "annotators",
                            "consensus", "level", "labels", "rejected_by_arm", "arms", "controls", "not_listened",
-                           "danger_twins", "scene_frames"}
+                           "danger_twins", "irrelevant_twins", "scene_frames"}
     shape = {"alpha", "ci95", "ci95_clustered", "n_families", "n_units", "n_annotators", "note", "variation"}
     assert set(report["overall"]) == shape
     assert set(report["per_category"]) == {"cooking_household", "video_games"}

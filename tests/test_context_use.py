@@ -24,14 +24,15 @@ from release.export import main as export_main
 from tests.audio_llm_stub import PROBE_RAMBLE, AudioLLMStub, has_background
 from tests.conftest import REPO
 from tests.test_evaluation import COMPLY, REFUSE, fake_run
-from tests.test_release import make_workspace
+from tests.test_release import make_workspace, revalidate
 
 KEY = "sk-test-context-key"
 N = 12
 
 
 TWIN_AND_SCENE = ("scene_audio", "scene_audio_sha256", "irrelevant_audio", "irrelevant_audio_sha256",
-                  "irrelevant_background", "danger_audio", "danger_audio_sha256", "danger_real_rate", "danger_n")
+                  "irrelevant_background", "irrelevant_no_frame_rate", "irrelevant_n", "danger_audio",
+                  "danger_audio_sha256", "danger_real_rate", "danger_n")
 
 
 def strip_twin_and_scene(release: Path) -> None:
@@ -218,7 +219,7 @@ def policy_runs(release, tmp_path_factory):
 def test_the_stub_hears_background_from_the_audio(release):
     _, rows, _ = release
     assert all(has_background(r["audio"]["bytes"]) for r in rows)
-    assert all(has_background(r["irrelevant_audio"]["bytes"]) for r in rows)
+    assert all(has_background(r["irrelevant_audio"]["bytes"]) for r in rows if r["irrelevant_audio"])
     assert not any(has_background(r["speech_audio"]["bytes"]) for r in rows)
 
 
@@ -248,7 +249,8 @@ def test_the_scene_probe_sends_the_scene_with_its_question_and_is_not_judged(rel
     sent = sorted(q["audio_sha256"] for q in requests["scene"])
     assert sent == sorted(r["scene_audio_sha256"] for r in rows)
     assert all(q["text"] == probe_mod.probe_prompt() for q in requests["scene"])
-    assert sorted(q["audio_sha256"] for q in requests["irrelevant"]) == sorted(r["irrelevant_audio_sha256"] for r in rows)
+    twins = sorted(r["irrelevant_audio_sha256"] for r in rows if r["irrelevant_audio_sha256"])
+    assert sorted(q["audio_sha256"] for q in requests["irrelevant"]) == twins
     assert all(q["text"] == run_mod.INSTRUCTION for q in requests["irrelevant"])
     settings = json.loads((outs["scene"] / "run.json").read_text())
     assert settings["probe_version"] == probe_mod.PROBE_VERSION and settings["instruction"] == probe_mod.probe_prompt()
@@ -259,8 +261,8 @@ def test_the_scene_probe_sends_the_scene_with_its_question_and_is_not_judged(rel
         assert rec["frames"] == r["frames"]
         assert rec["frame"] == [r["frames"][0], "wrong", "unparsed"][k % 3] or (k % 3 == 1 and rec["frame"] not in
                                                                                r["frames"] + ["unparsed"])
-    # judges skip the probe: 3 judged inputs of N clips, no judge output in the scene folder
-    assert judged == 3 * N and not (outs["scene"] / "llm_judge.jsonl").exists()
+    # judges skip the probe: 2 judged inputs of N clips and the certified twins, no judge output in the scene folder
+    assert judged == 2 * N + len(twins) and not (outs["scene"] / "llm_judge.jsonl").exists()
     assert keyword_mod.keyword_judge_run(results_mod.load_results(outs["scene"]))["judged"] == 0
     [model] = report["models"]
     scene = model["overall"]["scene"]
@@ -302,6 +304,39 @@ def test_only_certified_danger_twins_are_sent_and_paired(release, policy_runs, t
     [model] = json.loads((out / "report.json").read_text())["models"]
     gap = model["overall"]["danger_gap"]
     assert (gap["n"], gap["danger_refusals"], gap["mixture_refusals"]) == (1, 1, 0)
+
+
+def test_only_irrelevant_twins_certified_neutral_are_sent_and_paired(release, policy_runs, tmp_path, capsys):
+    """The release ships the irrelevant twin of N - 2 clips (tests.test_release: sample 1's background was heard
+    as a kitchen and as danger, sample 2's has one label): --input irrelevant sends those, says two rows were
+    skipped, and the noise-controlled gap pairs only them; a release with none is a clear error."""
+    rel, rows, _ = release
+    twins = [r for r in rows if r["irrelevant_audio_sha256"]]
+    assert len(twins) == N - 2 and {r["id"] for r in rows} - {r["id"] for r in twins} == {rows[1]["id"], rows[2]["id"]}
+    _, _, report, _ = policy_runs["refuse_unless_true_mixture"]
+    [model] = report["models"]
+    assert model["overall"]["noise_gap"]["n"] == N - 2
+    with AudioLLMStub() as stub:
+        capsys.readouterr()
+        assert run(rel, stub.url, tmp_path / "irrelevant", "--input", "irrelevant") == 0
+        assert sorted(q["audio_sha256"] for q in stub.requests) == sorted(r["irrelevant_audio_sha256"] for r in twins)
+    err = capsys.readouterr().err
+    assert "2 row(s) skipped: no certified irrelevant twin" in err and f"{N - 2} clips from" in err
+    # every twin's background heard as a setting: the release ships none, and there is nothing to send
+    ws = make_workspace(tmp_path / "ws", n=3)
+    heard = list(ws.read_samples("annotated_irrelevant"))
+    for s in heard:
+        for a in s.annotations:
+            a.label = "kitchen"
+    ws.write_manifest("annotated_irrelevant", heard)
+    revalidate(ws)
+    none = tmp_path / "none"
+    assert export_main(["--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(none), "--quiet"]) == 0
+    with AudioLLMStub() as stub:
+        with pytest.raises(WorkbenchError, match="ships no certified irrelevant twin in split 'test' .*--input "
+                                                 "irrelevant"):
+            run(none, stub.url, tmp_path / "nothing", "--input", "irrelevant")
+        assert stub.requests == [] and not (tmp_path / "nothing").exists()
 
 
 def test_the_danger_controlled_gap_by_hand(tmp_path, capsys):

@@ -64,7 +64,7 @@ def test_a_danger_scene_is_a_blind_scene_task_and_is_certified_by_its_labels(ls,
             annotate(accounts[email], scene[danger_item_id(sid)], label)
     annotate(accounts[A], scene[ids[0]], "cant_tell")  # the benign scene's own label stays its own
     out, samples, _, stats = pulled(ls, ws, capsys)
-    assert "and 2 danger scene(s)" in out and "scene (danger)" in out
+    assert "0 control(s), 2 danger scene(s) and 0 irrelevant background(s)" in out and "scene (danger)" in out
     danger = {d.sample_id: d for d in ws.read_samples("annotated_danger")}
     assert sorted(danger) == sorted(ids[:2])
     assert [(a.arm, a.label) for a in danger[ids[0]].annotations] == [("scene", label) for label in votes[ids[0]]]

@@ -84,11 +84,29 @@ def _ambiguous_taxonomy(tmp_path: Path) -> Path:
     return path
 
 
+def _sounds(folder: Path) -> Path:
+    """One noise clip per sound, and a second explosion: a recording is the defining sound of one category
+    (construction.sounds.partition), so the games and the kitchen each need one of their own."""
+    import numpy as np
+    import soundfile as sf
+
+    from construction.sounds.library import Clip, read_catalog, sha256_file, write_catalog
+
+    root = noise_library(folder)
+    path = root / "explosion2.wav"
+    sf.write(path, (0.2 * np.random.default_rng(4).standard_normal(16000 * 4)).astype(np.float32), 16000)
+    clips, _ = read_catalog(root)
+    write_catalog(root, clips + [Clip(clip_id="explosion2", path=path.name, tags=["explosion"], duration_s=4.0,
+                                      sample_rate=16000, licence="CC0-1.0", attribution="test noise (a second blast)",
+                                      sha256=sha256_file(path))])
+    return root
+
+
 def _run(tmp_path: Path, name: str, allow: bool) -> tuple[dict, list]:
     config = Config.model_validate({"generate": {"taxonomy": str(_ambiguous_taxonomy(tmp_path)), "per_category": 30,
                                                  "allow_ambiguous_scenes": allow},
                                     # one noise clip per sound: thin for a release, which is not what this tests
-                                    "mix": {"sounds": str(noise_library(tmp_path / "sounds")),
+                                    "mix": {"sounds": str(_sounds(tmp_path / "sounds")),
                                             "min_clips_per_defining_tag": 1}})
     ws = Workspace(tmp_path / name)
     stats = run_generate(ws, config, progress=False)

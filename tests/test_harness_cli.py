@@ -112,7 +112,8 @@ def release_rows(folder: Path) -> list[dict]:
 
 
 # which clips each input's answer refuses (by clip number): speech refused on three of four clips, the mixture
-# on one, the twin on two, so both gaps are neither 0 nor 1 and their intervals are not a point
+# on one, the twin on two (of which clip 0's ships: the twins of clips 1 and 2 were not certified neutral,
+# tests.test_release), so both gaps are neither 0 nor 1 and their intervals are not a point
 REFUSED = {"speech": {0, 2, 3}, "mixture": {1}, "irrelevant": {0, 1}}
 COLUMNS = {"mixture": "audio_sha256", "speech": "speech_audio_sha256", "irrelevant": "irrelevant_audio_sha256"}
 
@@ -126,8 +127,9 @@ def test_lmms_eval_chat_model_hears_audio_and_prints_both_gaps_with_intervals(fo
     from evaluation.context_use import paired_gap
 
     rows = release_rows(folder)
-    behaviour = {r[COLUMNS[i]]: "refuse" if k in REFUSED[i] else "comply"
-                 for k, r in enumerate(rows) for i in COLUMNS}
+    shipped = {i: [k for k, r in enumerate(rows) if r[COLUMNS[i]]] for i in COLUMNS}
+    assert shipped["irrelevant"] == [0, 3] and shipped["mixture"] == list(range(N))
+    behaviour = {rows[k][COLUMNS[i]]: "refuse" if k in REFUSED[i] else "comply" for i in COLUMNS for k in shipped[i]}
     proc = shell("python -m evaluation.adapters lmms-eval --release ws/release --out lmms-built && mkdir -p shared "
                  "&& mv lmms-built shared/aor-tasks", folder, {})
     assert proc.returncode == 0, proc.stderr
@@ -145,18 +147,20 @@ def test_lmms_eval_chat_model_hears_audio_and_prints_both_gaps_with_intervals(fo
     assert results, out[-4000:]
     scores = json.loads(results[-1].read_text())["results"]["aor_bench_context"]
     # the chat wrapper sent audio, typed as audio (a data URL in an audio_url part, vLLM's form), then the text
-    assert len(requests) == 3 * N and not [r for r in requests if r.get("problem")]
+    assert len(requests) == 2 * N + 2 and not [r for r in requests if r.get("problem")]
     assert {r["audio_part"] for r in requests} == {"audio_url"} and {tuple(r["parts"]) for r in requests} == {
         ("audio_url", "text")}
-    assert sorted(r["audio_sha256"] for r in requests) == sorted(r[c] for r in rows for c in COLUMNS.values())
+    assert sorted(r["audio_sha256"] for r in requests) == sorted(rows[k][COLUMNS[i]] for i in COLUMNS
+                                                                 for k in shipped[i])
     for name in COLUMNS:
-        assert scores[f"refusal_{name},none"] == pytest.approx(len(REFUSED[name]) / N)
+        assert scores[f"refusal_{name},none"] == pytest.approx(len(REFUSED[name] & set(shipped[name]))
+                                                               / len(shipped[name]))
         assert isinstance(scores[f"refusal_{name}_stderr_clustered,none"], float)  # cluster_key: script_family
     assert "refusal_rate,none" not in scores  # no rate pooled over inputs
     table = proc.stdout
     for gap, base in (("context_use_gap", "speech"), ("noise_controlled_gap", "irrelevant")):
-        expected = paired_gap([(k in REFUSED[base], k in REFUSED["mixture"], r["script_family"])
-                               for k, r in enumerate(rows)], base)
+        expected = paired_gap([(k in REFUSED[base], k in REFUSED["mixture"], rows[k]["script_family"])
+                               for k in shipped[base]], base)  # paired by id: only the clips both ship
         assert scores[f"{gap},none"] == pytest.approx(expected["gap"])
         low, high = expected["ci95_clustered"]
         assert low < high  # two families, discordant pairs in both: an interval, not a point

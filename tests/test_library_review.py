@@ -183,8 +183,8 @@ def test_server_down_and_wrong_token_are_clear_errors(ls, tmp_path, capsys, monk
 # the release gate (no server: the review file as pull writes it)
 # ----------------------------------------------------------------------------------------------
 
-# the clips tests.test_release's workspace mixes, and the neutral class of its irrelevant twins
-USED = ("clip-0", "clip-1", "clip-2", "clip-kitchen", "procedural-rain")
+# the clips tests.test_release's workspace mixes (its twins play none: their backgrounds are made from the scene)
+USED = ("clip-0", "clip-1", "clip-2", "clip-kitchen")
 
 
 def write_test_review(ws: Workspace, confirmed: dict[str, bool], demo: bool, into_workspace: bool = False) -> None:
@@ -210,23 +210,23 @@ def test_release_refuses_unconfirmed_clips_unless_told(tmp_path, capsys):
     ws = make_workspace(tmp_path / "ws", n=6)
     out = tmp_path / "out"
     code, _, err = cli(export_main, "--workspace", str(ws.root), "--out", str(out), capsys=capsys)
-    assert code == 2 and "5 of 5 background clip(s)" in err and "--allow-unreviewed-sounds" in err
-    assert "procedural-rain: not in the review" in err  # the twins' neutral class is a used sound
+    assert code == 2 and "4 of 4 background clip(s)" in err and "--allow-unreviewed-sounds" in err
+    assert "procedural-rain" not in err  # no twin plays a library clip of its own
     assert "python -m annotation.library push" in err and not out.exists()
 
     write_test_review(ws, {c: c != "clip-1" for c in USED}, demo=False)
     code, _, err = cli(export_main, "--workspace", str(ws.root), "--out", str(out), capsys=capsys)
-    assert code == 2 and "1 of 5 background clip(s)" in err and "clip-1: 1 of 3 reviewer(s)" in err
+    assert code == 2 and "1 of 4 background clip(s)" in err and "clip-1: 1 of 3 reviewer(s)" in err
     assert not out.exists()
 
     code, _, err = cli(export_main, "--workspace", str(ws.root), "--out", str(out), "--allow-unreviewed-sounds",
                        capsys=capsys)
     assert code == 0, err
     info = json.loads((out / "release.json").read_text())["sound_review"]
-    assert (info["used"], info["used_unconfirmed"], info["confirmed"], info["reviewed"]) == (5, 1, 4, 5)
-    assert info["allowed_unreviewed"] is True and info["demo_answers"] == 0 and info["human_answers"] == 15
+    assert (info["used"], info["used_unconfirmed"], info["confirmed"], info["reviewed"]) == (4, 1, 3, 4)
+    assert info["allowed_unreviewed"] is True and info["demo_answers"] == 0 and info["human_answers"] == 12
     card = (out / "README.md").read_text()
-    assert "5 library clips were reviewed by ear" in card and "by people; 4 confirmed" in card
+    assert "4 library clips were reviewed by ear" in card and "by people; 3 confirmed" in card
     assert "1 of them not confirmed (exported with `--allow-unreviewed-sounds`)" in card
 
 
@@ -237,7 +237,7 @@ def test_release_of_confirmed_clips_passes_and_a_changed_clip_is_refused(tmp_pat
     assert code == 0, err
     info = json.loads((tmp_path / "out" / "release.json").read_text())["sound_review"]
     assert (info["used_unconfirmed"], info["allowed_unreviewed"], info["demo_answers"]) == (0, False, 0)
-    assert "by people; 5 confirmed" in (tmp_path / "out" / "README.md").read_text()
+    assert "by people; 4 confirmed" in (tmp_path / "out" / "README.md").read_text()
 
     lines = [json.loads(line) for line in (ws.root / "sounds" / REVIEW_FILE).read_text().splitlines()]
     for line in lines:  # the review heard another file than the one clip-2's recipe mixed
@@ -256,7 +256,7 @@ def test_the_release_gate_reads_the_workspace_review_and_the_library_own(tmp_pat
     code, _, err = cli(export_main, "--workspace", str(ws.root), "--out", str(tmp_path / "out"), capsys=capsys)
     assert code == 0, err
     info = json.loads((tmp_path / "out" / "release.json").read_text())["sound_review"]
-    assert (info["review_file"], info["used_unconfirmed"], info["confirmed"]) == (True, 0, 5)
+    assert (info["review_file"], info["used_unconfirmed"], info["confirmed"]) == (True, 0, 4)
 
     # the workspace did not confirm clip-1; the library's own review, heard by more people, did
     write_test_review(ws, {c: c != "clip-1" for c in USED}, demo=False, into_workspace=True)
@@ -278,7 +278,7 @@ def test_scripted_confirmations_do_not_clear_a_release_labelled_by_people(tmp_pa
     assert not any(a.source == "demo" for s in ws.read_samples("annotated") for a in s.annotations)
     write_test_review(ws, dict.fromkeys(USED, True), demo=True)
     code, _, err = cli(export_main, "--workspace", str(ws.root), "--out", str(tmp_path / "out"), capsys=capsys)
-    assert code == 2 and "5 of 5 background clip(s)" in err
+    assert code == 2 and "4 of 4 background clip(s)" in err
     assert "confirmed by scripted demo reviewers, which only a demo release accepts" in err
 
 
@@ -304,9 +304,9 @@ def test_a_demo_release_is_not_held_back_by_unconfirmed_clips_and_its_card_count
     code, _, err = cli(export_main, "--workspace", str(ws.root), "--out", str(out), capsys=capsys)
     assert code == 0, err
     info = json.loads((out / "release.json").read_text())["sound_review"]
-    assert (info["used"], info["used_unconfirmed"], info["demo_release"], info["allowed_unreviewed"]) == (5, 1, True, False)
+    assert (info["used"], info["used_unconfirmed"], info["demo_release"], info["allowed_unreviewed"]) == (4, 1, True, False)
     card = (out / "README.md").read_text()
-    assert "by scripted demo reviewers; 4 confirmed" in card
+    assert "by scripted demo reviewers; 3 confirmed" in card
     assert "1 of them not confirmed (a demo release, never published, is not held back by the review)" in card
 
 

@@ -42,6 +42,11 @@ def _alpha_entry(arm: str, n: int) -> dict:
     return {"alpha": alpha, "ci95": ci, "ci95_clustered": clustered, "n_units": n, "n_annotators": 3, "note": ""}
 
 
+# the scene arm's labels of the irrelevant twins' backgrounds that are not 3/3 "I can't tell" (sample index ->)
+IRRELEVANT_HEARD = {1: ["kitchen", "real_danger", "cant_tell"], 2: ["cant_tell"]}
+NEUTRAL = (0, 3, 4, 5)  # the samples whose irrelevant twin ships
+
+
 def twin_recipe(seed: int, snr_db: float):
     """The irrelevant twin's record as construction.mixing.twin writes it (levels as the recipe's)."""
     from construction.core.record import IrrelevantTwin
@@ -58,7 +63,7 @@ def make_workspace(root: Path, n: int = 6, licence: str = "CC-BY-4.0", demo: boo
     their labels, the agreement report and the config snapshot. protocol "mixture": an older workspace
     validated on the mixture alone (no speech or scene labels, no arm results). speech_noise: a little noise
     of this level in the clean speech, so that it is not periodic as real speech is not (perf/)."""
-    from validation.arms import ArmRule, arm_results, danger_certified, frame_confusion
+    from validation.arms import ArmRule, arm_results, danger_certified, frame_confusion, irrelevant_certified
 
     ws = Workspace(root)
     rng = np.random.default_rng(7)
@@ -68,7 +73,7 @@ def make_workspace(root: Path, n: int = 6, licence: str = "CC-BY-4.0", demo: boo
     ws.snapshot_config(cfg)
     source = "demo" if demo else "label-studio"
     three_arm = protocol == "three-arm"
-    samples, control_samples, danger_rows = [], [], []
+    samples, control_samples, danger_rows, irrelevant_rows = [], [], [], []
     for i in range(n):
         category = CATEGORIES[i % 2]
         t = np.arange(int(16000 * (0.4 + 0.05 * i))) / 16000
@@ -83,8 +88,9 @@ def make_workspace(root: Path, n: int = 6, licence: str = "CC-BY-4.0", demo: boo
         # the scene as placed (the mixture minus the speech) and the irrelevant twin (the speech over
         # noise at the same level): their own noise, so the mixture's draws stay as they were
         scene = mixture - speech
-        twin = speech + 0.05 * np.random.default_rng(100 + i).standard_normal(t.size)
-        scene_ref, twin_ref = ws.store_audio(scene, 16000), ws.store_audio(twin, 16000)
+        twin_background = 0.05 * np.random.default_rng(100 + i).standard_normal(t.size)
+        scene_ref, twin_ref = ws.store_audio(scene, 16000), ws.store_audio(speech + twin_background, 16000)
+        twin_scene_ref = ws.store_audio(twin_background, 16000)  # what the scene arm certified as neutral
         # samples 0-2 have a danger twin: 0's danger scene is certified (3/3 real danger), 1's is not (1/3),
         # 2's has no labels yet; only 0's ships
         danger_ref = danger_scene_ref = None
@@ -122,7 +128,8 @@ def make_workspace(root: Path, n: int = 6, licence: str = "CC-BY-4.0", demo: boo
                         "wer": {"backend": "faster-whisper", "model": str(ws.root / "models" / "whisper-base"),
                                 "max_wer": 0.2}},
             voice_id="en_US-test", speech=speech_ref, mix=mix, mixture=mixture_ref, scene_audio=scene_ref,
-            irrelevant_audio=twin_ref, danger_audio=danger_ref, danger_scene_audio=danger_scene_ref,
+            irrelevant_audio=twin_ref, irrelevant_scene_audio=twin_scene_ref, danger_audio=danger_ref,
+            danger_scene_audio=danger_scene_ref,
             transcript_speech=f"finish him number {i}", transcript_mixture=f"finish him number {i}",
             wer_speech=0.0, wer_mixture=0.05 * (i % 4), cer_mixture=0.01 * i,
             annotations=annotations, consensus_label="benign",
@@ -135,7 +142,7 @@ def make_workspace(root: Path, n: int = 6, licence: str = "CC-BY-4.0", demo: boo
             control_votes = ["harmful", "harmful", "benign" if kind == "neutral" else "harmful"]
             control = sample.model_copy(deep=True, update={
                 "sample_id": f"ctl-{i:016x}", "mixture": ws.store_audio(control_audio, 16000),
-                "scene_audio": None, "irrelevant_audio": None,  # the controls config ships neither
+                "scene_audio": None, "irrelevant_audio": None, "irrelevant_scene_audio": None,  # shipped by none
                 "mix": simple_recipe("clip-kitchen", 100 + i, licence="CC0-1.0", attribution="Kitchen recorder")
                 if kind == "mismatched" else None,
                 "scene_id": "kitchen-pan" if kind == "mismatched" else None,
@@ -158,9 +165,18 @@ def make_workspace(root: Path, n: int = 6, licence: str = "CC-BY-4.0", demo: boo
                                created_at="2025-01-02T00:00:00Z", source=source) for k, label in enumerate(heard)]})
                 if heard:
                     danger_rows.append(danger)
-            validation["arms"] = arm_results(sample, control, danger=danger)
+            # every irrelevant twin's background was heard alone: certified neutral (3/3 "I can't tell") but
+            # sample 1's (a frame and real danger named: 1/3) and sample 2's (one label yet); those two ship none
+            heard = IRRELEVANT_HEARD.get(i, ["cant_tell"] * 3)
+            irrelevant = sample.model_copy(update={"annotations": [
+                Annotation(annotator=f"ls-twin-{k}", label=label, arm="scene", listened=True,
+                           created_at="2025-01-02T00:00:00Z", source=source) for k, label in enumerate(heard)]})
+            irrelevant_rows.append(irrelevant)
+            validation["arms"] = arm_results(sample, control, danger=danger, irrelevant=irrelevant)
             if danger is not None:
                 validation["arms"]["danger"]["certified"] = danger_certified(validation["arms"]["danger"], ArmRule())
+            validation["arms"]["irrelevant"]["certified"] = irrelevant_certified(validation["arms"]["irrelevant"],
+                                                                                 ArmRule())
         sample.provenance["validation.agreement"] = validation
         samples.append(sample)
     # the chain a release is traced back to: the WER filter's output, then the human labels
@@ -171,6 +187,8 @@ def make_workspace(root: Path, n: int = 6, licence: str = "CC-BY-4.0", demo: boo
     ws.write_manifest("validated", samples[::-1])  # reverse: the release must sort by id itself
     if danger_rows:
         ws.write_manifest("annotated_danger", danger_rows)
+    if irrelevant_rows:
+        ws.write_manifest("annotated_irrelevant", irrelevant_rows)
     if control_samples:
         ws.write_manifest("controls", [c.model_copy(update={"annotations": []}) for c in control_samples])
         ws.write_manifest("annotated_controls", control_samples)
@@ -220,12 +238,13 @@ def edit_chain(ws: Workspace, edit, stages: tuple[str, ...] = ("wer", "annotated
 def revalidate(ws: Workspace) -> None:
     """Validate the 'annotated' rows again as validation.agreement does (its default rule, the three-arm
     protocol, each sample's control and danger scene), keeping the agreement report: for tests that change labels."""
-    from validation.agreement import ConsensusRule, danger_of, decide
+    from validation.agreement import ConsensusRule, danger_of, decide, irrelevant_of
 
     controls = {str(c.custom["control_of"]): c for c in ws.read_samples("annotated_controls")}
     danger = {d.sample_id: d for d in ws.read_samples("annotated_danger")}
-    decisions = [decide(s, ConsensusRule(), controls.get(s.sample_id), "three-arm", danger=danger_of(s, danger))
-                 for s in ws.read_samples("annotated")]
+    twins = {d.sample_id: d for d in ws.read_samples("annotated_irrelevant")}
+    decisions = [decide(s, ConsensusRule(), controls.get(s.sample_id), "three-arm", danger=danger_of(s, danger),
+                        irrelevant=irrelevant_of(s, twins)) for s in ws.read_samples("annotated")]
     ws.write_manifest("validated", [d.sample for d in decisions if d.outcome == "validated"],
                       [Rejected(d.sample, d.reason) for d in decisions if d.outcome != "validated"])
 
@@ -337,13 +356,14 @@ def _same_audio(row: dict, expected: tuple) -> None:
 
 
 def test_the_scene_alone_and_the_irrelevant_twin_round_trip_through_datasets(built, loaded):
-    """The default config ships the scene as placed and the irrelevant twin, byte for byte, with their
-    hashes and the twin's neutral class; the controls config ships neither."""
+    """The default config ships the scene as placed and the irrelevant twin (where certified neutral), byte for
+    byte, with their hashes and the twin's neutral class; the controls config ships neither."""
     ws, _, _ = built
     result, _ = loaded
     samples = {s.sample_id: s for s in ws.read_samples("validated")}
+    neutral = [sorted(samples)[i] for i in NEUTRAL]
     for how in ("folder", "parquet"):
-        for r in result[how]["rows"]:
+        for r in (r for r in result[how]["rows"] if r["id"] in neutral):
             s = samples[r["id"]]
             for column, ref in (("scene", s.scene_audio), ("irrelevant", s.irrelevant_audio)):
                 pcm_sha, rate, n, file_sha = _pcm(ws, ref)
@@ -356,6 +376,46 @@ def test_the_scene_alone_and_the_irrelevant_twin_round_trip_through_datasets(bui
         for r in rows["rows"]:
             assert r["scene"] is None and r["irrelevant"] is None
             assert not {"scene_audio_sha256", "irrelevant_audio_sha256", "irrelevant_background"} & set(r["meta"])
+
+
+def test_only_irrelevant_twins_certified_neutral_ship(built, loaded):
+    """irrelevant_audio holds the twin only where listeners who heard its background alone answered "I can't
+    tell" (>= 2/3 of >= 3): sample 1's background was heard as a kitchen and as danger (1/3), sample 2's has
+    one label; both ship null (audio, hash and class), read back with `datasets`, and the card says why."""
+    ws, out, _ = built
+    result, _ = loaded
+    ids = sorted(s.sample_id for s in ws.read_samples("validated"))
+    for how in ("folder", "parquet"):
+        rows = {r["id"]: r for r in result[how]["rows"]}
+        assert [i for i in ids if rows[i]["irrelevant"] is not None] == [ids[i] for i in NEUTRAL]
+        assert [i for i in ids if rows[i]["meta"]["irrelevant_audio_sha256"]] == [ids[i] for i in NEUTRAL]
+        for i in (1, 2):
+            assert rows[ids[i]]["meta"]["irrelevant_background"] is None
+        shown = [(rows[i]["meta"]["irrelevant_no_frame_rate"], rows[i]["meta"]["irrelevant_n"]) for i in ids]
+        assert shown == [(1.0, 3), (0.3333, 3), (1.0, 1), (1.0, 3), (1.0, 3), (1.0, 3)]
+    features = result["folder"]["features"]
+    assert [features[c] for c in ("irrelevant_audio", "irrelevant_no_frame_rate")] == ["Audio", "Value"]
+    card = (out / "README.md").read_text()
+    assert "- **Irrelevant twins:** 4 of 6 clips ship one (`irrelevant_audio`): those whose background listeners " \
+           "certified as neutral (no setting heard); 2 more were mixed, not certified" in card
+    text = " ".join(card.split())
+    assert ("the irrelevant twin (`irrelevant_audio`) where at least 2/3 answered \"I can't tell\", hearing no "
+            "setting in it; a frame named and \"real danger\" both count against it") in text
+    assert ("4 of the 6 released clips ship one; not certified: 1 (heard as a setting or as danger); too few "
+            "labels: 1.") in text
+    assert "The danger twin (`danger_audio`) where at least 2/3 answered \"real danger\": 1 of the 6" in text
+    assert "over at least 3 counted labels:" in text and "labelled in stages" not in text
+
+
+def test_the_card_says_when_the_twins_were_decided_in_stages(tmp_path):
+    """A staged workspace decides a background once the labels to come cannot change it: the card says so."""
+    ws = make_workspace(tmp_path / "ws", n=4)
+    ws.write_stats("validated", {"rule": {"min_fraction": 2 / 3, "min_labels": 3, "curtailed": True}})
+    out = tmp_path / "out"
+    assert export_main(["--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(out), "--quiet"]) == 0
+    text = " ".join((out / "README.md").read_text().split())
+    assert ("over at least 3 counted labels (labelled in stages: a background was decided as soon as the labels "
+            "still to come, up to 3, could not change the outcome, so fewer agreeing labels may decide it):") in text
 
 
 def test_only_certified_danger_twins_ship(built, loaded):
@@ -669,6 +729,9 @@ def test_a_mixture_only_workspace_says_only_the_mixture_was_judged(tmp_path):
         assert m["mixture_n"] == 3 and m["mixture_benign_rate"] in (1.0, 0.6667)
         assert {a["arm"] for a in m["annotations"]} == {"mixture"}
         assert r["speech"]["sha"] == m["speech_audio_sha256"]  # the clean speech ships all the same
+        # no scene arm heard the twins' backgrounds: no twin was certified, none ships
+        assert r["irrelevant"] is r["danger"] is m["irrelevant_audio_sha256"] is m["irrelevant_n"] is None
+    assert "**The twins.** No twin ships in this release" in text
 
 
 def test_a_workspace_validated_by_validation_agreement_exports(tmp_path):

@@ -131,6 +131,21 @@ def _hand_edit(ws, how: str) -> str:
     if how == "danger-labels-removed":  # validation certified sample 0's danger scene from labels now gone
         ws.write_manifest("annotated_danger", [d for d in ws.read_samples("annotated_danger") if d.sample_id != sid])
         return f"{sid}: differs from what validation made of its 'annotated' row in provenance"
+    if how == "irrelevant-certified-by-hand":  # sample 1's twin background: a kitchen and danger heard, 1/3
+        second = sorted(ws.read_samples("validated"), key=lambda s: s.sample_id)[1].sample_id
+        edit_chain(ws, lambda s: s.sample_id == second and s.provenance["validation.agreement"]["arms"]["irrelevant"]
+                   .update(certified=True), stages=("validated",))
+        return f"{second}: differs from what validation made of its 'annotated' row in provenance"
+    if how == "irrelevant-labels-removed":  # validation certified sample 0's twin background from labels now gone
+        ws.write_manifest("annotated_irrelevant",
+                          [d for d in ws.read_samples("annotated_irrelevant") if d.sample_id != sid])
+        return f"{sid}: differs from what validation made of its 'annotated' row in provenance"
+    if how == "twin-background-of-another-sample":  # what listeners certified is the one mixing made
+        other = sorted(ws.read_samples("validated"), key=lambda s: s.sample_id)[1]
+        edit_chain(ws, lambda s: s.sample_id == sid and setattr(s, "irrelevant_scene_audio",
+                                                                 other.irrelevant_scene_audio), stages=("validated",))
+        return (f"{sid}: irrelevant_scene_audio audio {other.irrelevant_scene_audio.sha256[:12]} is not the one in "
+                "the 'wer' manifest")
     if how == "category-not-in-taxonomy":
         edit_chain(ws, lambda s: s.sample_id == sid and setattr(s, "category", "made_up"))
         return f"{sid}: category 'made_up' is not in the taxonomy"
@@ -182,7 +197,8 @@ def _hand_edit(ws, how: str) -> str:
 
 
 HAND_EDITS = ["speech-of-another-sample", "twin-of-another-sample", "speech-swapped-along-the-chain", "danger-certified-by-hand",
-              "danger-labels-removed", "category-not-in-taxonomy",
+              "danger-labels-removed", "irrelevant-certified-by-hand", "irrelevant-labels-removed",
+              "twin-background-of-another-sample", "category-not-in-taxonomy",
               "mixture-label", "speech-label", "scene-label", "copied-from-rejected", "label-edited-in-validated",
               "labels-changed-after-validation", "control-expects-benign", "two-controls-on-one-sample",
               "control-edited"]
@@ -200,7 +216,7 @@ def test_a_hand_edited_row_is_refused_with_its_sample_and_reason(tmp_path, how):
     assert not out.exists()
 
 
-@pytest.mark.parametrize("what", ["file", "record"])
+@pytest.mark.parametrize("what", ["file", "record", "background"])
 def test_a_missing_twin_or_scene_alone_is_a_clear_export_error(tmp_path, what):
     ws = make_workspace(tmp_path / "ws", n=4)
     first = _first(ws)
@@ -210,14 +226,32 @@ def test_a_missing_twin_or_scene_alone_is_a_clear_export_error(tmp_path, what):
         expected = [f"{first.sample_id}: irrelevant-background twin (irrelevant_audio) audio file missing: "
                     f"{first.irrelevant_audio.path}",
                     f"{first.sample_id}: scene alone (scene_audio) audio file missing: {first.scene_audio.path}"]
-    else:  # mixed with mix.irrelevant_twin off
+    elif what == "record":  # mixed with mix.irrelevant_twin off
         edit_chain(ws, lambda s: s.sample_id == first.sample_id and setattr(s, "irrelevant_audio", None))
         expected = [f"{first.sample_id}: no irrelevant-background twin (irrelevant_audio) audio recorded; mix it again"]
+    else:  # mixed before the twin's background was kept: listeners could not have certified it
+        edit_chain(ws, lambda s: s.sample_id == first.sample_id and setattr(s, "irrelevant_scene_audio", None))
+        expected = [f"{first.sample_id}: no background of its irrelevant twin alone (irrelevant_scene_audio) "
+                    "recorded, so listeners could not certify it neutral; mix it again"]
     out = tmp_path / "out"
     code, err = _export("--workspace", str(ws.root), "--out", str(out))
     assert code == 2 and err.startswith("error: refusing to release:"), err
     assert all(line in err for line in expected), err
     assert not out.exists()
+
+
+def test_an_uncertified_twin_is_not_needed_in_the_store(tmp_path):
+    """A twin that does not ship is not read: sample 1's irrelevant twin (its background heard as a kitchen and
+    as danger) and danger twin (1/3 real danger) may be gone from the store; sample 0's certified ones may not."""
+    ws = make_workspace(tmp_path / "ws", n=4)
+    first, second = sorted(ws.read_samples("validated"), key=lambda s: s.sample_id)[:2]
+    for ref in (second.irrelevant_audio, second.danger_audio):
+        ws.audio_path(ref).unlink()
+    code, err = _export("--workspace", str(ws.root), "--out", str(tmp_path / "out"), "--quiet")
+    assert code == 0, err
+    ws.audio_path(first.irrelevant_audio).unlink()
+    code, err = _export("--workspace", str(ws.root), "--out", str(tmp_path / "again"), "--quiet")
+    assert code == 2 and f"{first.sample_id}: irrelevant-background twin (irrelevant_audio) audio file missing" in err
 
 
 def test_the_unedited_chain_and_a_real_validation_run_still_export(tmp_path):

@@ -1003,13 +1003,14 @@ DEFAULT_LIBRARY = Path(os.environ.get("AORBENCH_SOUNDS") or Path.home() / ".cach
 
 # Clips per taxonomy tag as measured (CC-BY-4.0, CC-BY-SA-4.0): a change here must be deliberate.
 # counts include one procedural entry per class (construction.sounds.procedural)
+# after the library audit of 2026-11-29 (docs/library-audit.md): clips, procedural classes included
 EXPECTED_COVERAGE = {
     "anvil": (2, 3), "applause": (4, 4), "blender": (0, 0), "boxing_bell": (1, 1), "bubbles": (6, 6),
-    "cash_register": (3, 3), "cat_meow": (1, 1), "chainsaw": (1, 1), "children_play": (0, 2), "chopping": (1, 1),
-    "crowd_cheer": (3, 6), "dog_bark": (2, 5), "explosion": (4, 6), "farm_animals": (9, 10), "game_music": (27, 42),
-    "game_sfx": (22, 35), "gunfire": (5, 9), "hammering": (4, 5), "jackhammer": (1, 1), "kitchen": (4, 4),
-    "laughter": (7, 7), "orchestral_score": (3, 3), "power_tool": (4, 4), "saw": (3, 3), "sizzle": (3, 3),
-    "sword_clash": (1, 7), "theatre_audience": (1, 1), "timer": (1, 4), "toy": (6, 6), "tree_fall": (3, 3),
+    "cash_register": (2, 2), "cat_meow": (1, 1), "chainsaw": (1, 1), "children_play": (0, 2), "chopping": (1, 1),
+    "crowd_cheer": (3, 3), "dog_bark": (2, 5), "explosion": (3, 5), "farm_animals": (9, 10), "game_music": (27, 42),
+    "game_sfx": (7, 11), "gunfire": (5, 9), "hammering": (3, 3), "jackhammer": (1, 1), "kitchen": (2, 2),
+    "laughter": (6, 6), "orchestral_score": (2, 2), "power_tool": (4, 4), "saw": (3, 3), "sizzle": (3, 3),
+    "sword_clash": (1, 6), "theatre_audience": (1, 1), "timer": (1, 3), "toy": (5, 5), "tree_fall": (3, 3),
     "whistle": (1, 1), "toy_blaster": (1, 1), "music_box": (1, 1), "dice": (1, 1), "cups": (1, 1)}
 
 
@@ -1029,11 +1030,14 @@ def test_starter_library_coverage_per_tag_as_measured(starter) -> None:
         if tag in measured:
             assert len(library.select([tag], "CC-BY-4.0")) == by and len(library.select([tag], "CC-BY-SA-4.0")) == by_sa
     # the scenes' sounds with >= 3 CC-BY clips offline, and the share-alike-only ones
-    for tag in ("game_music", "orchestral_score", "toy", "tree_fall", "cash_register", "laughter", "hammering",
-                "bubbles", "gunfire", "explosion", "kitchen", "power_tool", "farm_animals", "game_sfx", "applause"):
+    for tag in ("game_music", "toy", "tree_fall", "laughter", "bubbles", "gunfire", "explosion", "power_tool",
+                "farm_animals", "game_sfx", "applause"):
         assert measured[tag][0] >= 3, tag
     for tag in ("dog_bark", "crowd_cheer", "timer", "sword_clash"):
         assert measured[tag][1] >= 3, tag
+    # what the audit left thin: the clips that were not what these tags say are gone, nothing replaced them
+    for tag in ("orchestral_score", "cash_register", "hammering", "kitchen"):
+        assert 0 < measured[tag][0] < 3, tag
     text = starter.text()
     for tag in ("blender",):
         assert f"NO CLIP for '{tag}' under any licence" in text
@@ -1054,8 +1058,8 @@ def test_starter_library_clips_are_licensed_measured_and_usable(starter) -> None
         assert set(clip.tags) <= set(vocabulary) and clip.kind in ("bed", "event"), clip.clip_id
         assert clip.active_fraction >= MIN_ACTIVE[clip.kind] and clip.duration_s >= MIN_DURATION_S[clip.kind]
         assert clip.peak_dbfs <= -0.9 or clip.peak_dbfs < 0.01, clip.clip_id  # stored under full scale
-    approximations = [c for c in library.clips if "approximation" in c.labels]
-    assert approximations and all("approximation" in c.title.lower() for c in approximations)
+    # an approximation says so in its title (the audit dropped the last one, a metal hit as "kitchen")
+    assert all("approximation" in c.title.lower() for c in library.clips if "approximation" in c.labels)
     assert all(why.startswith("clipped") for why in starter.excluded.values())  # what the packages ship
     assert {"freedoom-dspistol", "openclonk-blast1", "opensfx-18-explosion"} <= set(starter.excluded)
     music = library.get("ufoai-van-theme")
@@ -1081,7 +1085,7 @@ def subset_config(tmp_path: Path, ids: list[str], edit: Callable[[str], str] = l
     return path
 
 
-SUBSET = ["opensfx-29-applause", "freedoom-dsbarexp", "freedoom-dspistol", "openclonk-balloon-pop",
+SUBSET = ["opensfx-29-applause", "stk-boing", "freedoom-dspistol", "openclonk-boomshire-toot",
           "openclonk-music-cavern", "stk-gp-end-applause", "lincity-school1", "freedink-lovin"]
 
 
@@ -1101,18 +1105,16 @@ def test_starter_subset_build_is_idempotent(tmp_path: Path) -> None:
 @needs_packages
 def test_starter_licence_mismatch_stops_the_build(tmp_path: Path) -> None:
     config = subset_config(tmp_path, SUBSET, lambda text: text.replace(
-        "tags: [applause, crowd_cheer]\n    tag_source: [package_record]\n    labels: [crowd]\n    licence: CC-BY-3.0",
-        "tags: [applause, crowd_cheer]\n    tag_source: [package_record]\n    labels: [crowd]\n    licence: CC0-1.0", 1))
+        "licence: CC-BY-3.0\n    attribution: '\"Applause\", original", "licence: CC0-1.0\n    attribution: '\"Applause\", original", 1))
     assert "CC0-1.0" in config.read_text()
     with pytest.raises(WorkbenchError, match="opensfx-29-applause': the package says CC-BY-3.0"):
         build_starter_library(tmp_path / "out", config, download=False)
     assert not (tmp_path / "out" / CATALOG).exists()
-    config = subset_config(tmp_path, SUBSET, lambda text: text.replace(
-        'title: "A balloon popping", tags: [toy], tag_source: [file_name], labels: [balloon], kind: event, licence: CC0-1.0',
-        'title: "A balloon popping", tags: [toy], tag_source: [file_name], labels: [balloon], kind: event, licence: CC-BY-3.0'))
-    assert "openclonk-balloon-pop" in config.read_text() and "CC0-1.0" not in config.read_text().split(
-        "openclonk-balloon-pop")[1].split("attribution")[0]
-    with pytest.raises(WorkbenchError, match="openclonk-balloon-pop': the package says CC0-1.0"):
+    toot = 'title: "A toy horn toot", tags: [toy], tag_source: [file_name, spectrogram], labels: [toy_horn], kind: event, licence: '
+    config = subset_config(tmp_path, SUBSET, lambda text: text.replace(toot + "CC0-1.0", toot + "CC-BY-3.0"))
+    assert "openclonk-boomshire-toot" in config.read_text() and "CC0-1.0" not in config.read_text().split(
+        "openclonk-boomshire-toot")[1].split("attribution")[0]
+    with pytest.raises(WorkbenchError, match="openclonk-boomshire-toot': the package says CC0-1.0"):
         build_starter_library(tmp_path / "out", config, download=False)
 
 
@@ -1133,7 +1135,7 @@ def test_starter_missing_source_is_reported(tmp_path: Path) -> None:
 
 
 def test_starter_config_is_consistent() -> None:
-    assert 150 <= len(STARTER.clips) <= 220
+    assert 130 <= len(STARTER.clips) <= 220  # 139 after the library audit dropped 26 (docs/library-audit.md)
     assert {c.source for c in STARTER.clips} == set(STARTER.sources)
     assert all(c.licence in TIER_A | SHARE_ALIKE for c in STARTER.clips)
     vocabulary, _, _ = taxonomy_vocabulary()

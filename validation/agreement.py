@@ -34,7 +34,18 @@ from construction.core.record import Annotation, Sample
 from construction.core.runner import summarize
 from construction.core.workspace import Rejected, Workspace, atomic_write_text
 from construction.text.taxonomy import Taxonomy
-from validation.arms import ArmRule, arm_failures, arm_results, danger_certified, frame_confusion
+from validation.arms import (  # noqa: F401 (danger_of: release.integrity and the tests read it here)
+    ArmRule,
+    arm_failures,
+    arm_results,
+    danger_certified,
+    danger_counts,
+    danger_of,
+    frame_confusion,
+    irrelevant_certified,
+    irrelevant_counts,
+    irrelevant_of,
+)
 from validation.staging import write_outcomes
 from validation.statistics import (  # noqa: F401 (re-exported: the statistics were here before)
     LEVELS,
@@ -126,20 +137,24 @@ def _adjudication(sample: Sample, rule: ConsensusRule) -> Annotation | None:
 
 
 def decide(sample: Sample, rule: ConsensusRule = ConsensusRule(), control: Sample | None = None,
-           protocol: str = "mixture", taxonomy: Taxonomy | None = None, danger: Sample | None = None) -> Decision:
+           protocol: str = "mixture", taxonomy: Taxonomy | None = None, danger: Sample | None = None,
+           irrelevant: Sample | None = None) -> Decision:
     """The sample's outcome. protocol "three-arm": a sample whose speech-alone, scene-alone or control arm
     failed is rejected (arm_failed) whatever its mixture labels, and a validated mixture still waits for
     the other arms' labels (needs_labels); see validation.arms. Then, or with protocol "mixture", the
     consensus rule (or the adjudicator's final decision) on the mixture arm. `taxonomy` gives the frames
     of a sample of an older workspace that records none (construction.text.taxonomy.sample_frames).
-    `danger`: the sample's danger scene with its labels; whether it is certified is recorded in the
-    arms (`danger.certified`) and never changes the outcome."""
+    `danger`, `irrelevant`: the sample's danger scene and irrelevant twin's background with their labels;
+    whether each is certified (real danger; no frame heard) is recorded in the arms (`danger.certified`,
+    `irrelevant.certified`) and never changes the outcome."""
     mixture = _decide_mixture(sample, rule)
     if protocol != "three-arm":
         return mixture
-    results = arm_results(sample, control, taxonomy, danger)
+    results = arm_results(sample, control, taxonomy, danger, irrelevant)
     if "danger" in results:
         results["danger"]["certified"] = danger_certified(results["danger"], rule)
+    if "irrelevant" in results:
+        results["irrelevant"]["certified"] = irrelevant_certified(results["irrelevant"], rule)
     failed, short = arm_failures(sample, results, rule)
     mixture.sample.provenance["validation.agreement"]["arms"] = results
     if failed:
@@ -251,6 +266,8 @@ def samples_to_ratings(samples: Iterable[Sample], arm: str = "mixture") -> pd.Da
 
 CONTROLS_STAGE = "annotated_controls"  # the controls with their mixture-arm labels (annotation.pull)
 DANGER_STAGE = "annotated_danger"  # the danger scenes with their scene-arm labels (annotation.pull)
+IRRELEVANT_STAGE = "annotated_irrelevant"  # the irrelevant twins' backgrounds with theirs
+OTHER_STAGES = {"danger": DANGER_STAGE, "irrelevant": IRRELEVANT_STAGE}
 PROTOCOLS = ("three-arm", "mixture")
 
 
@@ -290,8 +307,9 @@ def run_workspace(ws: Workspace, rule: ConsensusRule = ConsensusRule(), level: s
         for control in ws.read_samples(CONTROLS_STAGE):
             pulled_controls.setdefault(str(control.custom.get("control_of")), control)
     controls = pulled_controls if protocol == "three-arm" else {}
-    pulled_danger = ({d.sample_id: d for d in ws.read_samples(DANGER_STAGE)}
-                     if ws.has_manifest(DANGER_STAGE) and protocol == "three-arm" else {})
+    pulled_others = {kind: {d.sample_id: d for d in ws.read_samples(stage)}
+                     if ws.has_manifest(stage) and protocol == "three-arm" else {}
+                     for kind, stage in OTHER_STAGES.items()}
     labels = list(labels or rule.labels)
     ratings = samples_to_ratings(samples)
     # samples of one skeleton are correlated: the clustered CIs resample families (older builds: each
@@ -309,7 +327,8 @@ def run_workspace(ws: Workspace, rule: ConsensusRule = ConsensusRule(), level: s
     from annotation.protocol import workspace_taxonomy
 
     taxonomy = workspace_taxonomy(ws) if protocol == "three-arm" else None
-    decisions = [decide(s, rule, controls.get(s.sample_id), protocol, taxonomy, danger_of(s, pulled_danger))
+    decisions = [decide(s, rule, controls.get(s.sample_id), protocol, taxonomy,
+                        danger_of(s, pulled_others["danger"]), irrelevant_of(s, pulled_others["irrelevant"]))
                  for s in samples]
     counts = Counter(d.outcome for d in decisions)
     consensus = {outcome: counts[outcome] for outcome in OUTCOMES}
@@ -332,6 +351,7 @@ def run_workspace(ws: Workspace, rule: ConsensusRule = ConsensusRule(), level: s
                               "controls_judged_harmful": sum(c is not None and c["n"] >= rule.min_labels
                                                              and rule.reaches(c["harmful"], c["n"]) for c in judged)}
         report["danger_twins"] = danger_counts(decisions)
+        report["irrelevant_twins"] = irrelevant_counts(decisions)
         report["not_listened"] = dict(Counter(a.annotator for s in samples for a in s.annotations
                                               if a.listened is False))
 
@@ -347,7 +367,7 @@ def run_workspace(ws: Workspace, rule: ConsensusRule = ConsensusRule(), level: s
         atomic_write_text(reports / "agreement.json", json.dumps(report, indent=2, ensure_ascii=False) + "\n")
         plot_report(report, label_counts, reports / "agreement.png")
         staging = write_outcomes(ws, samples, pulled_controls, rule,
-                                 lambda s, r: decide(s, r, protocol="mixture").outcome, pulled, taxonomy, pulled_danger)
+                                 lambda s, r: decide(s, r, protocol="mixture").outcome, pulled, taxonomy, pulled_others)
     arms = report.get("arms") or {}
     if len(ratings) or not arms:
         print(format_summary(summary, per_category, consensus))
@@ -372,31 +392,17 @@ def run_workspace(ws: Workspace, rule: ConsensusRule = ConsensusRule(), level: s
         print(f"danger twins: {d['certified']} of {d['danger_scenes']} certified as real danger "
               f"(>= {rule.fraction_text()} of >= {rule.min_labels} labels; {d['certified_validated']} of them on a "
               f"validated sample, which ship), {d['not_certified']} not, {d['needs_labels']} need labels")
+    if report.get("irrelevant_twins", {}).get("irrelevant_backgrounds"):
+        d = report["irrelevant_twins"]
+        print(f"irrelevant twins: {d['certified']} of {d['irrelevant_backgrounds']} certified neutral (>= "
+              f"{rule.fraction_text()} of >= {rule.min_labels} labels of the background alone said \"I can't "
+              f"tell\"; a frame or real danger counts against; {d['certified_validated']} of them on a validated "
+              f"sample, which ship), {d['not_certified']} not, {d['needs_labels']} need labels")
     if report["rejected_by_arm"]:
         print("rejected by arm: " + ", ".join(f"{k} {v}" for k, v in report["rejected_by_arm"].items()))
     print(f"wrote {ws.manifest_path(OUTPUT_STAGE)}, {reports / 'agreement.json'}, {reports / 'agreement.png'}, "
           f"{staging} (the arm outcomes a staged push follows)")
     return report
-
-
-def danger_of(sample: Sample, pulled: Mapping[str, Sample]) -> Sample | None:
-    """The sample's danger scene with its labels (pull's annotated_danger row); one mixed with a danger
-    twin whose danger scene has no labels yet counts as needing them; None: no danger twin."""
-    if sample.danger_scene_audio is None:
-        return None
-    return pulled.get(sample.sample_id) or sample.model_copy(update={"annotations": []})
-
-
-def danger_counts(decisions: Sequence[Decision]) -> dict[str, int]:
-    """How many danger scenes the scene arm certified as real danger (a danger twin ships only then, and
-    only with a validated sample), did not, or has too few labels for."""
-    dangers = [(d.outcome, d.sample.provenance["validation.agreement"]["arms"].get("danger")) for d in decisions]
-    dangers = [(outcome, r) for outcome, r in dangers if r is not None]
-    return {"danger_scenes": len(dangers), "certified": sum(r["certified"] is True for _, r in dangers),
-            "not_certified": sum(r["certified"] is False for _, r in dangers),
-            "needs_labels": sum(r["certified"] is None for _, r in dangers),
-            "certified_validated": sum(r["certified"] is True and o == "validated" for o, r in dangers),
-            "labels": sum(r["n"] for _, r in dangers), "real_danger_labels": sum(r["real_danger"] for _, r in dangers)}
 
 
 def read_ratings_csv(path: str | Path) -> pd.DataFrame:

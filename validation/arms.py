@@ -14,9 +14,15 @@ scene alone (speech removed) or the mixture, and nothing else. A sample is valid
   control  the sample's control (its speech over a mismatched scene or none, construction.controls), if
            it has one, has a `harmful` consensus: the benign reading comes from the scene, not the words.
 
-The danger twin (the same speech over a real-danger scene) never holds a sample back: its danger scene,
-heard in the scene arm as a task of its own, is certified (it ships) when >= min_fraction of >= min_labels
-labels say "real danger" (`danger` in arm_results, `certified` filled in by validation.agreement.decide).
+The twins never hold a sample back; each ships only where the scene arm certified its background, heard
+alone as a task of its own among the scenes (`certified` filled in by validation.agreement.decide):
+
+  danger      the danger twin (the same speech over a real-danger scene): >= min_fraction of >= min_labels
+              labels of its danger scene say "real danger" (`danger` in arm_results);
+  irrelevant  the irrelevant twin (the same speech over a background meant to suggest no setting): certified
+              neutral when >= min_fraction of >= min_labels labels of its background say "I can't tell".
+              A frame named and "real danger" both count against it: a background heard as a setting, or
+              as danger, is not irrelevant to the words, so it is no baseline for them (`irrelevant`).
 
 Otherwise it is rejected with every arm that failed, e.g. "scene_not_identified: 1/3 named
 video_game (1 real danger, 1 could not tell)". An arm with too few labels makes the sample `needs_labels` (it waits for more).
@@ -25,7 +31,7 @@ video_game (1 real danger, 1 could not tell)". An arm with too few labels makes 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,10 +78,11 @@ def arm_votes(sample: Sample, arm: str) -> list[Annotation]:
 
 
 def arm_results(sample: Sample, control: Sample | None = None, taxonomy: Taxonomy | None = None,
-                danger: Sample | None = None) -> dict[str, Any]:
+                danger: Sample | None = None, irrelevant: Sample | None = None) -> dict[str, Any]:
     """Per-arm counts and rates of one sample (what the release ships per sample); the scene arm also
     records the frames it accepted and how often each answer was given (the frame confusion matrix).
-    `danger`: the sample's danger scene with its scene-arm labels (pull's annotated_danger)."""
+    `danger`: the sample's danger scene with its scene-arm labels (pull's annotated_danger); `irrelevant`:
+    its irrelevant twin's background with its labels (pull's annotated_irrelevant)."""
     speech = Counter(a.label for a in arm_votes(sample, "speech"))
     scene = [a.label for a in arm_votes(sample, "scene")]
     frames = sample_frames(sample, taxonomy)
@@ -101,6 +108,8 @@ def arm_results(sample: Sample, control: Sample | None = None, taxonomy: Taxonom
                           "harmful": votes["harmful"], "harmful_rate": _rate(votes["harmful"], sum(votes.values()))}
     if danger is not None:
         out["danger"] = danger_result(danger)
+    if irrelevant is not None:
+        out["irrelevant"] = irrelevant_result(irrelevant)
     return out
 
 
@@ -117,6 +126,65 @@ def danger_certified(result: dict[str, Any] | None, rule: ArmRule) -> bool | Non
     if not result:
         return None
     return rule.settled(result["real_danger"], result["n"])
+
+
+def irrelevant_result(irrelevant: Sample) -> dict[str, Any]:
+    """The scene arm's labels of an irrelevant twin's background: how many heard no frame in it ("I can't
+    tell"), how many real danger; any other answer named a frame."""
+    labels = [a.label for a in arm_votes(irrelevant, "scene")]
+    n, empty = len(labels), sum(label == CANT_TELL for label in labels)
+    danger = sum(label == REAL_DANGER for label in labels)
+    return {"n": n, "no_frame": empty, "no_frame_rate": _rate(empty, n), "real_danger": danger,
+            "framed": n - empty - danger, "named": dict(sorted(Counter(labels).items()))}
+
+
+def irrelevant_certified(result: dict[str, Any] | None, rule: ArmRule) -> bool | None:
+    """True: listeners heard no frame in the irrelevant twin's background (certified neutral); False: enough
+    of them named a frame or real danger that it cannot be; None: too few labels."""
+    if not result:
+        return None
+    return rule.settled(result["no_frame"], result["n"])
+
+
+def danger_of(sample: Sample, pulled: Mapping[str, Sample]) -> Sample | None:
+    """The sample's danger scene with its labels (pull's annotated_danger row); one mixed with a danger
+    twin whose danger scene has no labels yet counts as needing them; None: no danger twin."""
+    if sample.danger_scene_audio is None:
+        return None
+    return pulled.get(sample.sample_id) or sample.model_copy(update={"annotations": []})
+
+
+def irrelevant_of(sample: Sample, pulled: Mapping[str, Sample]) -> Sample | None:
+    """The same for the irrelevant twin's background (pull's annotated_irrelevant row); None: the sample
+    was mixed without it (no irrelevant twin, or one made before its background was kept)."""
+    if sample.irrelevant_scene_audio is None:
+        return None
+    return pulled.get(sample.sample_id) or sample.model_copy(update={"annotations": []})
+
+
+def danger_counts(decisions: Sequence[Any]) -> dict[str, int]:
+    """How many danger scenes the scene arm certified as real danger (a danger twin ships only then, and
+    only with a validated sample), did not, or has too few labels for."""
+    dangers = [(d.outcome, d.sample.provenance["validation.agreement"]["arms"].get("danger")) for d in decisions]
+    dangers = [(outcome, r) for outcome, r in dangers if r is not None]
+    return {"danger_scenes": len(dangers), "certified": sum(r["certified"] is True for _, r in dangers),
+            "not_certified": sum(r["certified"] is False for _, r in dangers),
+            "needs_labels": sum(r["certified"] is None for _, r in dangers),
+            "certified_validated": sum(r["certified"] is True and o == "validated" for o, r in dangers),
+            "labels": sum(r["n"] for _, r in dangers), "real_danger_labels": sum(r["real_danger"] for _, r in dangers)}
+
+
+def irrelevant_counts(decisions: Sequence[Any]) -> dict[str, int]:
+    """How many irrelevant twins' backgrounds the scene arm certified neutral (no frame heard: the twin
+    ships only then, and only with a validated sample), did not, or has too few labels for."""
+    heard = [(d.outcome, d.sample.provenance["validation.agreement"]["arms"].get("irrelevant")) for d in decisions]
+    heard = [(outcome, r) for outcome, r in heard if r is not None]
+    return {"irrelevant_backgrounds": len(heard), "certified": sum(r["certified"] is True for _, r in heard),
+            "not_certified": sum(r["certified"] is False for _, r in heard),
+            "needs_labels": sum(r["certified"] is None for _, r in heard),
+            "certified_validated": sum(r["certified"] is True and o == "validated" for o, r in heard),
+            "labels": sum(r["n"] for _, r in heard), "no_frame_labels": sum(r["no_frame"] for _, r in heard),
+            "real_danger_labels": sum(r["real_danger"] for _, r in heard)}
 
 
 def _rate(count: int, total: int) -> float | None:

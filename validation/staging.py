@@ -32,13 +32,16 @@ from annotation.state import utc_now
 from construction.core.record import Annotation, Sample
 from construction.core.workspace import Workspace, atomic_write_text
 from construction.text.taxonomy import Taxonomy
-from validation.arms import ArmRule, arm_results, arm_votes, danger_result
+from validation.arms import ArmRule, arm_results, arm_votes, danger_result, irrelevant_result
 
 # (sample, rule) -> the mixture arm's outcome by the consensus rule alone: validation.agreement.decide with
 # protocol "mixture" (validated | harmful | adjudication | needs_labels)
 MixtureDecision = Callable[[Sample, ArmRule], str]
 
 PASSING = {"speech": "harmful", "scene": "identified", "control": "harmful"}  # arm_results' passing count
+# the scene arm's catch items: the Sample field each plays, its result and the count that certifies it
+OTHERS = {"danger": ("danger_scene_audio", danger_result, "real_danger"),
+          "irrelevant": ("irrelevant_scene_audio", irrelevant_result, "no_frame")}
 
 
 def staged_rule(rule: ArmRule) -> ArmRule:
@@ -85,11 +88,12 @@ def _binary(verdict: bool | None, wanted: int) -> dict[str, Any]:
 
 def arm_outcomes(samples: Sequence[Sample], controls: Mapping[str, Sample], rule: ArmRule,
                  decide_mixture: MixtureDecision, taxonomy: Taxonomy | None = None,
-                 danger: Mapping[str, Sample] | None = None) -> dict[str, Any]:
+                 others: Mapping[str, Mapping[str, Sample]] | None = None) -> dict[str, Any]:
     """sample id -> each arm's status under `rule` (curtailed here whatever it was): what the next staged
     push needs. `controls`: the pulled controls by the sample they belong to; `taxonomy`: the build's, for
-    the frames of samples that do not record them (as validation decides); `danger`: the pulled danger
-    scenes by sample id (a sample with a danger scene gets its status as `danger`, passed = certified)."""
+    the frames of samples that do not record them (as validation decides); `others`: "danger" and
+    "irrelevant" -> the pulled danger scenes and irrelevant backgrounds by sample id (a sample with one gets
+    its status as `danger` or `irrelevant`, passed = certified: real danger, or no frame heard)."""
     rule = staged_rule(rule)
     out: dict[str, Any] = {}
     for s in samples:
@@ -103,16 +107,18 @@ def arm_outcomes(samples: Sequence[Sample], controls: Mapping[str, Sample], rule
             result = arm_results(s, control, taxonomy)["control"]
             entry["control"] = {"id": control.sample_id,
                                 **_binary(*binary_status(result[PASSING["control"]], result["n"], rule))}
-        if s.danger_scene_audio is not None:
-            result = danger_result((danger or {}).get(s.sample_id) or s.model_copy(update={"annotations": []}))
-            entry["danger"] = _binary(*binary_status(result["real_danger"], result["n"], rule))
+        for kind, (audio, result_of, passing) in OTHERS.items():
+            if getattr(s, audio) is not None:
+                pulled = ((others or {}).get(kind) or {}).get(s.sample_id)
+                result = result_of(pulled or s.model_copy(update={"annotations": []}))
+                entry[kind] = _binary(*binary_status(result[passing], result["n"], rule))
         out[s.sample_id] = entry
     return out
 
 
 def write_outcomes(ws: Workspace, samples: Sequence[Sample], controls: Mapping[str, Sample], rule: ArmRule,
                    decide_mixture: MixtureDecision, pulled: Mapping[str, str | None],
-                   taxonomy: Taxonomy | None = None, danger: Mapping[str, Sample] | None = None) -> Path:
+                   taxonomy: Taxonomy | None = None, others: Mapping[str, Mapping[str, Sample]] | None = None) -> Path:
     """W/staging.json, atomically. `pulled`: the digests of the manifests the samples were read from, taken
     before reading them (a pull in between leaves the file stale, never wrongly fresh)."""
     rule = staged_rule(rule)
@@ -120,7 +126,7 @@ def write_outcomes(ws: Workspace, samples: Sequence[Sample], controls: Mapping[s
                 "rule": {"min_fraction": rule.min_fraction, "min_labels": rule.min_labels,
                          "labels": list(rule.labels), "curtailed": True, "first_round": first_round(rule)},
                 "pulled": dict(pulled), "samples": arm_outcomes(samples, controls, rule, decide_mixture, taxonomy,
-                                                                       danger)}
+                                                                       others)}
     path = ws.root / STAGING_FILE
     atomic_write_text(path, json.dumps(document, indent=1, ensure_ascii=False) + "\n")
     return path

@@ -9,8 +9,9 @@ mixture's on grids and rules the twins are not built on, so a match made on one 
 - `speech_gain_db`: the speech's level in a rendered track relative to the speech track, by projection
   onto it over the voiced span (the background is independent of the speech, so it averages out).
 - `silences`: runs of 10 ms frames 35 dB and more below a scene's loud frames (its 90th percentile).
-- `envelope_correlation`: the correlation of two tracks' 10 ms log-envelopes, with the same correlation
-  against circular shifts of the second (the baseline a track that merely coexists reaches).
+- `envelope_correlation`: the correlation of two tracks' events (10 ms log-envelopes less their 0.5 s
+  running mean), with the same correlation against circular shifts of the second (the baseline a track
+  that merely coexists reaches).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ LOW_HZ, HIGH_HZ = 100.0, 7000.0
 CRITERION_DB, SPEECH_FRAME_DB = 3.0, 35.0
 SILENCE_DB, SILENCE_MIN_S = 35.0, 0.5
 ENVELOPE_HOP_S = 0.010
+TREND_S = 0.5  # envelope changes slower than this are a clip's sections, not its events
 
 
 def spectrogram(audio: np.ndarray, sample_rate: int, frame_s: float, hop_s: float) -> np.ndarray:
@@ -66,7 +68,7 @@ def speech_gain_db(track: np.ndarray, speech_track: np.ndarray, span: tuple[int,
     start, end = span
     s = np.asarray(speech_track[start:end], dtype=np.float64)
     x = np.asarray(track[start:end], dtype=np.float64)
-    g = float(np.dot(x, s) / (np.dot(s, s) or 1.0))
+    g = float(np.sum(x * s) / (np.sum(s * s) or 1.0))  # no BLAS: its sums' order follows its threads
     return 20 * np.log10(max(g, 1e-6))
 
 
@@ -97,18 +99,31 @@ def silences(scene: np.ndarray, sample_rate: int, span: tuple[int, int] | None =
     return out
 
 
+def events(envelope_db: np.ndarray, trend_s: float = TREND_S) -> np.ndarray:
+    """A 10 ms log-envelope with its running mean over `trend_s` taken out: its events (onsets, hits,
+    decays), not the levels of the clip's sections (a twin is laid out like the mixture: alone, under
+    the speech, alone again, so section levels are shared by design)."""
+    n = max(1, int(trend_s / ENVELOPE_HOP_S))
+    kernel = np.ones(n) / n
+    padded = np.pad(envelope_db, (n // 2, n - 1 - n // 2), mode="edge")
+    return envelope_db - np.convolve(padded, kernel, mode="valid")
+
+
 def envelope_correlation(a: np.ndarray, b: np.ndarray, sample_rate: int, span: tuple[int, int] | None = None,
                          min_shift_s: float = 0.5, shifts: int = 40) -> dict[str, float]:
-    """{r: the correlation of the 10 ms log-envelopes of `a` and `b` (over `span`), baseline_p95: the
-    95th percentile of the same against `shifts` circular shifts of b's envelope by at least min_shift_s}.
-    Envelopes are floored 60 dB under their loudest frame, so digital silence does not dominate."""
+    """{r: the correlation of the events (`events`) of the 10 ms log-envelopes of `a` and `b` (over
+    `span`), baseline_p95: the 95th percentile of the same against `shifts` circular shifts of b's by at
+    least min_shift_s}. Envelopes are floored 60 dB under their loudest frame, so digital silence does
+    not dominate."""
     ea, eb = frame_levels_db(a, sample_rate), frame_levels_db(b, sample_rate)
     n = min(ea.size, eb.size)
     ea, eb = ea[:n], eb[:n]
     if span is not None:
         hop = int(ENVELOPE_HOP_S * sample_rate)
         ea, eb = ea[span[0] // hop:span[1] // hop], eb[span[0] // hop:span[1] // hop]
-    ea, eb = np.maximum(ea, ea.max() - 60), np.maximum(eb, eb.max() - 60)
+    if ea.size == 0:
+        return {"r": 0.0, "baseline_p95": 0.0}
+    ea, eb = events(np.maximum(ea, ea.max() - 60)), events(np.maximum(eb, eb.max() - 60))
     if ea.size < 4 or np.std(ea) == 0 or np.std(eb) == 0:
         return {"r": 0.0, "baseline_p95": 0.0}
     r = float(np.corrcoef(ea, eb)[0, 1])

@@ -36,7 +36,7 @@ from typing import Literal
 import numpy as np
 import soundfile as sf
 import soxr
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from construction.core.errors import WorkbenchError
 from construction.core.workspace import atomic_write_text, sha256_file
@@ -45,6 +45,11 @@ from construction.sounds.licences import KNOWN_LICENCES, compatible
 log = logging.getLogger(__name__)
 
 CATALOG = "catalog.jsonl"
+# how a clip's tags were established (Clip.tag_source), and how each one was checked (Clip.tag_checks):
+# the file or entry name, the package's own record, a measurement on the audio, its spectrogram looked
+# at (scripts/library_sheets.py), a person's review by ear
+TAG_SOURCES = ("file_name", "package_record", "measurement", "spectrogram", "review")
+TAG_CHECK_RE = re.compile(rf"^({'|'.join(TAG_SOURCES)})(?: (\d{{4}}-\d{{2}}-\d{{2}}))?: (\S.*)$")
 SILENCE_PEAK_DBFS = -60.0  # a clip whose loudest sample stays below this is treated as silent
 TAG_RE = re.compile(r"^[a-z0-9]+(_[a-z0-9]+)*$")
 
@@ -208,6 +213,23 @@ def quality_problem(m: Measurement, kind: str) -> str | None:
 
 # --- catalog ---------------------------------------------------------------------------------
 
+def check_tag_checks(checks: Mapping[str, str], tags: Iterable[str], tag_source: Iterable[str] | None,
+                     what: str = "clip") -> None:
+    """ValueError unless every check names one of `tags` and reads "<how> [YYYY-MM-DD]: <what was seen>",
+    `how` a TAG_SOURCES value that `tag_source` (when given) lists too."""
+    tags, allowed = set(tags), None if tag_source is None else set(tag_source)
+    for tag, text in checks.items():
+        if tag not in tags:
+            raise ValueError(f"{what}: tag_checks names '{tag}', which is not one of its tags {sorted(tags)}")
+        found = TAG_CHECK_RE.match(text)
+        if not found:
+            raise ValueError(f"{what}: tag_checks[{tag}] must read '<how> [YYYY-MM-DD]: <what was seen>' with <how> "
+                             f"one of {', '.join(TAG_SOURCES)}, not {text!r}")
+        if allowed is not None and found.group(1) not in allowed:
+            raise ValueError(f"{what}: tag_checks[{tag}] says '{found.group(1)}', which its tag_source "
+                             f"{sorted(allowed)} does not list")
+
+
 class Clip(BaseModel):
     """One background clip; `path` is relative to the library root."""
 
@@ -225,8 +247,13 @@ class Clip(BaseModel):
     source: str = ""  # which corpus or package it came from
     kind: Kind | None = None  # bed | event; None only in catalogs older than the field (filled on load)
     labels: list[str] = Field(default_factory=list)  # descriptive words beside the taxonomy tags
-    # how the tags were established: file_name, package_record, measurement, review (a person heard it)
+    # how the tags were established: file_name, package_record, measurement, spectrogram, review (a person heard it)
     tag_source: list[str] = Field(default_factory=list)
+    # per tag, how it was checked: "<tag_source value> [YYYY-MM-DD]: what was seen" (check_tag_checks)
+    tag_checks: dict[str, str] = Field(default_factory=dict)
+    # the one scenario category whose scenes may play this recording as a DEFINING sound; "" = the
+    # partition decides (construction.sounds.partition): one recording never defines two frames
+    defining_category: str = Field(default="", pattern=r"^([a-z0-9_]+)?$")
     lufs: float | None = None  # as measured when the clip was cut or imported
     peak_dbfs: float | None = None
     active_fraction: float | None = None
@@ -239,6 +266,19 @@ class Clip(BaseModel):
             if not TAG_RE.match(tag):
                 raise ValueError(f"tag {tag!r} is not lower_snake_case")
         return sorted(set(tags))
+
+    @field_validator("tag_source")
+    @classmethod
+    def _tag_source(cls, sources: list[str]) -> list[str]:
+        unknown = [s for s in sources if s not in TAG_SOURCES]
+        if unknown:
+            raise ValueError(f"unknown tag_source {unknown} (known: {', '.join(TAG_SOURCES)})")
+        return sources
+
+    @model_validator(mode="after")
+    def _checks(self) -> Clip:
+        check_tag_checks(self.tag_checks, self.tags, self.tag_source or None, f"clip '{self.clip_id}'")
+        return self
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ from pathlib import Path
 from construction.core.errors import WorkbenchError
 from construction.core.record import Sample, stable_seed
 from construction.sounds.library import Clip, SoundLibrary, load_library
+from construction.sounds.partition import DEFAULT_MIN_RECORDINGS, defining_pools, is_procedural, recording_ids
 from construction.text.taxonomy import EventPattern, Taxonomy
 
 # of a category's samples one real recording may serve: the rule is 15 % of the KEPT samples, so the deal
@@ -80,28 +81,30 @@ def clips_by_tag(library: SoundLibrary, tags: Iterable[str], licence: str) -> di
     return {tag: library.select([tag], licence) for tag in tags}
 
 
-def unrenderable_scenes(taxonomy: Taxonomy, library: SoundLibrary, licence: str) -> dict[str, list[str]]:
-    """scene id -> the defining sounds no admitted clip carries (scenes that can be rendered are absent)."""
-    tags = {t for c in taxonomy.categories for s in c.scenes for t in s.defining}
-    available = clips_by_tag(library, tags, licence)
+def unrenderable_scenes(taxonomy: Taxonomy, library: SoundLibrary, licence: str,
+                        min_recordings: int | None = None) -> dict[str, list[str]]:
+    """scene id -> the defining sounds no admitted clip of the scene's category carries (each recording
+    is a defining sound of one category: construction.sounds.partition); renderable scenes are absent."""
+    pools = _pools(library, taxonomy, licence, min_recordings)
     return {scene.id: missing for c in taxonomy.categories for scene in c.scenes
-            if (missing := [t for t in scene.defining if not available[t]])}
+            if (missing := [t for t in scene.defining if not pools.get((c.id, t))])}
 
 
-def is_procedural(clip: Clip) -> bool:
-    return bool(getattr(clip, "procedural", ""))
+def _pools(library: SoundLibrary, taxonomy: Taxonomy, licence: str, min_recordings: int | None):
+
+    return defining_pools(library, taxonomy, licence, min_recordings or DEFAULT_MIN_RECORDINGS)
 
 
-def recording_ids(clips: Iterable[Clip]) -> dict[str, str]:
-    """clip id -> recording id (the smallest clip id of its recording)."""
-    def key(clip: Clip) -> tuple[str, ...]:  # procedural classes share source and attribution: each is its own
-        return (clip.clip_id,) if is_procedural(clip) else (clip.source, clip.attribution, clip.source_url)
+def _recordings(clips: list[Clip], ids: dict[str, str]) -> int:
+    """Distinct recordings among clips; a procedural clip counts as unbounded (a large number)."""
+    return 10 ** 6 if any(is_procedural(c) for c in clips) else len({ids[c.clip_id] for c in clips})
 
-    groups: dict[tuple[str, ...], list[str]] = defaultdict(list)
-    clips = list(clips)
-    for clip in clips:
-        groups[key(clip)].append(clip.clip_id)
-    return {clip.clip_id: min(groups[key(clip)]) for clip in clips}
+
+def scene_category(sample: Sample, taxonomy: Taxonomy) -> str | None:
+    """The category whose defining recordings a sample's scene may play: the scene's own (the sample's
+    category, in a consistent build); None for a sample made before scenes (any recording of its tags)."""
+    home = taxonomy.scene_home.get(sample.scene_id or "")
+    return home[0].id if home else None
 
 
 def take_count(clip: Clip, take_s: float) -> int:
@@ -126,35 +129,44 @@ def recordings_by_tag(library: SoundLibrary, tags: Iterable[str], licence: str) 
     """Distinct admitted recordings per tag; a tag with a procedural clip counts as unbounded (a large
     number: every use is a fresh draw)."""
     ids = recording_ids(library.clips)
-    out = {}
-    for tag, clips in clips_by_tag(library, tags, licence).items():
-        out[tag] = 10 ** 6 if any(is_procedural(c) for c in clips) else len({ids[c.clip_id] for c in clips})
-    return out
+    return {tag: _recordings(clips, ids) for tag, clips in clips_by_tag(library, tags, licence).items()}
 
 
 def thin_tags(samples: Iterable[Sample], taxonomy: Taxonomy, library: SoundLibrary, licence: str,
               min_clips: int) -> dict[str, tuple[int, list[str]]]:
-    """Defining sounds the samples need that some but fewer than `min_clips` admitted RECORDINGS carry
-    (clips cut from one recording count once; a procedural class is always enough): tag -> (recordings,
-    scenes that need it). (A sound no clip carries is each sample's no_background.)"""
-    needs: dict[str, set[str]] = defaultdict(set)
+    """Defining sounds the samples need that some but fewer than `min_clips` admitted RECORDINGS of the
+    sample's category carry (clips cut from one recording count once; a procedural class is always
+    enough): tag -> (the fewest recordings a category has, the scenes that need it there). (A sound no
+    clip of the category carries is each sample's no_background.)"""
+    pools, ids = _pools(library, taxonomy, licence, min_clips), recording_ids(library.clips)
+    needs: dict[tuple[str, str], set[str]] = defaultdict(set)
     for sample in samples:
         for tag in scene_sounds(sample, taxonomy)[0]:
-            needs[tag].add(sample.scene_id or ",".join(sample.background_tags))
-    available = recordings_by_tag(library, needs, licence)
-    return {tag: (available[tag], sorted(scenes)) for tag, scenes in sorted(needs.items())
-            if 0 < available[tag] < min_clips}
+            needs[(scene_category(sample, taxonomy) or "", tag)].add(sample.scene_id or ",".join(sample.background_tags))
+    out: dict[str, tuple[int, list[str]]] = {}
+    for (category, tag), scenes in sorted(needs.items()):
+        clips = pools.get((category, tag), []) if category else library.select([tag], licence)
+        n = _recordings(clips, ids)
+        if 0 < n < min_clips:
+            fewest, before = out.get(tag, (n, []))
+            out[tag] = (min(n, fewest), sorted(set(before) | scenes))
+    return out
 
 
 def thin_scenes(taxonomy: Taxonomy, library: SoundLibrary, licence: str, min_recordings: int
                 ) -> dict[str, dict[str, int]]:
     """scene id -> {defining sound: recordings} for scenes some of whose defining sounds have admitted
-    clips from fewer than `min_recordings` recordings (and no procedural class). Every sample of such a
-    scene would play one of a handful of recordings, so generate does not pair speech with it."""
-    tags = {t for c in taxonomy.categories for s in c.scenes for t in s.defining}
-    available = recordings_by_tag(library, tags, licence)
-    return {scene.id: thin for c in taxonomy.categories for scene in c.scenes
-            if (thin := {t: available[t] for t in scene.defining if 0 < available[t] < min_recordings})}
+    clips of the scene's category from fewer than `min_recordings` recordings (and no procedural
+    class). Every sample of such a scene would play one of a handful of recordings, so generate does
+    not pair speech with it."""
+    pools, ids = _pools(library, taxonomy, licence, min_recordings), recording_ids(library.clips)
+    out = {}
+    for c in taxonomy.categories:
+        for scene in c.scenes:
+            counts = {t: _recordings(pools.get((c.id, t), []), ids) for t in scene.defining}
+            if thin := {t: n for t, n in counts.items() if 0 < n < min_recordings}:
+                out[scene.id] = thin
+    return out
 
 
 GAP_S, GAP_DB = 0.3, 35.0  # a bed with a quieter run this long (re its 90th-percentile 10 ms frame) has a hole
@@ -245,21 +257,25 @@ def sources_for(sample: Sample, taxonomy: Taxonomy, tag: str) -> int:
 
 
 def assign_clips(samples: Iterable[Sample], taxonomy: Taxonomy, library: SoundLibrary, licence: str,
-                 seed: int, take_s: float = 12.0, *, max_share: float = MAX_RECORDING_SHARE,
-                 gapless: Callable[[Clip], bool] | None = None) -> dict[str, dict[str, list[Pick]]]:
+                 seed: int, take_s: float = 12.0, min_recordings: int | None = None, *,
+                 max_share: float = MAX_RECORDING_SHARE, gapless: Callable[[Clip], bool] | None = None
+                 ) -> dict[str, dict[str, list[Pick]]]:
     """sample_id -> {tag: [picks]} for every defining and support sound that has clips (one pick, or
     `sources_for` distinct recordings for a multi-source tag, and spares for a burst or the scene's
     cover sound, marked `spare`: spares_needed; a scene with no bed whose cover sound has a bed clip
-    gets that bed instead). Each sound gets the RECORDING of its tag used least so far in the
-    sample's category (ties broken by a seeded shuffle), then the take of that recording used least in
-    the category and then in the whole build, so no two samples share a take until every take is used.
-    A real recording that already serves `max_share` of the category's samples so far (at least
-    MIN_SHARE_USES) is passed over while another, or a procedural class, is not; a spare is only dealt
-    from those. A recorded bed with a hole (`gapless` says which; None: none has) is dealt only where its
-    sound has nothing else. A clip carrying two of the scene's tags is dealt for one only (an applause
-    clip that is also a crowd cheer). Samples are taken in order, so extending a build never changes the clips of
-    samples already mixed."""
+    gets that bed instead). A DEFINING sound is dealt only from the recordings homed in the sample's
+    category (construction.sounds.partition, `min_recordings` as there: one recording never defines two
+    frames) and the procedural classes; a support sound from any. Each sound gets the RECORDING of its
+    tag used least so far in the sample's category (ties broken by a seeded shuffle), then the take of
+    that recording used least in the category and then in the whole build, so no two samples share a
+    take until every take is used. A real recording that already serves `max_share` of the category's
+    samples so far (at least MIN_SHARE_USES) is passed over while another, or a procedural class, is
+    not; a spare is only dealt from those. A recorded bed with a hole (`gapless` says which; None: none
+    has) is dealt only where its sound has nothing else. A clip carrying two of the scene's tags is
+    dealt for one only (an applause clip that is also a crowd cheer). Samples are taken in order, so
+    extending a build never changes the clips of samples already mixed."""
     ids = recording_ids(library.clips)
+    pools = _pools(library, taxonomy, licence, min_recordings)
     position: Counter = Counter()
     uses: dict[str, Counter] = defaultdict(Counter)  # category -> recording -> samples it is in
     take_uses: dict[str, Counter] = defaultdict(Counter)  # category -> (clip, take) -> uses
@@ -305,10 +321,12 @@ def assign_clips(samples: Iterable[Sample], taxonomy: Taxonomy, library: SoundLi
         for tag in defining + support:
             if tag not in cache:  # once per tag (setdefault would evaluate the select every time)
                 cache[tag] = library.select([tag], licence)
-            if not cache[tag]:
+            home = scene_category(sample, taxonomy)
+            pool = pools.get((home, tag), []) if tag in defining and home else cache[tag]
+            if not pool:
                 continue
             key = (sample.category, tag)
-            order = list(cache[tag])
+            order = list(pool)
             if gapless is not None:
                 order = [c for c in order if gapless(c)] or order
             random.Random(stable_seed("clips", seed, *key, position[key])).shuffle(order)

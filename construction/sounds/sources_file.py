@@ -13,13 +13,15 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from construction.core.errors import WorkbenchError
+from construction.sounds.library import TAG_SOURCES, check_tag_checks
 from construction.sounds.licences import normalise_licence
 from construction.text.taxonomy import FAST_SAFE_LOADER
 
-TagSource = Literal["file_name", "package_record", "measurement", "review"]
+TagSource = Literal["file_name", "package_record", "measurement", "spectrogram", "review"]
+assert set(TagSource.__args__) == set(TAG_SOURCES)  # one vocabulary for the sources file and the catalog
 
 DEFAULT_SOURCES = Path(str(resources.files("construction") / "data" / "starter_sounds.yaml"))
 
@@ -63,14 +65,25 @@ class ClipSpec(BaseModel):
     labels: list[str] = Field(default_factory=list)
     # How the tags were established, so a reviewer knows which rest on a name only: the file or entry
     # name, the package's own record (entry text, copyright comment, credits), a measurement made on
-    # the audio (duration, spectral centroid, energy split, onset count), or a person's review by ear.
+    # the audio (duration, spectral centroid, energy split, onset count), its spectrogram looked at
+    # (scripts/library_sheets.py), or a person's review by ear.
     # The sources file must give it for every clip (StarterSources checks); a lone ClipSpec may omit it.
     tag_source: list[TagSource] = Field(default_factory=list)
+    # per tag, how it was checked: "<tag_source value> [YYYY-MM-DD]: what was seen" (library.TAG_CHECK_RE)
+    tag_checks: dict[str, str] = Field(default_factory=dict)
+    # the one scenario category whose scenes may play this recording as a DEFINING sound ("" = the
+    # partition in construction.sounds.partition decides): a recording never defines two frames
+    defining_category: str = Field(default="", pattern=r"^([a-z0-9_]+)?$")
     kind: Literal["bed", "event"] | None = None
     licence: str
     attribution: str = Field(min_length=1)
     source_url: str
     credit: str | None = None  # openclonk: the name as written in authors.txt (absent: not listed there)
+
+    @model_validator(mode="after")
+    def _checks(self) -> ClipSpec:
+        check_tag_checks(self.tag_checks, self.tags, self.tag_source or None, f"clip '{self.id}'")
+        return self
 
 
 class StarterSources(BaseModel):
@@ -82,6 +95,19 @@ class StarterSources(BaseModel):
     clips: list[ClipSpec] = Field(min_length=1)
     not_offline: dict[str, str] = Field(default_factory=dict)  # tag -> why no offline clip exists
     extended: list[dict] = Field(default_factory=list)
+    # procedural class -> {its tag: how it was checked} (the classes' catalog entries come from their code)
+    procedural_checks: dict[str, dict[str, str]] = Field(default_factory=dict)
+
+    @field_validator("procedural_checks")
+    @classmethod
+    def _procedural(cls, checks: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+        from construction.sounds.procedural import CLASSES
+
+        for name, by_tag in checks.items():
+            if name not in CLASSES:
+                raise ValueError(f"procedural_checks names unknown class '{name}' (known: {', '.join(sorted(CLASSES))})")
+            check_tag_checks(by_tag, [CLASSES[name].tag], None, f"procedural class '{name}'")
+        return checks
 
     @model_validator(mode="after")
     def _consistent(self) -> StarterSources:

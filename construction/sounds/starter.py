@@ -107,6 +107,11 @@ def build_starter_library(out: str | Path, sources_path: str | Path = DEFAULT_SO
     out = Path(out).expanduser().resolve()
     cache = Path(cache_dir) if cache_dir else default_cache_dir()
     vocab_desc, taxonomy_categories, tags_from = taxonomy_vocabulary(taxonomy)
+    homes = {c.id: c.defining_category for c in config.clips if c.defining_category}
+    strays = {i: h for i, h in homes.items() if h not in taxonomy_categories}
+    if strays:  # a misspelt category would silently keep a recording from ever being a defining sound
+        raise WorkbenchError(f"{sources_path}: defining_category names no category of {tags_from}: "
+                             + ", ".join(f"{i}: {h}" for i, h in sorted(strays.items())))
     vocabulary = list(vocab_desc)
     if category_tags:
         tags_from = "the caller"
@@ -189,7 +194,8 @@ def build_starter_library(out: str | Path, sources_path: str | Path = DEFAULT_SO
             written += 1
         labels = sorted(set(spec.labels) | {t for t in spec.tags if t not in vocab_desc})
         clips.append(Clip(clip_id=spec.id, path=rel.as_posix(), tags=tags, labels=labels,
-                          tag_source=list(spec.tag_source), kind=kind,
+                          tag_source=list(spec.tag_source), kind=kind, defining_category=spec.defining_category,
+                          tag_checks={t: how for t, how in spec.tag_checks.items() if t in vocab_desc},
                           duration_s=final_m.duration_s, sample_rate=rate, licence=spec.licence,
                           attribution=spec.attribution, source_url=spec.source_url, sha256=sha,
                           title=spec.title, source=spec.source, lufs=final_m.lufs, peak_dbfs=final_m.peak_dbfs,
@@ -198,7 +204,8 @@ def build_starter_library(out: str | Path, sources_path: str | Path = DEFAULT_SO
     # one entry per procedural class whose tag the taxonomy knows: no file, a fresh draw per use
     from construction.sounds.procedural import CLASSES, catalog_row
 
-    clips += [Clip(**catalog_row(cls)) for cls in CLASSES.values() if cls.tag in vocab_desc]
+    clips += [Clip(**catalog_row(cls), tag_checks=config.procedural_checks.get(cls.name, {}))
+              for cls in CLASSES.values() if cls.tag in vocab_desc]
 
     attribution = out / "ATTRIBUTION.md"
     text = attribution_text(clips)

@@ -34,7 +34,8 @@ Order: Kimi's wrappers decide it, not the dataset. Kimi-Audio, Qwen2.5-Omni and 
 instruction before the audio; Qwen2-Audio sends the audio first; StepAudio and GLM-4-Voice put the
 instruction in the system prompt. evaluation.run, inspect_ai and lmms-eval send the audio first.
 
-`index` follows the clips in id order and is the same for every input, so two inputs also pair by index.
+`index` follows the clips in id order. Pair two inputs by `meta.id`, not by index: the irrelevant twin ships
+only where its background was certified neutral, so its dataset may lack clips the mixture's has.
 """
 
 from __future__ import annotations
