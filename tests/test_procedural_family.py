@@ -131,7 +131,7 @@ def test_hammering_blows_at_the_drawn_rate_with_a_knock_and_a_nail_ring():
         found = onset_times(audio, SR, low_hz=150, gap_s=0.15, prominence=12, frame_s=0.01)
         assert len(found) == p["blows"]  # measured: exact
         gaps = np.diff(p["times_s"])
-        assert 0.6 / p["rate_hz"] - 1e-6 <= gaps.min() and gaps.max() <= 1.4 / p["rate_hz"] + 1e-6
+        assert 0.6 / p["rate_hz"] - 1e-3 <= gaps.min() and gaps.max() <= 1.4 / p["rate_hz"] + 1e-3  # stored to 0.1 ms
         f, psd = signal.welch(audio.astype(np.float64), SR, nperseg=1024)
         low = psd[(f > 120) & (f < 900)].sum() / psd.sum()
         assert low > 0.05  # the wood's knock: measured >= 0.2

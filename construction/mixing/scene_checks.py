@@ -14,7 +14,7 @@ from construction.core.record import MixRecipe
 from construction.mixing import heldout
 from construction.mixing.tracks import MAX_REPEATS
 
-ALONE_WITHIN_DB = 20.0  # a defining sound is heard alone where its layer is this close to its own peak ...
+ALONE_WITHIN_DB = 20.0  # a defining sound is heard alone where its layer comes this close to its own peak ...
 ALONE_MIN_S = 0.1       # ... for this long (or half a short copy's loud part), between the fade-in and the speech
 FRAME_S = 0.01
 
@@ -47,9 +47,11 @@ def not_heard_alone(recipe: MixRecipe, tracks: list[np.ndarray], sample_rate: in
     for tag, track in by_tag.items():
         start, _ = speech_span(recipe, track.size, sample_rate)
         level = heldout.frame_levels_db(track, sample_rate, FRAME_S)
-        loud = level >= level.max() - ALONE_WITHIN_DB
-        need = min(ALONE_MIN_S, 0.5 * np.sum(loud) * FRAME_S / max(1, copies[tag]))
-        if np.sum(loud[int(recipe.fade_s * sample_rate) // hop:start // hop]) * FRAME_S < need - 1e-9:
+        need = min(ALONE_MIN_S, 0.5 * np.sum(level >= level.max() - ALONE_WITHIN_DB) * FRAME_S / max(1, copies[tag]))
+        lead = level[int(recipe.fade_s * sample_rate) // hop:start // hop]
+        # loud in the lead-in (its loudest frame there near the sound's peak), and for long enough there
+        if lead.size == 0 or lead.max() < level.max() - ALONE_WITHIN_DB \
+                or np.sum(lead >= lead.max() - ALONE_WITHIN_DB) * FRAME_S < need - 1e-9:
             out.append(tag)
     return out
 

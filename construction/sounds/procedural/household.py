@@ -83,7 +83,7 @@ KITCHEN = ProceduralClass(
 
 # --- hammering ------------------------------------------------------------------------------------
 
-HAMMER_RATE_HZ = (1.4, 3.0)
+HAMMER_RATE_HZ = (1.8, 3.2)  # a carpenter drives a nail at 2-3 blows a second (slower, the run had holes)
 
 
 def hammering_choose(rng: np.random.Generator, duration_s: float, sr: int) -> dict[str, Any]:
@@ -123,12 +123,12 @@ def hammering_render(p: dict[str, Any], rng: np.random.Generator, sr: int) -> np
         c = min(m, int(0.002 * sr))
         blow[:c] += band(rng.standard_normal(c), 1000, 8000, sr) * 0.6
         out[k:k + m] += strength * blow * ramp(m, 0, int(0.02 * sr))
-    return reverb(out, rng, 0.5, 0.2, sr)
+    return reverb(out, rng, 0.7, 0.3, sr)  # a workshop: hard walls
 
 
 HAMMERING = ProceduralClass(
     name="hammering", kind="event", duration_s=6.5,
-    model="hammering: 3-7 blows at 1.4-3 a second (log-normal intervals), each a contact click, the wood's "
+    model="hammering: 3-7 blows at 1.8-3.2 a second (log-normal intervals), each a contact click, the wood's "
           "two low modes knocked and, driving a nail, its shank ringing at 2.2-5 kHz (modal impact synthesis: "
           "van den Doel, Kry & Pai, SIGGRAPH 2001; Cook, Real Sound Synthesis, 2002)",
     choose=hammering_choose, render=hammering_render)
