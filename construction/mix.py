@@ -99,6 +99,7 @@ log = logging.getLogger(__name__)
 
 
 MAX_REDRAWS = 3  # draws of a recipe before a sample whose defining sounds never dominate is rejected
+PLACE_TAIL_DB = -25.0  # a copy counts as sounding (for spacing the next) until it falls this far under its peak
 
 
 class MixStage:
@@ -186,8 +187,8 @@ class MixStage:
 
     def _sounding(self, clip, seed: int | None = None) -> tuple[float, float]:
         """(when a recording, or a procedural class's draw `seed`, is first within 10 dB of its loudest
-        10 ms, when it stops sounding: its last 10 ms 40 dB under its peak), s; a recording is measured
-        once a worker."""
+        10 ms, when it has died down: its last 10 ms within PLACE_TAIL_DB of its peak), s; a recording is
+        measured once a worker."""
         sr = self.config.sample_rate
         if seed is not None:
             return self._timing(self._draw(clip.procedural, seed, 0.0)[0], clip)
@@ -197,8 +198,10 @@ class MixStage:
         return cache[clip.clip_id]
 
     def _timing(self, audio: np.ndarray, clip) -> tuple[float, float]:
+        """(first loud, loud end): copies are spaced from where a copy has fallen 25 dB under its peak, not
+        40 (a quieter layer's tail is already 35 dB under the scene's loud frames: a boing's 0.54 s hole)."""
         sr = self.config.sample_rate
-        end = sounding_end(audio, sr) / sr or clip.duration_s
+        end = sounding_end(audio, sr, PLACE_TAIL_DB) / sr or clip.duration_s
         return min(first_loud(audio, sr), end), end
 
     def _draw(self, name: str, seed: int, duration_s: float) -> tuple[np.ndarray, dict]:

@@ -33,8 +33,8 @@ def scene_silences(scene: np.ndarray, recipe: MixRecipe, sample_rate: int) -> li
 
 def not_heard_alone(recipe: MixRecipe, tracks: list[np.ndarray], sample_rate: int) -> list[str]:
     """The defining tags whose layers (summed per tag, at their gains) never come within ALONE_WITHIN_DB
-    of their own loudest 10 ms between the fade-in and the speech's start for ALONE_MIN_S, or for half
-    as long as one copy is that loud where that is shorter (a bubble's blip)."""
+    of their own loudest 10 ms between the fade-in and the speech's start for ALONE_MIN_S, or for a
+    quarter of an average copy's loud part where that is shorter (a bubble's blip, a gunshot)."""
     by_tag: dict[str, np.ndarray] = {}
     copies: dict[str, int] = {}
     for sound, track in zip(recipe.sounds, tracks):
@@ -47,7 +47,8 @@ def not_heard_alone(recipe: MixRecipe, tracks: list[np.ndarray], sample_rate: in
     for tag, track in by_tag.items():
         start, _ = speech_span(recipe, track.size, sample_rate)
         level = heldout.frame_levels_db(track, sample_rate, FRAME_S)
-        need = min(ALONE_MIN_S, 0.5 * np.sum(level >= level.max() - ALONE_WITHIN_DB) * FRAME_S / max(1, copies[tag]))
+        # a quarter of an average copy's loud part: copies of a procedural class differ (4 chops or 10)
+        need = min(ALONE_MIN_S, 0.25 * np.sum(level >= level.max() - ALONE_WITHIN_DB) * FRAME_S / max(1, copies[tag]))
         lead = level[int(recipe.fade_s * sample_rate) // hop:start // hop]
         # loud in the lead-in (its loudest frame there near the sound's peak), and for long enough there
         if lead.size == 0 or lead.max() < level.max() - ALONE_WITHIN_DB \

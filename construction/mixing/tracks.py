@@ -31,7 +31,7 @@ def bed_track(clip: np.ndarray, length: int, offset: int, crossfade: int) -> np.
 TAIL_S, TAIL_DB = 0.01, -40.0
 
 
-def sounding_end(clip: np.ndarray, sample_rate: int) -> int:
+def sounding_end(clip: np.ndarray, sample_rate: int, tail_db: float = TAIL_DB) -> int:
     """Where a clip's sound ends: the end of its last 10 ms window above TAIL_DB re its peak (0 if silent).
     What follows is the recording's decay into its noise floor, 40 dB and more under the sound: its
     noise flickers by 12 dB in 5 ms (a balloon pop's tail, 45 dB under the bang, lifted by the scene's
@@ -43,7 +43,7 @@ def sounding_end(clip: np.ndarray, sample_rate: int) -> int:
         return 0
     n = -(-x.size // w)
     frames = np.pad(x, (0, n * w - x.size)).reshape(n, w)
-    loud = np.flatnonzero(np.sqrt(np.mean(frames ** 2, axis=1)) > peak * 10 ** (TAIL_DB / 20))
+    loud = np.flatnonzero(np.sqrt(np.mean(frames ** 2, axis=1)) > peak * 10 ** (tail_db / 20))
     return min(x.size, (int(loud[-1]) + 1) * w) if loud.size else 0
 
 
