@@ -99,7 +99,7 @@ log = logging.getLogger(__name__)
 
 
 MAX_REDRAWS = 3  # draws of a recipe before a sample whose defining sounds never dominate is rejected
-PLACE_TAIL_DB = -25.0  # a copy counts as sounding (for spacing the next) until it falls this far under its peak
+PLACE_TAIL_DB = -32.0  # a copy counts as sounding (for spacing the next) until it falls this far under its peak
 
 
 class MixStage:
@@ -198,7 +198,7 @@ class MixStage:
         return cache[clip.clip_id]
 
     def _timing(self, audio: np.ndarray, clip) -> tuple[float, float]:
-        """(first loud, loud end): copies are spaced from where a copy has fallen 25 dB under its peak, not
+        """(first loud, loud end): copies are spaced from where a copy has fallen 32 dB under its peak, not
         40 (a quieter layer's tail is already 35 dB under the scene's loud frames: a boing's 0.54 s hole)."""
         sr = self.config.sample_rate
         end = sounding_end(audio, sr, PLACE_TAIL_DB) / sr or clip.duration_s

@@ -49,7 +49,7 @@ def _library(root: Path, clips: list[tuple[str, str, float, str]]) -> Path:
         n = int(seconds * SR)
         audio = 0.2 * rng.standard_normal(n)
         if kind == "event":
-            audio = 0.6 * rng.standard_normal(n) * np.exp(-np.arange(n) / (0.06 * SR))
+            audio = 0.6 * rng.standard_normal(n) * np.exp(-np.arange(n) / (0.1 * SR))  # a shot in a room
         sf.write(root / f"{clip_id}.wav", audio.astype(np.float32), SR, subtype="PCM_16")
         entries.append(Clip(clip_id=clip_id, path=f"{clip_id}.wav", tags=[tag], duration_s=seconds, sample_rate=SR,
                             licence="CC0-1.0", attribution=f"{clip_id} by tests", sha256=sha256_file(root / f"{clip_id}.wav"),

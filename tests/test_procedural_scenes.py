@@ -36,14 +36,18 @@ def _level_db(audio: np.ndarray, start_s: float, end_s: float) -> float:
 
 
 def test_a_gunshot_is_a_steep_blast_that_dies_in_its_place():
+    centroids = []
     for audio, p in _draws("gunfire"):
+        centroids.append(m.spectral_centroid_hz(audio, SR))
         peak = int(np.argmax(np.abs(audio)))
-        assert peak < int(0.008 * SR)  # the N-wave comes first: measured within 4 ms
+        assert peak < int(0.02 * SR)  # the blast comes first: measured within 10 ms
         hp = signal.sosfilt(signal.butter(2, 1000, "highpass", fs=SR, output="sos"), audio.astype(np.float64))
-        assert np.max(np.abs(np.diff(hp))) > 0.05  # a steep front: measured >= 0.14 a sample
-        assert _level_db(audio, 0.0, 0.03) - _level_db(audio, 0.4, 0.6) > 15  # then the tail: measured >= 21 dB
+        assert np.max(np.abs(np.diff(hp))) > 0.05  # a steep front: measured >= 0.34 a sample
+        assert _level_db(audio, 0.0, 0.03) - _level_db(audio, 0.4, 0.6) > 15  # then the tail: measured >= 25 dB
         crest = 20 * np.log10(np.max(np.abs(audio)) / np.sqrt(np.mean(audio.astype(np.float64) ** 2)))
-        assert crest > 14  # impulsive: measured >= 18 dB
+        assert crest > 14  # impulsive: measured >= 25 dB
+    # as bright as the library's recorded shots (openclonk muskets 0.5-1.0 kHz, teeworlds guns 0.9-1.1 kHz)
+    assert 500 < np.median(centroids) < 1500 and max(centroids) < 2500  # measured median 1.0 kHz, 0.65-1.8
 
 
 def test_an_explosion_bangs_then_rumbles_low_for_its_drawn_time():
@@ -51,9 +55,9 @@ def test_an_explosion_bangs_then_rumbles_low_for_its_drawn_time():
         assert int(np.argmax(np.abs(audio))) < int(0.06 * SR)  # the bang first
         f, psd = signal.welch(audio[int(0.3 * SR):].astype(np.float64), SR, nperseg=2048)
         low = psd[f < 300].sum() / psd.sum()
-        assert low > 0.35  # the rumble: measured >= 0.5 of the energy after 0.3 s under 300 Hz
+        assert low > 0.35  # the rumble: measured >= 0.67 of the energy after 0.3 s under 300 Hz
         t60 = m.band_t60_s(audio, SR, 30, p["rumble_hz"], 0.3, (0.0, min(1.0, p["duration_s"] - 0.5)))
-        assert 0.4 < t60 / p["rumble_t60_s"] < 2.0  # measured 0.7-1.3
+        assert 0.4 < t60 / p["rumble_t60_s"] < 2.0  # measured 0.89-1.52
 
 
 def test_a_till_clicks_rings_its_bell_and_rolls_its_drawer():
@@ -62,7 +66,7 @@ def test_a_till_clicks_rings_its_bell_and_rolls_its_drawer():
         bell = signal.sosfilt(signal.butter(4, 1200, "highpass", fs=SR, output="sos"), bell)  # not the drawer's knock
         modes = [p["bell_hz"] * q for q in TILL_BELL_RATIOS if p["bell_hz"] * q < 0.45 * SR]
         for f in m.strongest_peaks_hz(bell, SR, 2, spacing_hz=100):
-            assert min(abs(f / g - 1) for g in modes) < 0.01  # measured <= 0.3 %
+            assert min(abs(f / g - 1) for g in modes) < 0.01  # measured: on the mode (0.0 %)
         assert _level_db(audio, 0.0, p["bell_s"]) > _level_db(audio, 0.0, 0.02) - 20  # keys before the bell
         drawer = (p["bell_s"] + 0.05, p["bell_s"] + 0.03 + p["drawer_s"] - 0.03)
         assert _level_db(audio, *drawer) - _level_db(audio, p["duration_s"] - 0.1, p["duration_s"]) > 6
@@ -78,7 +82,7 @@ def test_a_power_saw_whines_at_its_tooth_rate_and_drops_under_load():
         seg = audio[int((cut - 0.25) * SR):int((cut + 0.25) * SR)].astype(np.float64)
         hum = signal.sosfilt(signal.butter(4, [40, 160], "bandpass", fs=SR, output="sos"), seg)
         f = m.strongest_peaks_hz(hum, SR, 1, spacing_hz=10)[0]
-        assert abs(f / (p["rotation_hz"] * loaded) - 1) < 0.06  # measured within 2 %
+        assert abs(f / (p["rotation_hz"] * loaded) - 1) < 0.06  # measured within 1.2 %
         # and the blade's whine at teeth x that rotation, where the rate carries it
         whine = p["rotation_hz"] * loaded * p["teeth"]
         if whine < 0.4 * SR:
@@ -92,7 +96,7 @@ def test_the_score_plays_its_minor_chords_in_a_hall_and_never_stops():
     rates = []
     for audio, p in _draws("orchestral_score"):
         assert not has_gap(audio, SR)
-        assert m.tonal_peak_db(audio, SR) > 15  # pitched: measured >= 24 dB
+        assert m.tonal_peak_db(audio, SR) > 12  # pitched: measured >= 16.9 dB
         scale = {round(12 * np.log2(p["root_hz"] * 2 ** (s / 12) / p["root_hz"])) % 12 for s in MINOR}
         for f in m.strongest_peaks_hz(audio, SR, 6, spacing_hz=8):
             semis = 12 * np.log2(f / p["root_hz"])
@@ -103,7 +107,7 @@ def test_the_score_plays_its_minor_chords_in_a_hall_and_never_stops():
             bare = CLASSES["orchestral_score"].render_params({**p, "timpani": False}, SR)
             rates.append(m.envelope_rate_hz(bare, SR, 0.75 * eighths, 1.5 * eighths) / eighths)
         assert len(score_chords(p)) >= 2
-    assert rates and all(0.9 < x < 1.1 for x in rates)  # the ostinato's eighths: measured 0.99-1.01
+    assert rates and all(0.9 < x < 1.1 for x in rates)  # the ostinato's eighths: measured 0.995-1.001
     assert np.allclose(TIMPANI_RATIOS, (1.0, 1.5, 1.98, 2.44))
 
 

@@ -142,7 +142,7 @@ def draw_onsets(rng: random.Random, event_s: float, total_s: float, speech: tupl
 
 
 ALONE_S = 0.3  # a defining one-shot starts at least this long before the speech: it is heard alone first
-COVER_GAP_S = (0.03, 0.2)  # a scene's cover: from one copy's sounding end to the next onset, well under a 0.5 s hole
+COVER_GAP_S = (0.02, 0.15)  # a scene's cover: from one copy's sounding end to the next onset, well under a 0.5 s hole
 
 
 def alone_onset(rng: random.Random, event_s: float, speech_start: float, *, not_before: float = 0.0,

@@ -24,9 +24,9 @@ def _decay(n: int, tau_s: float, sr: int) -> np.ndarray:
 def gunfire_choose(rng: np.random.Generator, duration_s: float, sr: int) -> dict[str, Any]:
     rt60 = rng.uniform(0.5, 1.6)
     length = duration_s if duration_s > 0 else rng.uniform(0.6, 1.4)
-    return {"n_wave_ms": r(rng.uniform(0.6, 2.0)), "thump_hz": r(rng.uniform(70, 180)), "thump_s": r(rng.uniform(0.02, 0.06)),
+    return {"n_wave_ms": r(rng.uniform(0.6, 2.0)), "thump_hz": r(rng.uniform(70, 180)), "thump_s": r(rng.uniform(0.015, 0.04)),
             "crack": bool(rng.uniform() < 0.4),  # a supersonic rifle round's crack before the blast
-            "brightness_hz": r(nyquist_cap(rng.uniform(3000, 9000), sr, 0.45)),
+            "brightness_hz": r(nyquist_cap(rng.uniform(1500, 4000), sr, 0.45)),
             "echo_s": r(rng.uniform(0.08, 0.3)), "echo_db": r(rng.uniform(-18, -8)),
             "rt60_s": r(rt60), "wet": r(rng.uniform(0.2, 0.45)), "duration_s": r(length)}
 
@@ -41,13 +41,13 @@ def gunfire_render(p: dict[str, Any], rng: np.random.Generator, sr: int) -> np.n
     m = max(2, int(p["n_wave_ms"] / 1000 * sr))
     wave = np.linspace(1.0, -1.0, m)  # an N-wave: pressure jumps up, falls linearly through zero, snaps back
     out[k0:k0 + m] += wave[:max(0, n - k0)]
-    burst = int(0.03 * sr)
-    noise = band(rng.standard_normal(burst), 300, p["brightness_hz"], sr) * _decay(burst, 0.004, sr)
-    out[k0:k0 + burst] += 0.8 * noise[:max(0, n - k0)]
+    burst = int(0.08 * sr)  # the blast's roar carries most of the energy (the library's shots: centroid 0.5-1.1 kHz)
+    noise = band(rng.standard_normal(burst), 150, p["brightness_hz"], sr) * _decay(burst, 0.012, sr)
+    out[k0:k0 + burst] += 1.5 * noise[:max(0, n - k0)] / (np.max(np.abs(noise)) or 1.0)
     thump = int(min(n - k0, 6 * p["thump_s"] * sr))
     if thump > 0:
         t = np.arange(thump) / sr
-        out[k0:k0 + thump] += 0.7 * np.sin(2 * np.pi * p["thump_hz"] * t) * np.exp(-t / p["thump_s"])
+        out[k0:k0 + thump] += 0.5 * np.sin(2 * np.pi * p["thump_hz"] * t) * np.exp(-t / p["thump_s"])
     if p["crack"]:
         c = max(2, int(0.0005 * sr))
         out[:c] += np.linspace(0.6, -0.6, c)
