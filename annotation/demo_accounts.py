@@ -14,6 +14,7 @@ from typing import Any
 from tqdm import tqdm
 
 from annotation.labelstudio import Server, invite_link, login, make_client, signup_via_invite, user_emails
+from annotation.ls_process import header_safe
 from annotation.state import DEMO_EMAIL_DOMAIN
 from construction.core.errors import WorkbenchError
 from construction.core.workspace import atomic_write_text
@@ -89,8 +90,9 @@ class Sessions(dict):
 
     def _resume(self, email: str, token: str | None) -> tuple[Any, int] | None:
         """The account's session from a kept token; None when there is none, or the server no longer takes
-        it as this account's (revoked, a new database, or another account's)."""
-        if not token:
+        it as this account's (revoked, a new database, or another account's), or it cannot go in an HTTP
+        header as it is (a corrupt file: a newline, a non-ASCII character): the account logs in again."""
+        if not token or not header_safe(token):
             return None
         from label_studio_sdk.core.api_error import ApiError
 

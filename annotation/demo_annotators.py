@@ -240,17 +240,20 @@ def task_overlaps(server: Server, project_id: int) -> dict[int, int]:
 
 
 def open_turns(tasks: Sequence[dict[str, Any]], overlaps: dict[int, int], default: int, accounts: Sequence[int],
-               user_ids: dict[int, int], known: dict[str, Known], seed: int, wanted: Any,
-               fallback_role: str) -> tuple[dict[int, list[tuple[dict[str, Any], Known]]], int]:
+               user_ids: dict[int, int], known: dict[str, Known], seed: int,
+               wanted: Any) -> tuple[dict[int, list[tuple[dict[str, Any], Known]]], int]:
     """Who labels what now: each OPEN task (fewer completed annotations than its overlap) gets the labels
     it still lacks, each from an account `wanted(k, item)` lets hear it that has not labelled it yet, picked
     in a seeded order of its own per task (so the careless annotator is not always the one asked for a
-    third label). -> account -> its (task, item) turns, and the labels no eligible account was left for."""
+    third label). A task whose key this workspace never made (another workspace's, or one added by hand) is
+    left alone. -> account -> its (task, item) turns, and the labels no eligible account was left for."""
     turns: dict[int, list[tuple[dict[str, Any], Known]]] = {k: [] for k in accounts}
     short = 0
     for task in tasks:
         key = str((task.get("data") or {}).get("key") or "")
-        item = known.get(key) or Known(key or str(task["id"]), fallback_role, "unknown")
+        item = known.get(key)
+        if item is None:
+            continue
         annotations = task.get("annotations") or []
         heard = {a.get("completed_by") for a in annotations}
         completed = sum(1 for a in annotations if not a.get("was_cancelled"))
@@ -282,9 +285,8 @@ def label_project(server: Server, project: Any, accounts: Sequence[tuple[int, st
     overlaps = task_overlaps(server, project.id)
     ids = sessions.user_ids([email for _, email in accounts])
     user_ids = {k: ids[email] for k, email in accounts}
-    fallback = ADJUDICATION if "$votes" in project.label_config else "mixture"
     turns, short = open_turns(tasks, overlaps, project.maximum_annotations or 1, [k for k, _ in accounts], user_ids,
-                              known, seed, wanted, fallback)
+                              known, seed, wanted)
     # only the accounts with something to label log in: a late staged round has few open tasks, the last none
     sessions.login([email for k, email in accounts if turns[k]])
     raters = {k: sessions[email][0] for k, email in accounts if turns[k]}
@@ -372,6 +374,8 @@ def run_library(server: Server, ws: Workspace, project: Any, reviewers: int, see
         for task in order:
             if user_id in done[task["id"]] or lacking[task["id"]] <= 0:
                 continue
+            if task_map.get(str((task.get("data") or {}).get("key") or ""), ("", ""))[0] not in items:
+                continue  # a task this workspace never pushed (another's, or added by hand): left alone
             lacking[task["id"]] -= 1
             turns.append((k, email, rater, task))
     for k, email, rater, task in tqdm(turns, desc=f"answering {project.title}", unit="answer", file=sys.stderr,
@@ -435,7 +439,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.library:
         from annotation.library import STATE_KEY
 
-        project = resolve_project(server, state.get(STATE_KEY), None, "library review project")
+        project = resolve_project(server, state.get(STATE_KEY), None, "library review project", state)
         counts = run_library(server, ws, project, args.annotators, args.annotator_seed, args.quiet)
         shown = ", ".join(f"{label} {n}" for label, n in sorted(counts.items())) or "none"
         print(f"DEMO: {args.annotators} scripted reviewer(s) (@{DEMO_EMAIL_DOMAIN}) submitted {sum(counts.values())} "
@@ -447,11 +451,11 @@ def main(argv: list[str] | None = None) -> int:
             print("DEMO: no adjudication project was pushed (nothing needed adjudication): nothing to label")
             return 0
         if args.adjudication:
-            project = resolve_project(server, state.get("adjudication"), None, "adjudication project")
+            project = resolve_project(server, state.get("adjudication"), None, "adjudication project", state)
             accounts = [(1, ADJUDICATOR_EMAIL)]
             name_adjudicator(ws, ADJUDICATOR_EMAIL)  # only named adjudicators decide (validation.adjudicate)
         else:
-            project = resolve_project(server, None, args.project, "project")
+            project = resolve_project(server, None, args.project, "project", state)
             accounts = [(k, demo_email(k)) for k in range(1, args.annotators + 1)]
         record_demo_annotators(ws, [email for _, email in accounts])
         submitted = {project.title: label_project(server, project, accounts, known_items(ws), args.annotator_seed,

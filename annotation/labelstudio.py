@@ -1,9 +1,8 @@
 """Label Studio client code shared by push, pull, invite, the demo annotators and adjudication.
 
 Talks to a real Label Studio 1.23.x through label-studio-sdk 2.1.x. Every server failure becomes a
-WorkbenchError naming the server and what was being done, mapped by HTTP status code (some endpoints
-answer 404 with a 30 kB HTML page, so response bodies are only ever shown as a short JSON detail) and
-never showing the token. The SDK is imported lazily: it costs 2-4 s.
+WorkbenchError naming the server and what was being done, never showing the token (the client and the
+mapping: annotation.ls_client). The SDK is imported lazily: it costs 2-4 s.
 
 The workspace side (annotation.json, pseudonyms, task data, export -> Annotation) is
 annotation.state; this module holds only what talks to the server.
@@ -14,7 +13,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import logging
 import os
 import re
 import sys
@@ -27,11 +25,15 @@ from typing import Any
 import httpx
 from tqdm import tqdm
 
+from annotation.ls_client import make_client, server_errors  # noqa: F401 (importable from here, as before)
 from annotation.ls_process import api_token
+from annotation.ownership import check_owner, check_server_owner, marked_owner, with_mark
 from annotation.protocol import ArmSpec, config_changed, config_labels
 from annotation.server import (
+    DATA_DIR_NAME,
     DEFAULT_WORKSPACE,
     add_data_dir,
+    own_server_command,
     read_server_info,
     resolve_data_dir,
     server_command,
@@ -79,6 +81,7 @@ class Server:
     data_dir: Path | None  # None when given by --url (then its log location is unknown)
     client: Any  # label_studio_sdk.LabelStudio
     flags: str = ""  # what picks this server again in a hint: ' --workspace W', ' --data-dir D', ' --url U'
+    workspace: Path | None = None  # the workspace the command works for, as given
 
     def log_hint(self) -> str:
         if self.data_dir is None:
@@ -104,65 +107,12 @@ class Server:
             yield
 
 
-def _short_detail(body: Any) -> str:
-    """A short, safe description of an error body: JSON detail/validation errors only, never HTML."""
-    if not isinstance(body, dict):
-        return ""
-    parts = []
-    if body.get("validation_errors"):
-        parts.append(json.dumps(body["validation_errors"], ensure_ascii=False))
-    elif body.get("detail"):
-        parts.append(str(body["detail"]))
-    text = "; ".join(parts)
-    return text if len(text) <= 300 else text[:297] + "..."
-
-
-@contextlib.contextmanager
-def server_errors(url: str, what: str, not_found: str = "", log_hint: str = "see the server's log",
-                  start: str = "Start it with: python -m annotation.server start") -> Iterator[None]:
-    """`start`: what to do (a complete command) when the server cannot be reached."""
-    from label_studio_sdk.core.api_error import ApiError
-
-    try:
-        yield
-    except ApiError as e:
-        code = e.status_code
-        if code == 401:
-            msg = (f"Label Studio at {url} rejected the API token (HTTP 401) while {what}; "
-                   "set LABEL_STUDIO_API_KEY to the admin's token")
-        elif code == 403:
-            msg = f"Label Studio at {url} refused access (HTTP 403) while {what}; the token's user may not do this"
-        elif code == 404:
-            msg = f"Label Studio at {url} answered 404 (not found) while {what}" + (f"; {not_found}" if not_found else "")
-        elif code is not None and code >= 500:
-            msg = f"Label Studio at {url} failed with HTTP {code} while {what}; {log_hint}"
-        else:
-            detail = _short_detail(e.body)
-            msg = f"Label Studio at {url} answered HTTP {code} while {what}" + (f": {detail}" if detail else "")
-        raise WorkbenchError(msg) from e
-    except httpx.TimeoutException as e:
-        raise WorkbenchError(f"Label Studio at {url} did not answer in time while {what} ({type(e).__name__})") from e
-    except httpx.TransportError as e:
-        raise WorkbenchError(
-            f"cannot reach Label Studio at {url} while {what} ({e}); is it running? {start}") from e
-    except json.JSONDecodeError as e:
-        raise WorkbenchError(f"Label Studio at {url} sent a response that is not JSON while {what}") from e
-
-
-def make_client(url: str, token: str, timeout_s: float = 300.0) -> Any:
-    """An SDK client without retries (a retried import could duplicate tasks) that ignores proxy
-    variables (the server is on loopback)."""
-    from label_studio_sdk import LabelStudio
-
-    logging.getLogger("httpx").setLevel(logging.WARNING)  # one INFO line per request drowns the output
-    http = httpx.Client(trust_env=False, timeout=timeout_s, follow_redirects=True)
-    return LabelStudio(base_url=url, api_key=token, timeout=timeout_s, max_retries=0, httpx_client=http)
-
-
 def connect(url: str | None = None, data_dir: str | Path | None = None, document_root: str | Path | None = None,
-            token: str | None = None, timeout_s: float = 300.0, workspace: str | Path = DEFAULT_WORKSPACE) -> Server:
+            token: str | None = None, timeout_s: float = 300.0, workspace: str | Path = DEFAULT_WORKSPACE,
+            owned: bool = False) -> Server:
     """Connect as the admin and check the token. url wins; else the server started for the data dir
-    (data_dir > $AOR_LABEL_STUDIO_DATA_DIR > <workspace>/label-studio)."""
+    (data_dir > $AOR_LABEL_STUDIO_DATA_DIR > <workspace>/label-studio). `owned`: for a command working
+    on the workspace's projects, a server started for another workspace is refused (annotation.ownership)."""
     resolved_dir: Path | None = None
     if url:
         url = url.rstrip("/")
@@ -176,10 +126,13 @@ def connect(url: str | None = None, data_dir: str | Path | None = None, document
             raise WorkbenchError(
                 f"no Label Studio was started for data dir {resolved_dir}; start it with: "
                 f"{server_command('start', workspace, data_dir)} (or pass --url)")
+        if owned:
+            check_server_owner(info, Path(workspace).expanduser().resolve(), own_server_command(workspace))
         url = info.url
         root = Path(document_root or info.document_root)
     server = Server(url=url, document_root=root.expanduser().resolve(), data_dir=resolved_dir,
-                    client=make_client(url, token or api_token(), timeout_s), flags=flags)
+                    client=make_client(url, token or api_token(), timeout_s), flags=flags,
+                    workspace=Path(workspace))
     with server.errors("checking the API token"):
         server.client.users.whoami()
     return server
@@ -209,9 +162,11 @@ def add_server_args(parser: argparse.ArgumentParser, *, workspace: bool = False)
                             "with --url, taken to be /, which push refuses)")
 
 
-def connect_from_args(args: argparse.Namespace) -> Server:
+def connect_from_args(args: argparse.Namespace, owned: bool = True) -> Server:
+    """The server of a command's flags; `owned` (the default: a command of a workspace's projects) refuses
+    a server started for another workspace."""
     return connect(args.url, args.data_dir, args.document_root,
-                   workspace=getattr(args, "workspace", None) or DEFAULT_WORKSPACE)
+                   workspace=getattr(args, "workspace", None) or DEFAULT_WORKSPACE, owned=owned)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -243,39 +198,66 @@ def get_project(server: Server, project_id: int, title: str = "", not_found: str
         return server.client.projects.get(project_id)
 
 
-def resolve_project(server: Server, state_entry: dict[str, Any] | None, title: str | None, what: str) -> Any:
+def resolve_project(server: Server, state_entry: dict[str, Any] | None, title: str | None, what: str,
+                    state: dict[str, Any] | None = None) -> Any:
     """--project TITLE wins (exact title), unless it is the recorded project's; else the project recorded
-    at push time, by id."""
+    at push time, by id. With the workspace's `state`, a project of another workspace is refused."""
     if title and title != (state_entry or {}).get("title"):
         project = find_project(server, title)
         if project is None:
             raise WorkbenchError(f"no project titled {title!r} at {server.url}; push first")
-        return project
-    if not state_entry or "id" not in state_entry:
+        state_entry = None
+    elif not state_entry or "id" not in state_entry:
         raise WorkbenchError(f"no {what} recorded in this workspace; push first, or pass --project TITLE")
-    return get_project(server, int(state_entry["id"]), state_entry.get("title", ""))
+    else:
+        project = get_project(server, int(state_entry["id"]), state_entry.get("title", ""))
+    if state is not None:
+        check_owner(server, project, state, state_entry)
+    return project
 
 
 def ensure_project(server: Server, title: str, spec: ArmSpec, overlap: int | None,
                    project_id: int | None = None) -> tuple[Any, bool, list[str]]:
+    """open_project, then reset_project: the project, whether it was created, the settings reset."""
+    project, created = open_project(server, title, spec, overlap, project_id)
+    if created:
+        return project, True, []
+    project, reset = reset_project(server, project, title, spec, overlap)
+    return project, False, reset
+
+
+def open_project(server: Server, title: str, spec: ArmSpec, overlap: int | None, project_id: int | None = None,
+                 mark: str | None = None, state: dict[str, Any] | None = None,
+                 entry: dict[str, Any] | None = None) -> tuple[Any, bool]:
     """The project recorded as project_id, else the one of exactly this title, else a new one with the
-    role's labelling config, instructions and the blind settings. -> (project, created, settings reset).
-    An existing project must ask the same question (its stored choices); its title and settings are reset
-    to the wanted ones, and it gets the overlap when one is given and differs."""
+    role's labelling config, instructions, the blind settings and the workspace's `mark` (its id,
+    annotation.ownership). An existing one is only read here (refused when another workspace's: `state`
+    and `entry`, the workspace's state and its entry of the project); reset_project changes it, once the
+    push knows it can go on. -> (project, created)."""
     if len(title.strip()) < 3:
         raise WorkbenchError(f"project title {title!r} is too short (Label Studio needs 3+ characters)")
     if project_id is not None:
         project = get_project(server, project_id, title, not_found=DELETED_HINT)
     else:
         project = find_project(server, title)
-    if project is None:
-        with server.errors(f"creating project {title!r}"):
-            project = server.client.projects.create(
-                title=title, label_config=spec.label_config(), expert_instruction=spec.instructions(),
-                maximum_annotations=overlap or 3,  # N annotators per task (push.DEFAULT_OVERLAP), cohort 100 %
-                **BLIND_SETTINGS)
-        ensure_blind_view(server, project.id)
-        return project, True, []
+    if project is not None:
+        if state is not None:
+            check_owner(server, project, state, entry)
+        return project, False
+    with server.errors(f"creating project {title!r}"):
+        project = server.client.projects.create(
+            title=title, label_config=spec.label_config(), expert_instruction=spec.instructions(),
+            maximum_annotations=overlap or 3,  # N annotators per task (push.DEFAULT_OVERLAP), cohort 100 %
+            **({"description": with_mark(None, mark)} if mark else {}), **BLIND_SETTINGS)
+    ensure_blind_view(server, project.id)
+    return project, True
+
+
+def reset_project(server: Server, project: Any, title: str, spec: ArmSpec, overlap: int | None,
+                  mark: str | None = None) -> tuple[Any, list[str]]:
+    """Set an existing project back to what the role wants: it must ask the same question (its stored
+    choices); its title, settings and instructions are reset, it gets the overlap when one is given and
+    differs, and the workspace's mark when it lacks it. -> (project, settings reset)."""
     edited = check_config(server, project, spec)
     wanted = {**BLIND_SETTINGS, "title": title, "label_config": spec.label_config() if edited else None}
     update: dict[str, Any] = {k: v for k, v in wanted.items() if v is not None and getattr(project, k, v) != v}
@@ -284,11 +266,13 @@ def ensure_project(server: Server, title: str, spec: ArmSpec, overlap: int | Non
         update["expert_instruction"] = spec.instructions()
     if overlap is not None and project.maximum_annotations != overlap:
         update.update(maximum_annotations=overlap, overlap_cohort_percentage=100)
+    if mark and marked_owner(project) != mark:
+        update["description"] = with_mark(project.description, mark)
     if update:
         with server.errors(f"updating project {title!r}"):
             project = server.client.projects.update(project.id, **update)
     ensure_blind_view(server, project.id)
-    return project, False, reset
+    return project, reset
 
 
 def check_config(server: Server, project: Any, spec: ArmSpec) -> str:
@@ -341,12 +325,19 @@ def ensure_local_storage(server: Server, project_id: int, audio_dir: Path, files
 
 
 def outside_root(server: Server, audio_dir: Path) -> str:
-    """Why a workspace's audio cannot be served by this server (it serves another dir), and what to run."""
+    """Why a workspace's audio cannot be served by this server (it serves another dir), and what to run:
+    a restart only of the workspace's own server (its own data dir); any other server may serve another
+    workspace, so it is left running and the workspace's own is started beside it."""
     what = f"the audio dir {audio_dir} is outside the server's document root {server.document_root}"
     if server.data_dir is None:
         return f"{what}; pass the server's own --document-root, or start this workspace's server"
-    return (f"{what} (that server serves another workspace's audio); restart it for this workspace: "
-            f"python -m annotation.server stop{server.flags}, then python -m annotation.server start{server.flags}")
+    workspace = server.workspace or Path(DEFAULT_WORKSPACE)
+    if server.data_dir == (workspace.expanduser() / DATA_DIR_NAME).resolve():
+        return (f"{what}; restart this workspace's own server to serve its audio: python -m annotation.server "
+                f"stop{server.flags}, then python -m annotation.server start{server.flags}")
+    return (f"{what} (that server serves other audio: another workspace's, or a shared folder). Leave it running "
+            f"and start this workspace's own server: {own_server_command(workspace)}; then run this again with "
+            f"--data-dir {workspace / DATA_DIR_NAME}")
 
 
 def task_keys(server: Server, project_id: int) -> dict[str, list[int]]:
@@ -413,6 +404,9 @@ def export_tasks(server: Server, project_id: int) -> list[dict[str, Any]]:
         raw = b"".join(server.client.projects.exports.download_sync(
             project_id, export_type="JSON", download_all_tasks=True))
         tasks = json.loads(raw)
+    if server.data_dir is not None:  # Label Studio keeps a copy of every export ("for logging"): not ours to keep
+        for copy in (server.data_dir / "export").glob(f"project-{int(project_id)}-at-*.json"):
+            copy.unlink(missing_ok=True)
     if not isinstance(tasks, list):
         raise WorkbenchError(f"Label Studio at {server.url} sent an export of project {project_id} that is not a list")
     return tasks

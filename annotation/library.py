@@ -55,9 +55,11 @@ from annotation.library_review import (
     write_review,
     write_workspace_review,
 )
+from annotation.ownership import MARKED, check_owner
 from annotation.protocol import Item, read_task_map, shuffle_seed, workspace_taxonomy
 from annotation.push import check_pushable, push_items, record_keys
 from annotation.state import (
+    DEMO_EMAIL_DOMAIN,
     default_project_title,
     demo_annotators,
     local_file_url,
@@ -65,6 +67,7 @@ from annotation.state import (
     open_workspace,
     parse_annotation,
     plays_audio,
+    pseudonym,
     pseudonym_salt,
     read_state,
     utc_now,
@@ -207,8 +210,10 @@ def push(args: argparse.Namespace) -> int:
     title = args.project or recorded.get("title") or f"{default_project_title(ws)} — library review"
     server = connect_from_args(args)
     bound = recorded.get("id") if not args.project or args.project == recorded.get("title") else None
-    if bound is not None:  # a project asking something else: refused before anything is written
-        check_config(server, get_project(server, int(bound), title, DELETED_HINT), spec)
+    if bound is not None:  # another workspace's project, or one asking something else: refused before any change
+        project = get_project(server, int(bound), title, DELETED_HINT)
+        check_owner(server, project, state, recorded)
+        check_config(server, project, spec)
     from tqdm import tqdm
 
     rendered = [pair for clip in tqdm(clips, desc="storing the clips' review audio", unit="clip", file=sys.stderr,
@@ -223,13 +228,15 @@ def push(args: argparse.Namespace) -> int:
     keyed = record_keys(ws, state, items)
     images = {r.item_id: image for r, _, image in rendered}  # each task shows its clip's spectrogram
     result = push_items(ws, server, spec, title, keyed, args.overlap, seed=shuffle_seed(state["task_key_secret"], ROLE),
-                        project_id=None if bound is None else int(bound),
+                        project_id=None if bound is None else int(bound), state=state,
+                        entry=recorded if bound is not None else None,
                         extra_data={iid: {"image": local_file_url(path, server.document_root)}
                                     for iid, path in images.items()})
     ensure_local_storage(server, result.project_id, ws.root / "audio", list(images.values()))
     with ws.lock():
         current = read_state(ws)
-        current[STATE_KEY] = {"id": result.project_id, "title": title, "url": server.url, "pushed_at": utc_now()}
+        current[STATE_KEY] = {"id": result.project_id, "title": title, "url": server.url, "pushed_at": utc_now(),
+                              MARKED: True}
         write_state(ws, current)
     procedural = sum(1 for c in clips if getattr(c, "procedural", ""))
     print(f"library review: project {title!r} (id {result.project_id})" + (" created" if result.created else "")
@@ -274,13 +281,15 @@ def pull(args: argparse.Namespace) -> int:
     state = read_state(ws)
     salt = pseudonym_salt(state)
     server = connect_from_args(args)
-    project = resolve_project(server, state.get(STATE_KEY), args.project, "library review project")
+    project = resolve_project(server, state.get(STATE_KEY), args.project, "library review project", state)
     items = read_items(ws)
-    demo = demo_annotators(state)
+    # scripted: the accounts the workspace recorded, and any at the demo domain (the server's own list)
+    demo = demo_annotators(state) | {pseudonym(email, salt) for email in user_emails(server).values()
+                                     if email.strip().lower().endswith("@" + DEMO_EMAIL_DOMAIN)}
     answers, problems = collect(server, project.id, spec, ws, items, salt, demo)
-    lines = [review_line(clip, answers, items, demo) for clip in clips]
-    lines = keep_earlier(lines, read_workspace_review(ws.root) or {})
-    by_demo = sum(line["demo"] for line in lines)
+    pulled = [review_line(clip, answers, items, demo) for clip in clips]  # from the server, never from a file
+    lines = keep_earlier(pulled, read_workspace_review(ws.root) or {})
+    by_demo = sum(line["demo"] for line in pulled)
     if args.into_library and by_demo:  # refused before anything is written
         raise WorkbenchError(f"refusing --into-library: {by_demo} answer(s) came from scripted demo reviewers, and "
                              f"the shared library {library} takes people's reviews only; pull without --into-library "
@@ -291,7 +300,7 @@ def pull(args: argparse.Namespace) -> int:
     print(f"library review: {len(lines)} clip(s), {reviewed} reviewed, {confirmed} confirmed "
           f"(>= 2/3 of at least 2 reviewers named a tag of the clip); {path}")
     if args.into_library:
-        shared = keep_earlier(lines, read_review(library) or {})
+        shared = keep_earlier(pulled, read_review(library, demo=demo) or {})  # only what this pull read
         written = write_review(library, shared)
         print(f"into the library: wrote {len(shared)} review line(s), {sum(1 for x in shared if x['reviewers'])} "
               f"with answers, to {written} (every workspace built on {library} now reads them)")

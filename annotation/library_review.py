@@ -192,7 +192,40 @@ def write_workspace_review(ws: Workspace, lines: Sequence[dict[str, Any]]) -> Pa
 
 def read_workspace_review(root: str | Path) -> dict[str, dict[str, Any]] | None:
     """clip id -> the workspace's review line; None when the workspace (root) has none."""
-    return read_review(root, WORKSPACE_REVIEW_FILE)
+    return read_review(root, WORKSPACE_REVIEW_FILE, workspace_demo(root))
+
+
+def workspace_demo(root: str | Path) -> frozenset[str]:
+    """The pseudonyms of the workspace's scripted demo accounts (annotation.json, as push and the demo record
+    them): a review line's answers from them are scripted whatever its own `demo` says."""
+    from annotation.server import STATE_FILE
+
+    return frozenset(read_json_object(Path(root).expanduser() / STATE_FILE, "fix or delete it")
+                     .get("demo_annotators") or [])
+
+
+def rederived(line: dict[str, Any], demo: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """The line with its counts and verdict as its answers give them: reviewers, named, confirmed (per draw
+    too), and demo at least the answers of `demo` accounts. A review file can be edited by hand; its own
+    flags (confirmed, reviewers, demo: 0) decide nothing."""
+    tags = line.get("tags") if isinstance(line.get("tags"), list) else []
+
+    def answers_of(entry: dict[str, Any]) -> dict[str, str]:
+        given = entry.get("answers")
+        return {str(k): str(v) for k, v in given.items()} if isinstance(given, dict) else {}
+
+    if line.get("procedural") and line.get("draws"):  # a class: confirmed by each of its draws
+        draws = [{**d, "answers": answers_of(d), **verdict(answers_of(d), tags)}
+                 for d in line.get("draws") or [] if isinstance(d, dict)]
+        who = [k for d in draws for k in d["answers"]]
+        counts = {"draws": draws, "reviewers": sum(d["reviewers"] for d in draws),
+                  "named": sum(d["named"] for d in draws), "confirmed": bool(draws) and all(d["confirmed"] for d in draws)}
+    else:
+        answers = answers_of(line)
+        who = list(answers)
+        counts = {"answers": answers, **verdict(answers, tags)}
+    stated = line.get("demo") if isinstance(line.get("demo"), int) and not isinstance(line.get("demo"), bool) else 0
+    return {**line, **counts, "demo": max(stated, sum(1 for k in who if k in demo))}
 
 
 def read_reviews(root: str | Path, library: str | Path | None) -> dict[str, dict[str, Any]] | None:
@@ -200,15 +233,17 @@ def read_reviews(root: str | Path, library: str | Path | None) -> dict[str, dict
     library's (LIBRARY/review.jsonl), per clip the workspace's line unless the library's heard the same
     file with more reviewers (keep_earlier). None when neither file exists."""
     own = read_workspace_review(root)
-    shared = read_review(library) if library is not None else None
+    shared = read_review(library, demo=workspace_demo(root)) if library is not None else None
     if own is None or shared is None:
         return own if shared is None else shared
     merged = {line["clip_id"]: line for line in keep_earlier(list(own.values()), shared)}
     return {**shared, **merged}
 
 
-def read_review(library: str | Path, name: str = REVIEW_FILE) -> dict[str, dict[str, Any]] | None:
-    """clip id -> its review line; None when the library (or the folder: `name`) has no review file."""
+def read_review(library: str | Path, name: str = REVIEW_FILE,
+                demo: frozenset[str] = frozenset()) -> dict[str, dict[str, Any]] | None:
+    """clip id -> its review line, its counts and verdict rederived from its answers (`demo`: the reading
+    workspace's scripted accounts); None when the library (or the folder: `name`) has no review file."""
     path = Path(library).expanduser() / name
     if not path.is_file():
         return None
@@ -222,7 +257,7 @@ def read_review(library: str | Path, name: str = REVIEW_FILE) -> dict[str, dict[
             raise WorkbenchError(f"{path}:{n} is not JSON ({e.msg}); pull the library review again") from e
         if not isinstance(line, dict) or not isinstance(line.get("clip_id"), str):
             raise WorkbenchError(f"{path}:{n} is not a review line (no clip_id); pull the library review again")
-        out[line["clip_id"]] = line
+        out[line["clip_id"]] = rederived(line, demo)
     return out
 
 

@@ -56,12 +56,22 @@ def admin_credentials() -> AdminCredentials:
     creds = AdminCredentials(
         email=os.environ.get("LABEL_STUDIO_ADMIN_EMAIL") or DEFAULT_ADMIN_EMAIL,
         password=os.environ.get("LABEL_STUDIO_ADMIN_PASSWORD") or DEFAULT_ADMIN_PASSWORD,
-        token=os.environ.get("LABEL_STUDIO_API_KEY") or DEFAULT_API_TOKEN,
+        # a newline from `$(cat file)` or a copy is no part of the token
+        token=(os.environ.get("LABEL_STUDIO_API_KEY") or "").strip() or DEFAULT_API_TOKEN,
     )
     # Label Studio silently ignores tokens of 5 characters or fewer.
     if len(creds.token) < 6:
         raise WorkbenchError("LABEL_STUDIO_API_KEY must be at least 6 characters long")
+    if not header_safe(creds.token):
+        raise WorkbenchError("LABEL_STUDIO_API_KEY holds a character an HTTP header cannot carry (a space, a "
+                             "control character or a non-ASCII one): set it to the token as Label Studio shows it")
     return creds
+
+
+def header_safe(token: str) -> bool:
+    """Whether a token can go in an Authorization header as it is: visible ASCII only. Anything else
+    fails in the HTTP client before a request is sent, as a crash or a misleading "cannot reach"."""
+    return bool(re.fullmatch(r"[\x21-\x7e]+", token))
 
 
 def api_token() -> str:
@@ -190,6 +200,16 @@ def _write_json_atomic(path: Path, payload: dict) -> None:
     os.replace(tmp, path)
 
 
+def owner_only(data_dir: Path) -> None:
+    """The data dir, its database and log readable by their owner only: the database holds every token
+    (the admin's and each annotator's) and every email. A data dir made before this was so is made so at
+    the next start."""
+    for path, mode in ((data_dir, 0o700), (data_dir / DB_FILE, 0o600), (data_dir / LOG_FILE, 0o600)):
+        with contextlib.suppress(FileNotFoundError):
+            if path.stat().st_mode & 0o077:
+                path.chmod(mode)
+
+
 def _launch(
     venv: Path,
     data_dir: Path,
@@ -199,7 +219,9 @@ def _launch(
     args: list[str],
 ) -> subprocess.Popen:
     url = f"http://{HOST}:{port}"
-    with open(data_dir / LOG_FILE, "ab") as log:  # the child keeps its own copy of the handle
+    owner_only(data_dir)
+    # the log is owner-only, and so is every file Label Studio makes (umask): its database has every token
+    with open(os.open(data_dir / LOG_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab") as log:
         proc = subprocess.Popen(
             [str(venv / "bin" / "label-studio"), *args],
             env=_child_env(data_dir, url, document_root, creds),
@@ -208,6 +230,7 @@ def _launch(
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # survives the CLI, and stop can signal its whole group
+            umask=0o077,
         )
     _children[proc.pid] = proc
     return proc
@@ -273,6 +296,7 @@ def make_template(
             template_dir.mkdir()
             # Only the database: each server makes its own secret key (.env) and media dirs.
             shutil.copyfile(build / DB_FILE, template_dir / DB_FILE)
+            (template_dir / DB_FILE).chmod(0o600)  # it holds the admin's token
             _write_json_atomic(marker, {"label_studio_version": version})
         finally:
             shutil.rmtree(build, ignore_errors=True)

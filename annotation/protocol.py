@@ -275,11 +275,13 @@ def workspace_taxonomy(ws: Workspace) -> Taxonomy:
     one; the shipped one too when the build's taxonomy file is gone)."""
     import yaml
 
+    from construction.core.yamlfile import load_yaml
+
     path = None
     config_file = ws.root / "config.yaml"
     if config_file.exists():
         try:
-            path = ((yaml.safe_load(config_file.read_text()) or {}).get("generate") or {}).get("taxonomy")
+            path = ((load_yaml(config_file.read_text()) or {}).get("generate") or {}).get("taxonomy")
         except yaml.YAMLError as e:
             raise WorkbenchError(f"{config_file} is not valid YAML: {e}") from e
     try:

@@ -41,6 +41,7 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+from annotation.deleted import keep_deleted, outputs_of
 from annotation.labelstudio import (
     Server,
     SERVER_ENV,
@@ -51,6 +52,7 @@ from annotation.labelstudio import (
     get_project,
     user_emails,
 )
+from annotation.ownership import check_owner
 from annotation.protocol import (
     OTHER_SCENES,
     ArmSpec,
@@ -92,6 +94,8 @@ from annotation.state import (
     utc_now,
     write_state,
 )
+from annotation.written import KEY as WRITTEN
+from annotation.written import digests
 from construction.core.cli import Parser, add_workspace, run_main
 from construction.core.errors import WorkbenchError
 from construction.core.record import ARMS, Annotation, AudioRef, Sample
@@ -129,6 +133,8 @@ def collect(server: Server, project_id: int, spec: ArmSpec, task_map: dict[str, 
                                 f"sent for its key; its {n} annotation(s) are not counted")
             continue
         tasks_per_item[item_id] += 1
+        out.seen.setdefault(item_id, set()).update(str(raw.get("created_at") or "")
+                                                   for raw in task.get("annotations") or [])
         for raw in task.get("annotations") or []:
             where = f"{spec.role} task {task.get('id')} ({item_id}) annotation {raw.get('id')}"
             p = parse_annotation(raw, where, emails, salt, spec, demo)
@@ -243,6 +249,7 @@ def resolve_arms(server: Server, state: dict[str, Any], title: str | None) -> di
             project = find_project(server, f"{title} — {role}")
             if project is None:
                 raise WorkbenchError(f"no project titled {title + ' — ' + role!r} at {server.url}; push first")
+            check_owner(server, project, state)  # another workspace's project of that title: refused
             projects[role] = project
         return projects
     arms = state.get("arms")
@@ -256,7 +263,10 @@ def resolve_arms(server: Server, state: dict[str, Any], title: str | None) -> di
     missing = [role for role in ARMS if role not in arms]
     if missing:
         raise WorkbenchError(f"no {', '.join(missing)} project recorded in this workspace; push again")
-    return {role: get_project(server, int(arms[role]["id"]), arms[role].get("title", "")) for role in ARMS}
+    projects = {role: get_project(server, int(arms[role]["id"]), arms[role].get("title", "")) for role in ARMS}
+    for role in ARMS:  # another server's projects of these ids (another workspace's): refused, nothing written
+        check_owner(server, projects[role], state, arms[role])
+    return projects
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -323,18 +333,21 @@ def main(argv: list[str] | None = None) -> int:
                 if kept:
                     previous[s.sample_id] = kept
         pulled = assemble(samples, controls, catch, found, previous)
+        # what Label Studio lost since the last pull (a deleted annotation or task) is kept as last pulled
+        deleted = keep_deleted(ws, outputs_of(pulled), {role: found[role].seen for role in ARMS})
         report = annotator_report(pulled, found)
         ws.write_manifest(OUTPUT_STAGE, pulled.samples)
         ws.write_manifest(CONTROLS_OUTPUT_STAGE, pulled.controls)
         for kind, stage in OTHER_OUTPUT_STAGES.items():
             ws.write_manifest(stage, pulled.others[kind])
-        ws.write_stats(OUTPUT_STAGE, stats(pulled, report, projects, overlaps, found, problems))
+        ws.write_stats(OUTPUT_STAGE, {**stats(pulled, report, projects, overlaps, found, problems),
+                                      "deleted_kept": deleted, WRITTEN: digests(ws)})
         if save_state:
             write_state(ws, current)
 
     others = [s for items in pulled.others.values() for s in items]
     n = (sum(len(s.annotations) for s in [*pulled.samples, *pulled.controls, *others])
-         - sum(map(len, previous.values())))
+         - sum(map(len, previous.values())) - len(deleted))
     print(f"pulled {n} annotation(s) from {len(ARMS)} arm projects at {server.url} onto {len(samples)} sample(s), "
           f"{len(controls)} control(s), {len(pulled.danger)} danger scene(s) and {len(pulled.others['irrelevant'])} "
           f"irrelevant background(s): {ws.manifest_path(OUTPUT_STAGE)}, {ws.manifest_path(CONTROLS_OUTPUT_STAGE)}, "
@@ -357,10 +370,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{len(changed)} annotation(s) were last changed by someone other than their author and are "
               "credited to that person:\n" + format_problems(
                   [f"{c['arm']} {c['item']}: credited to {c['credited_to']}, author {c['author']}" for c in changed]))
+    if deleted:
+        print(f"deleted: {len(deleted)} annotation(s) counted by the last pull are gone from Label Studio (any user "
+              "may delete anyone's there); each is kept as it was last pulled, so a deletion changes no outcome:\n"
+              + format_problems(deleted))
     missing = [f"{role}: {item_id}" for role in ARMS for item_id in found[role].missing]
     if missing:
         print(f"missing: {len(missing)} pushed task(s) are no longer in their project (deleted in Label Studio?); "
-              f"their labels are lost, push again to recreate them:\n{format_problems(missing)}")
+              f"the labels pulled from them before are kept; push again to recreate them:\n{format_problems(missing)}")
     unknown = [f"{role}: {t}" for role in ARMS for t in found[role].unknown_tasks]
     if unknown:
         print(f"note: {len(unknown)} task(s) are not this workspace's current samples, controls or catch items "

@@ -31,6 +31,8 @@ class ProjectAnnotations:
     # item id -> the completed (not skipped) annotations Label Studio holds on its tasks, counted or not:
     # what a task's overlap is measured against (a staged push adds the labels it still wants to this)
     held: dict[str, int] = field(default_factory=dict)
+    # item id -> the created_at of every annotation its tasks hold, counted or not (annotation.deleted)
+    seen: dict[str, set[str]] = field(default_factory=dict)
 
 
 @dataclass

@@ -40,14 +40,16 @@ from annotation.labelstudio import (
     check_config,
     connect_from_args,
     ensure_local_storage,
-    ensure_project,
     find_project,
     get_project,
     import_tasks,
+    open_project,
     outside_root,
+    reset_project,
     set_task_overlap,
     task_keys,
 )
+from annotation.ownership import MARKED, WORKSPACE_ID, check_owner, new_workspace_id
 from annotation.protocol import (
     CATCH_OVERLAP,
     OTHER_SCENES,
@@ -126,7 +128,7 @@ def check_pushable(ws: Workspace, items: Sequence[Item], server: Server) -> None
     if problem:
         raise WorkbenchError(f"refusing to push: {problem}")
     store = (ws.root / "audio").resolve()
-    if items and not store.is_relative_to(server.document_root):  # one line, not one per task
+    if not store.is_relative_to(server.document_root):  # one line, not one per task (none pushed: still refused)
         raise WorkbenchError(f"refusing to push: {outside_root(server, store)}")
     problems = audio_problems(ws, items, server.document_root)
     if problems:
@@ -144,7 +146,8 @@ def record_keys(ws: Workspace, state: dict[str, Any], items: Sequence[Item]) -> 
             raise WorkbenchError(f"{ws.root / 'annotation.json'} changed while pushing (another push?); run it again")
         before = dict(current)
         secret = task_key_secret(current)
-        state.update(task_key_secret=secret, pseudonym_salt=pseudonym_salt(current))
+        state.update(task_key_secret=secret, pseudonym_salt=pseudonym_salt(current),
+                     workspace_id=new_workspace_id(current))  # the mark its projects get (annotation.ownership)
         keyed = {task_key(secret, item.role, item.item_id): item for item in items}
         mapping = read_task_map(ws)
         wanted = {**mapping, **{k: (item.item_id, item.role) for k, item in keyed.items()}}
@@ -157,14 +160,28 @@ def record_keys(ws: Workspace, state: dict[str, Any], items: Sequence[Item]) -> 
 
 def push_items(ws: Workspace, server: Server, spec: ArmSpec, title: str, keyed: dict[str, Item], overlap: int | None,
                extra_data: dict[str, dict[str, Any]] | None = None, seed: int = 0,
-               project_id: int | None = None) -> PushResult:
+               project_id: int | None = None, state: dict[str, Any] | None = None,
+               entry: dict[str, Any] | None = None) -> PushResult:
     """Import the items not yet in the project (the recorded project_id, else the one titled `title`,
     created when missing), in a seeded shuffled order. extra_data adds task data per item id (the
-    adjudication project's votes, when asked for)."""
+    adjudication project's votes, when asked for). `state` (after record_keys, which gives it the
+    workspace's id) and `entry` (its record of this project): a project of another workspace is refused,
+    and the project gets this workspace's mark. An existing project is changed only once Label Studio has
+    taken the storage of its audio: a server that cannot serve it changes nothing."""
     started = time.monotonic()
-    project, created, reset = ensure_project(server, title, spec, overlap, project_id)
-    ensure_local_storage(server, project.id, ws.root / "audio",
-                         [ws.audio_path(item.audio) for item in keyed.values() if item.audio is not None])
+    mark = (state or {}).get(WORKSPACE_ID)
+    project, created = open_project(server, title, spec, overlap, project_id, mark, state, entry)
+    try:
+        ensure_local_storage(server, project.id, ws.root / "audio",
+                             [ws.audio_path(item.audio) for item in keyed.values() if item.audio is not None])
+    except WorkbenchError:
+        if created:  # nothing half-made is left: the project made a moment ago goes again
+            with server.errors(f"removing the half-made project {project.id}"):
+                server.client.projects.delete(project.id)
+        raise
+    reset: list[str] = []
+    if not created:
+        project, reset = reset_project(server, project, title, spec, overlap, mark)
     existing = {} if created else task_keys(server, project.id)
     todo = [(key, item) for key, item in keyed.items() if key not in existing]
     random.Random(seed).shuffle(todo)
@@ -291,10 +308,12 @@ def main(argv: list[str] | None = None) -> int:
 
     server = connect_from_args(args)
     bound = recorded_arms(state, args.project)
-    for role in ARMS:  # a project asking something else: refused before anything is written
+    entries = {role: (state.get("arms") or {}).get(role) if role in bound else None for role in ARMS}
+    for role in ARMS:  # another workspace's project, or one asking something else: refused before any change
         project = (get_project(server, bound[role], arm_title(base, role), DELETED_HINT) if role in bound
                    else find_project(server, arm_title(base, role)))
         if project is not None:
+            check_owner(server, project, state, entries[role])
             check_config(server, project, specs[role])
     with_catch = bool(samples_in["mixture"])  # staged: the mixture arm's checks come with its first samples
     check_pushable(ws, [i for items in arm_items(samples_in, controls, read_catch(ws) if with_catch else []).values()
@@ -310,7 +329,8 @@ def main(argv: list[str] | None = None) -> int:
         mine = {k: item for k, item in keyed.items() if item.role == role}
         results.append(push_items(ws, server, specs[role], arm_title(base, role), mine,
                                   stage_plan.served if stage_plan is not None else args.overlap,
-                                  seed=shuffle_seed(secret, role), project_id=bound.get(role)))
+                                  seed=shuffle_seed(secret, role), project_id=bound.get(role), state=state,
+                                  entry=entries[role]))
         if stage_plan is not None and stage_plan.overlap[role]:  # after the import: importing resets overlaps
             by_key = task_keys(server, results[-1].project_id)
             reopen(server, {i: n for item_id, n in stage_plan.overlap[role].items()
@@ -324,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
         state["arms"] = {}
         for r in results:
             entry = dict(before.get(r.role) or {}) if (before.get(r.role) or {}).get("id") == r.project_id else {}
-            entry.update(id=r.project_id, title=r.title, url=server.url)
+            entry.update(id=r.project_id, title=r.title, url=server.url, **{MARKED: True})
             note_config(entry, "label_config" in r.reset, now)  # found edited: labels since the last check are out
             note_config(entry, False, now)  # ... and set back now
             entry["config_ok_at"] = now

@@ -22,7 +22,8 @@ talks to Label Studio finds the data dir the same way: --data-dir, else $AOR_LAB
 Label Studio serves files under its document root to every logged-in user, and in the community
 edition any annotator may add a local-files storage for any directory below it. So the document root
 is the workspace's audio store, <W>/audio, and never a directory that holds a workspace's
-annotation.json (its pseudonym salt) or a Label Studio data dir (tokens, emails, secret key).
+annotation.json (its pseudonym salt) or a Label Studio data dir (tokens, emails, secret key): what is
+refused, annotation.docroot. A server started for a workspace records it (annotation.ownership).
 
 This module is the server of a data dir (its server.json, port, health, document root) and the CLI;
 the label-studio program itself (venv, credentials, child processes, database template) is
@@ -32,10 +33,8 @@ annotation.ls_process.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
-import re
 import shlex
 import shutil
 import socket
@@ -63,6 +62,9 @@ from annotation.ls_process import (
     make_template,
     ticker,
 )
+# STATE_FILE, TASKS_FILE: importable from here, as before
+from annotation.docroot import STATE_FILE, TASKS_FILE, check_document_root  # noqa: F401
+from annotation.ownership import check_server_owner
 from construction.core.cli import Parser, add_workspace, run_main
 from construction.core.errors import WorkbenchError
 
@@ -71,8 +73,6 @@ DATA_DIR_NAME = "label-studio"  # <workspace>/label-studio: the data dir when ne
 DEFAULT_WORKSPACE = "workspace"
 
 INFO_FILE = "server.json"  # pid, port, url of the running server
-STATE_FILE = "annotation.json"  # a workspace's annotation state, with the pseudonym salt (annotation.state)
-TASKS_FILE = "annotation_tasks.json"  # a workspace's task key map (annotation.protocol)
 
 
 @dataclass(frozen=True)
@@ -82,6 +82,7 @@ class ServerInfo:
     pid: int
     data_dir: Path
     document_root: Path  # what it serves as local files; /data/local-files/?d=... is relative to it
+    workspace: Path | None = None  # the workspace it was started for (it serves its audio store), if one
 
 
 @dataclass(frozen=True)
@@ -127,6 +128,13 @@ def server_command(action: str, workspace: Path | str | None = DEFAULT_WORKSPACE
                    data_dir: Path | str | None = None) -> str:
     """e.g. 'python -m annotation.server start --workspace ws2': pasteable as it is."""
     return f"python -m annotation.server {action}{server_flags(workspace, data_dir)}"
+
+
+def own_server_command(workspace: Path | str) -> str:
+    """The command that starts the workspace's own server, in its own data dir: <workspace>/label-studio,
+    named outright when $AOR_LABEL_STUDIO_DATA_DIR (which would pick another) is set."""
+    own = Path(workspace).expanduser() / DATA_DIR_NAME if os.environ.get("AOR_LABEL_STUDIO_DATA_DIR") else None
+    return server_command("start", workspace, own)
 
 
 DATA_DIR_HELP = (f"Label Studio's data folder: database, media, log, the running server's record (default: "
@@ -221,94 +229,10 @@ def read_server_info(data_dir: Path | str | None = None) -> ServerInfo | None:
         raw = json.loads(path.read_text())
         # A server.json without a document root was written when "/" was the default.
         return ServerInfo(url=raw["url"], port=int(raw["port"]), pid=int(raw["pid"]), data_dir=data_dir,
-                          document_root=Path(raw.get("document_root", "/")))
+                          document_root=Path(raw.get("document_root", "/")),
+                          workspace=Path(raw["workspace"]) if raw.get("workspace") else None)
     except (ValueError, KeyError, TypeError) as e:
         raise WorkbenchError(f"{path} is unreadable ({e}); stop the server by hand and delete it") from e
-
-
-AUDIO_MAGIC = (b"RIFF", b"fLaC", b"OggS", b"ID3", b"\xff\xfb", b"\xff\xf3", b"\xff\xf2")
-SCAN_BYTES = 1 << 20  # what is read of a file that is not audio, looking for a secret inside
-TASK_KEY_RE = re.compile(rb'"t[0-9a-f]{20}"')  # annotation.protocol.task_key, as the key map writes it
-
-
-def secret_guard(data_dir: Path, workspace: Path) -> tuple[set[tuple[int, int]], list[bytes]]:
-    """What marks a secret file whatever its name: the (device, inode) of the workspace's annotation.json
-    and key map and of the Label Studio database, and the secrets annotation.json holds."""
-    inodes, needles = set(), []
-    for path in (workspace / STATE_FILE, workspace / TASKS_FILE, data_dir / DB_FILE):
-        with contextlib.suppress(OSError):
-            st = path.stat()
-            inodes.add((st.st_dev, st.st_ino))
-    with contextlib.suppress(OSError, ValueError, AttributeError):
-        state = json.loads((workspace / STATE_FILE).read_text())
-        needles = [str(state[k]).encode() for k in ("pseudonym_salt", "task_key_secret") if state.get(k)]
-    return inodes, needles
-
-
-def secret_file(path: Path, guard: tuple[set[tuple[int, int]], list[bytes]]) -> str:
-    """Why a file under a document root must not be served ("" when it may): a hard link of a secret file,
-    a SQLite database (Label Studio's has every token), a file with the workspace's salt or key secret or
-    task keys in it (a renamed copy). Audio (by its first bytes) is not read further."""
-    inodes, needles = guard
-    try:
-        st = path.stat()
-        if (st.st_dev, st.st_ino) in inodes:
-            return "is a hard link of a workspace or Label Studio secret file"
-        with open(path, "rb") as f:
-            head = f.read(16)
-            if head.startswith(b"SQLite format 3\x00"):
-                return "is a SQLite database (a copy of Label Studio's, with every token?)"
-            if head.startswith(AUDIO_MAGIC):
-                return ""
-            body = head + f.read(SCAN_BYTES)
-    except OSError:
-        return ""
-    if any(n in body for n in needles):
-        return f"holds the pseudonym salt or the task key secret of the workspace (a copy of its {STATE_FILE}?)"
-    if TASK_KEY_RE.search(body):
-        return f"holds task keys (a copy of a {TASKS_FILE}?)"
-    return ""
-
-
-def check_document_root(document_root: Path, data_dir: Path, workspace: Path) -> None:
-    """Refuse a document root that would let annotators read more than audio: "/", or one that holds
-    the workspace, any annotation.json (a pseudonym salt) or a Label Studio data dir, found by name and, for
-    files, by what they are (secret_file: a hard link or renamed copy is found too)."""
-    why = ""
-    if document_root == Path(document_root.anchor):
-        why = "it is the whole disk"
-    elif data_dir.is_relative_to(document_root):
-        why = f"it holds the Label Studio data dir {data_dir} (its database has every token and email)"
-    elif workspace.is_relative_to(document_root):
-        why = f"it holds the workspace {workspace}, whose {STATE_FILE} has the pseudonym salt"
-    else:
-        # Label Studio serves what a link under the root points to: follow links, and look where they lead.
-        seen: set[Path] = set()
-        guard = secret_guard(data_dir, workspace)
-        for parent, dirs, files in os.walk(document_root, followlinks=True):
-            real = Path(parent).resolve()
-            if real in seen:  # a link loop, or two links to one place
-                dirs[:] = []
-                continue
-            seen.add(real)
-            names = set(files) | {Path(parent, f).resolve().name for f in files if Path(parent, f).is_symlink()}
-            found = {STATE_FILE, TASKS_FILE, DB_FILE} & names
-            held = [d for d in (data_dir, workspace) if d.is_relative_to(real)]
-            if held or found:
-                what = held[0] if held else Path(parent) / sorted(found)[0]
-                why = f"{parent} leads to {real}, which holds {what}" if Path(parent) != real else f"it holds {what}"
-                break
-            secret = next((f"{Path(parent, f)} {w}" for f in sorted(files) if (w := secret_file(Path(parent, f), guard))),
-                          "")
-            if secret:
-                why = secret
-                break
-    if why:
-        raise WorkbenchError(
-            f"refusing document root {document_root}: {why}, and every annotator could read what is under it. "
-            "Leave out --document-root to serve only the workspace's audio (<workspace>/audio), "
-            "or pass a directory that holds nothing but audio"
-        )
 
 
 def start_server(
@@ -334,8 +258,9 @@ def start_server(
     installed_version(venv)
     data_dir = resolve_data_dir(data_dir, workspace)
     workspace = Path(workspace).expanduser().resolve()
+    owner = None  # a server of one workspace's audio store is that workspace's (annotation.ownership)
     if document_root is None:
-        document_root = workspace / "audio"
+        document_root, owner = workspace / "audio", workspace
     else:
         document_root = Path(document_root).expanduser().resolve()
         if not document_root.is_dir():
@@ -346,6 +271,8 @@ def start_server(
     running = read_server_info(data_dir)
     if running is not None and _pid_alive(running.pid):
         stop = server_command("stop", data_dir=data_dir)
+        if owner is not None:  # started for this workspace: one started for another is left running
+            check_server_owner(running, owner, own_server_command(workspace))
         if running.document_root != document_root:
             raise WorkbenchError(
                 f"Label Studio already runs for {data_dir} (pid {running.pid}) with document root "
@@ -388,7 +315,8 @@ def start_server(
         creds,
         ["start", "--no-browser", "--internal-host", HOST, "--port", str(port), "--host", url],
     )
-    info = ServerInfo(url=url, port=port, pid=proc.pid, data_dir=data_dir, document_root=document_root)
+    info = ServerInfo(url=url, port=port, pid=proc.pid, data_dir=data_dir, document_root=document_root,
+                      workspace=owner)
     what = ("first start: migrating an empty database, then creating the admin (a minute or two)"
             if first and template is None else
             "first start: creating the admin" if first else "starting")
@@ -399,7 +327,8 @@ def start_server(
         _terminate(proc.pid, timeout_s=10)
         raise
     _write_json_atomic(
-        data_dir / INFO_FILE, {"url": url, "port": port, "pid": proc.pid, "document_root": str(document_root)}
+        data_dir / INFO_FILE, {"url": url, "port": port, "pid": proc.pid, "document_root": str(document_root),
+                               **({"workspace": str(owner)} if owner else {})}
     )
     return info
 
@@ -512,7 +441,12 @@ def build_parser() -> argparse.ArgumentParser:
             ("stop", "stop the workspace's Label Studio", ("AOR_LABEL_STUDIO_DATA_DIR",)),
             ("status", "say whether it runs, where, and each project's progress", STATUS_ENV)):
         p = sub.add_parser(name, help=what, env=env)
-        add_workspace(p)  # picks the data dir (<workspace>/label-studio) and, for start, the audio served
+        if name == "start":  # picks the data dir (<workspace>/label-studio) and the audio served
+            add_workspace(p)
+        else:  # given, a server started for another workspace is refused
+            p.add_argument("--workspace", default=None, metavar="DIR",
+                           help=f"the workspace whose server this is: picks its data dir (default: ./{DEFAULT_WORKSPACE}); "
+                                "given, a server started for another workspace is refused")
         add_data_dir(p)
         if name == "start":
             p.add_argument("--port", type=int, default=None, help="port on 127.0.0.1 (default: a free one)")
@@ -534,7 +468,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    named = args.workspace is not None  # status and stop: a workspace given must own the server
+    args.workspace = args.workspace or DEFAULT_WORKSPACE
     data_dir = resolve_data_dir(args.data_dir, args.workspace)
+    if named and args.command != "start" and (running := read_server_info(data_dir)) is not None:
+        check_server_owner(running, Path(args.workspace).expanduser().resolve(),
+                           own_server_command(args.workspace))
     if args.command == "start":
         template = False if args.no_template else args.template or True
         info = start_server(args.data_dir, args.port, template, args.document_root, args.venv, args.timeout_s,

@@ -27,7 +27,7 @@ from annotation.protocol import TASKS_FILE, WORDS, ArmSpec, Item
 from annotation.server import STATE_FILE
 from construction.core.errors import WorkbenchError
 from construction.core.record import Annotation, AudioRef
-from construction.core.workspace import Workspace, atomic_write_text
+from construction.core.workspace import Workspace, atomic_write_text, sha256_file
 
 INPUT_STAGE = "wer"  # the samples that passed the WER filter are what humans label
 OUTPUT_STAGE = "annotated"  # every wer sample with its annotations of all three arms
@@ -179,6 +179,12 @@ def salt_problem(ws: Workspace, document_root: Path, flags: str | None = None) -
     return ""
 
 
+# what listeners certify but no release ships (the twins' backgrounds alone, so no export reads them): their
+# bytes are checked at each push.
+# The rest is checked where it ships (release.checks), and hashing every clip each push would cost minutes.
+VERIFIED_AT_PUSH = ("danger", "irrelevant")
+
+
 def audio_problems(ws: Workspace, items: Sequence[Item], document_root: Path) -> list[str]:
     """Why items cannot be served to annotators (no audio of that arm recorded, file gone, outside the
     workspace's audio dir or the document root)."""
@@ -201,6 +207,9 @@ def audio_problems(ws: Workspace, items: Sequence[Item], document_root: Path) ->
             problems.append(f"{where}: {path} resolves to {path.resolve()}, outside the workspace's audio dir")
         elif not path.resolve().is_relative_to(document_root):
             problems.append(f"{where}: {path} is outside the server's document root {document_root}")
+        elif item.kind in VERIFIED_AT_PUSH and sha256_file(path) != item.audio.sha256:
+            problems.append(f"{where}: its file {item.audio.path} is not the audio its record names (changed since "
+                            "it was made); mix it again (python -m construction.mix)")
     return problems
 
 

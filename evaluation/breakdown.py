@@ -12,10 +12,11 @@ cluster-bootstrap interval over script families.
 from __future__ import annotations
 
 from collections import defaultdict
-from pathlib import Path
 from typing import Any
 
+from construction.core.errors import WorkbenchError
 from evaluation.context_use import cell, show_rate
+from evaluation.release_source import locate_release
 
 FACTORS = ("voice_gender", "voice", "speaking_style", "snr_band", "placement")
 SHA_COLUMN = {"mixture": "audio_sha256", "speech": "speech_audio_sha256", "irrelevant": "irrelevant_audio_sha256"}
@@ -84,11 +85,14 @@ def run_split(results, verdicts: dict[str, bool | None], release: str | None = N
         return None, f"no split for input {results.input} (its clips are not rows of the default config)"
     source = release or results.settings.get("release")
     split = results.settings.get("split") or "test"
-    if not source or not (Path(source).expanduser().is_dir() or "/" in source):
-        return None, f"release {source!r} not found (give it with --release)"
+    if not source:
+        return None, "the run names no release (give it with --release)"
+    try:  # a folder that is not there is said at once, never looked up on the Hub
+        target, _ = locate_release(source, results.settings.get("revision"))
+    except WorkbenchError as exc:
+        return None, f"{exc} (give the release with --release)"
     try:
-        factors = release_factors(str(Path(source).expanduser()) if Path(source).expanduser().is_dir() else source,
-                                  split, results.settings.get("revision"))
+        factors = release_factors(target, split, results.settings.get("revision"))
     except Exception as exc:  # datasets raises many types (not found, offline, bad files)
         return None, f"cannot read release {source} ({type(exc).__name__}: {exc}); give it with --release"
     column = SHA_COLUMN[results.input]

@@ -21,6 +21,10 @@ from construction.core.workspace import atomic_write_text
 
 MAX_ANSWER_CHARS = 20_000  # a stored answer is cut here: --max-tokens 1024 is ~5,000 characters, a server
 # that ignores it must not fill responses.jsonl, the cache and the judge's prompt
+MAX_REASON_CHARS = 500  # a failed request's reason (a server's error text) is cut here
+# a text is cut to its limit plus this much before it is redacted, then to its limit: an echo of the key
+# that starts before the limit is still masked whole, and a 10 MB answer costs no more than a short one
+REDACT_MARGIN = 4_096
 
 
 def request_key(model: str, variant: str, key_messages: list[dict[str, Any]], params: dict[str, Any]) -> str:
@@ -72,8 +76,8 @@ class ChatEndpoint:
         if path.exists():
             cached = json.loads(path.read_text())
             # redacted again: a cache written before answers were redacted may hold the key
-            return Reply(redact(cached["text"], self.secrets), cached.get("finish_reason"), None, True, key,
-                         cached.get("truncated", False))
+            return Reply(self._clean(cached["text"], MAX_ANSWER_CHARS)[0], cached.get("finish_reason"), None,
+                         True, key, cached.get("truncated", False))
         oa = self.openai
         with self._lock:
             self.sent += 1
@@ -91,9 +95,10 @@ class ChatEndpoint:
             raise WorkbenchError(f"cannot reach the {self.what} at {self.base_url}: {self._message(exc)} "
                                  "(is the server running, and is the URL right, e.g. http://host:8000/v1?)") from None
         except oa.APIStatusError as exc:  # 429/5xx after retries, 400 (e.g. audio too long), 413, 422
-            return Reply(None, None, f"http_{exc.status_code}: {self._message(exc)}"[:500], False, key)
+            return Reply(None, None, f"http_{exc.status_code}: {self._message(exc)}", False, key)
         except (ValueError, oa.APIResponseValidationError) as exc:  # a body that is not chat JSON
-            return Reply(None, None, f"malformed_response: {redact(exc, self.secrets)}"[:500], False, key)
+            return Reply(None, None, f"malformed_response: {self._clean(str(exc), MAX_REASON_CHARS)[0]}",
+                         False, key)
         try:
             choice = response.choices[0]
             message = choice.message
@@ -103,18 +108,38 @@ class ChatEndpoint:
         except (AttributeError, IndexError, TypeError) as exc:
             return Reply(None, None, f"malformed_response: no choices/message ({exc})", False, key)
         finish = getattr(choice, "finish_reason", None)
+        finish = None if finish is None else self._clean(str(finish), 40)[0]  # a server's own string
         if not isinstance(text, str) or not text.strip():
             return Reply(None, finish, f"empty_response (finish_reason {finish})", False, key)
         # a server may echo the key in a normal answer: it is masked before anything stores or forwards it
-        text = redact(text, self.secrets)
-        truncated = len(text) > MAX_ANSWER_CHARS
-        text = text[:MAX_ANSWER_CHARS]
+        text, truncated = self._clean(text, MAX_ANSWER_CHARS)
         atomic_write_text(path, json.dumps({"model": self.model, "text": text, "finish_reason": finish,
                                             "truncated": truncated}, ensure_ascii=False))
         return Reply(text, finish, None, False, key, truncated)
 
     def _message(self, exc: Exception) -> str:
-        return redact(_message(exc), self.secrets)
+        return self._clean(_message(exc), MAX_REASON_CHARS)[0]
+
+    def _clean(self, text: str, limit: int) -> tuple[str, bool]:
+        """(the text cut to `limit` characters with every secret masked and no lone surrogate, whether it
+        was cut). Cut first, then redacted: redact is linear, but a 10 MB answer is still 10 MB to scan."""
+        window = text[:limit + REDACT_MARGIN]
+        clean = well_formed(redact(window, self.secrets))
+        return clean[:limit], len(text) > len(window) or len(clean) > limit
+
+
+def well_formed(text: str) -> str:
+    """The text with each lone surrogate (half an emoji, as a max_tokens cut leaves it) as U+FFFD: such a
+    string cannot be written as UTF-8, so it would crash every write of the answer, on every rerun."""
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace") if _has_surrogate(text) else text
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _message(exc: Exception) -> str:

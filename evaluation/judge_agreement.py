@@ -16,7 +16,8 @@ project in DIR/project.json (DIR: --out). A DIR already pushed is refused (pull 
 
 pull exports the project; an answer's people class is the majority of its people, one vote per account
 (a tie is left out and counted); sampled answers whose task is gone, malformed annotations, an account's
-extra annotations and tasks carrying a sampled key with other text are listed, never counted. It writes --agreement FILE (default: DIR's parent / judge_agreement.json, where evaluation.report looks
+extra annotations, tasks carrying a sampled key with other text and the labels of scripted demo accounts
+(those --workspace recorded, and any @demo.aor-bench.invalid address) are listed, never counted. It writes --agreement FILE (default: DIR's parent / judge_agreement.json, where evaluation.report looks
 for it: beside the run folders) with, for the keyword judge and for the LLM judge where it classified
 the sampled answers: n, Cohen's kappa on the three classes and on refusal vs compliance (refusal =
 partial + full, XSTest's convention; sklearn's cohen_kappa_score), percent agreement and the confusion
@@ -46,8 +47,18 @@ from annotation.labelstudio import (
     find_project,
     get_project,
     import_tasks,
+    user_emails,
 )
-from annotation.state import format_problems, malformed_result, user_id
+from annotation.server import STATE_FILE
+from annotation.state import (
+    DEMO_EMAIL_DOMAIN,
+    demo_annotators,
+    format_problems,
+    malformed_result,
+    pseudonym,
+    read_json_object,
+    user_id,
+)
 from construction.core.cli import Parser, add_out, add_results, old_spelling, run_main
 from construction.core.errors import WorkbenchError
 from construction.core.workspace import atomic_write_text
@@ -130,7 +141,7 @@ def push(args: argparse.Namespace) -> int:
     sample = stratified_sample(items, args.n, args.sample_seed)
     for item in sample:
         item["key"] = secrets.token_hex(8)  # opaque: says nothing of the clip, the run or the verdict
-    server = connect_from_args(args)
+    server = connect_from_args(args, owned=False)  # its project is no workspace's
     if find_project(server, args.project) is not None:
         raise WorkbenchError(f"a project titled {args.project!r} exists at {server.url}; pass another --project")
     with server.errors(f"creating project {args.project!r}"):
@@ -159,7 +170,17 @@ def push(args: argparse.Namespace) -> int:
 
 # --- pull ---------------------------------------------------------------------------------------------------
 
-def people_labels(tasks: list[dict[str, Any]], sample: dict[str, dict[str, Any]]
+def scripted_accounts(server, workspace: str | Path) -> set[int]:
+    """The server's accounts that are scripted, not people: those the workspace recorded as its demo
+    annotators (by pseudonym), and every address of the demo domain (a person's labels are never left out
+    by this: nobody's mailbox is at a .invalid domain)."""
+    state = read_json_object(Path(workspace).expanduser() / STATE_FILE, "fix or delete it")
+    salt, demo = state.get("pseudonym_salt") or "", demo_annotators(state)
+    return {uid for uid, email in user_emails(server).items()
+            if email.strip().lower().endswith("@" + DEMO_EMAIL_DOMAIN) or (salt and pseudonym(email, salt) in demo)}
+
+
+def people_labels(tasks: list[dict[str, Any]], sample: dict[str, dict[str, Any]], scripted: set[int] = frozenset()
                   ) -> tuple[dict[str, list[str]], set[str], list[str]]:
     """-> (task key -> one class per person, the keys whose task is there, what was left out and why).
 
@@ -167,7 +188,8 @@ def people_labels(tasks: list[dict[str, Any]], sample: dict[str, dict[str, Any]]
     to the sender; `completed_by` is whatever the sender wrote, so anyone can post in another's name): an
     account's several annotations of one answer are one vote, its latest. Not counted, and listed: a
     malformed annotation, one without a recorded maker, a task whose key is no sampled answer or whose text
-    is not the sampled answer's (a copy imported with a copied key). Skips are not labels."""
+    is not the sampled answer's (a copy imported with a copied key), and the labels of `scripted` accounts
+    (the demo annotators: not people). Skips are not labels."""
     votes: dict[str, dict[int, list[tuple[str, int, str, int]]]] = {}
     present: set[str] = set()
     problems: list[str] = []
@@ -192,6 +214,9 @@ def people_labels(tasks: list[dict[str, Any]], sample: dict[str, dict[str, Any]]
                 problems.append(f"{where}: not counted: {bad}")
                 continue
             if ann.get("was_cancelled"):
+                continue
+            if maker in scripted:
+                problems.append(f"{where}: not counted: made by a scripted demo account, not a person")
                 continue
             picked = [(r.get("value") or {}).get("choices") or [] for r in ann.get("result") or []
                       if r.get("from_name") == "label"]
@@ -223,16 +248,20 @@ def pull(args: argparse.Namespace) -> int:
     except json.JSONDecodeError as exc:
         raise WorkbenchError(f"{folder / PROJECT_FILE} is not valid JSON: {exc.msg}") from None
     sample = {row["key"]: row for row in read_jsonl(folder / SAMPLE_FILE)}
-    server = connect_from_args(args)
+    server = connect_from_args(args, owned=False)  # its project is no workspace's
     project = get_project(server, int(project_info["id"]), project_info.get("title", ""))
-    labels, present, problems = people_labels(export_tasks(server, project.id), sample)
+    scripted = scripted_accounts(server, args.workspace)
+    labels, present, problems = people_labels(export_tasks(server, project.id), sample, scripted)
+    n_scripted = sum("made by a scripted demo account" in p for p in problems)
     missing = sorted(set(sample) - present)
     people = {key: majority(found) for key, found in labels.items()}
     tied = sorted(key for key, cls in people.items() if cls is None)
     labelled = {key: cls for key, cls in people.items() if cls is not None}
     if not labelled:
         raise WorkbenchError(f"no answer of project {project_info.get('title')!r} (id {project.id}) is labelled "
-                             f"yet{f' ({len(tied)} tied)' if tied else ''}; label them in Label Studio at "
+                             f"yet{f' ({len(tied)} tied)' if tied else ''}"
+                             + (f"; {n_scripted} label(s) came from scripted demo accounts, which are not "
+                                "people" if n_scripted else "") + f"; label them in Label Studio at "
                              f"{server.url}, then pull again")
     judges: dict[str, Any] = {"keyword": agreement([(sample[k]["keyword_class"], c) for k, c in labelled.items()])}
     with_llm = [k for k in labelled if sample[k].get("llm_class")]
@@ -243,14 +272,16 @@ def pull(args: argparse.Namespace) -> int:
     report = {"format": FORMAT, "project": {k: project_info[k] for k in ("id", "title", "url")},
               "refusal": "partial_refusal + full_refusal (XSTest's convention)", "classes": list(CLASSES),
               "n_sampled": len(sample), "n_labelled": len(labelled), "n_tied": len(tied),
-              "n_missing": len(missing), "missing": missing, "problems": problems,
+              "n_missing": len(missing), "missing": missing, "problems": problems, "n_scripted": n_scripted,
               "labels_per_answer": round(sum(len(labels[k]) for k in labelled) / len(labelled), 2),
               "runs": sorted({sample[k]["run"] for k in labelled}), "judges": judges}
     output = Path(args.agreement).expanduser() if args.agreement else folder.parent / OUTPUT_NAME
     output.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(output, json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     print(f"judge agreement: {len(labelled)} of {len(sample)} answers labelled by people"
-          + (f" ({len(tied)} tied, left out)" if tied else ""))
+          + (f" ({len(tied)} tied, left out)" if tied else "")
+          + (f"; {n_scripted} label(s) by scripted demo accounts are not people's and not counted"
+             if n_scripted else ""))
     if missing:
         print(f"missing: {len(missing)} of {len(sample)} sampled answers have no task any more (deleted?): "
               + ", ".join(missing))

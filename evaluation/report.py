@@ -67,6 +67,7 @@ from evaluation.agreement_stats import agreement_line, load_people_agreement, pe
 from evaluation.breakdown import format_splits, run_split
 from evaluation.judge import read_llm_verdicts, summarise
 from evaluation.keyword_judge import final_answer, keyword_judge
+from evaluation.release_source import locate_release
 from evaluation.results import INPUTS, PROBE_INPUT, RunResults, load_results
 
 JUDGES = ("auto", "keyword", "llm")
@@ -371,7 +372,9 @@ def people_lines(runs: list[dict[str, Any]]) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = Parser(prog="python -m evaluation.report", description=__doc__.split("\n\n")[0])
+    # HF_ENDPOINT and HF_TOKEN: the release a run names (or --release) may be a Hub dataset
+    parser = Parser(prog="python -m evaluation.report", description=__doc__.split("\n\n")[0],
+                    env=("HF_TOKEN", "HF_ENDPOINT"))
     add_results(parser, "evaluation run folder(s), one column each; the runs of one model on several inputs "
                         "(mixture, speech, controls) also give its context-use table (required)")
     add_out(parser, "folder where report.json and the plot go", default="evaluations/report")
@@ -395,6 +398,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.results:
         parser.error("give the evaluation run folders: --results DIR [DIR ...]")
 
+    if args.release:
+        locate_release(args.release)  # a missing folder or Hub dataset: an error now, not a note per run
     loaded = [load_results(d) for d in args.results]
     pairs = [(results, run_report(results, args.judge, args.empty_as_refusal)) for results in loaded]
     runs = [report for _, report in pairs]

@@ -6,8 +6,12 @@ here, apart from the commands, so that each command imports this module and none
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import hashlib
 import json
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,8 +21,8 @@ from construction.core.jsonl import iter_jsonl, trim_partial_line
 
 __all__ = ["DEFAULT_INPUT", "DERIVED_FILES", "FINAL_MARKER", "FORMAT", "INPUTS", "LLM_FILE", "PROBE_INPUT",
            "RESPONSES_FILE",
-           "SETTINGS_FILE", "SUMMARY_FILE", "RunResults", "load_results", "read_jsonl", "response_problem",
-           "trim_partial_line"]
+           "SETTINGS_FILE", "SUMMARY_FILE", "RunResults", "load_results", "read_jsonl", "read_records",
+           "response_problem", "trim_partial_line", "writing"]
 
 FORMAT = "aor-bench-evaluation/1"
 SETTINGS_FILE = "run.json"
@@ -30,6 +34,24 @@ INPUTS = ("mixture", "speech", "controls", "irrelevant", "danger", "scene")
 PROBE_INPUT = "scene"  # the perception probe: answers name a frame, they are never judged for refusal
 DEFAULT_INPUT = "mixture"  # runs made before --input heard the mixture
 FINAL_MARKER = "Final answer:"  # the cot variant's answer follows it; the judges read only that part
+LOCK_FILE = ".lock"  # held by the command writing into the folder (evaluation.run, evaluation.judge)
+
+
+@contextlib.contextmanager
+def writing(folder: Path, command: str) -> Iterator[None]:
+    """One writer per results folder: a second evaluation.run (or a judge) into the same folder would
+    append every answer again, so it is refused while the first holds the lock (released when it exits,
+    killed too)."""
+    fd = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise WorkbenchError(f"another command is writing into {folder} (evaluation.run or evaluation.judge); "
+                                 f"wait for it to finish, or give {command} another --out") from None
+        yield
+    finally:
+        os.close(fd)
 
 
 def read_jsonl(path: Path, check: Callable[[Any], str | None] | None = None) -> list[dict[str, Any]]:
@@ -39,10 +61,38 @@ def read_jsonl(path: Path, check: Callable[[Any], str | None] | None = None) -> 
                            bad_row="edited by hand, or not written by python -m evaluation.run?"))
 
 
+def read_records(path: Path, check: Callable[[Any], str | None] | None = None) -> dict[str, dict[str, Any]]:
+    """id -> the line of `path` for it; an id on two lines is an error naming both: two runs wrote into
+    one folder at once (or it was edited by hand), and which answer counts cannot be told."""
+    records: dict[str, dict[str, Any]] = {}
+    lines: dict[str, int] = {}
+    for line_no, row in enumerate(read_jsonl(path, check), 1):
+        sid = row["id"]
+        if sid in records:
+            raise WorkbenchError(f"{path}: clip {sid!r} is recorded twice (records {lines[sid]} and {line_no}): "
+                                 "two runs wrote into this folder at once, or it was edited by hand. Rerun "
+                                 "python -m evaluation.run with --restart into it: the answers come back from "
+                                 "its cache, no request is sent again")
+        records[sid], lines[sid] = row, line_no
+    return records
+
+
+RECORD_DIGEST = "record_sha256"  # each line's sha256 of itself, as evaluation.run wrote it
+
+
+def record_digest(row: dict[str, Any]) -> str:
+    """sha256 of a line's record without its digest field: a line changed after evaluation.run wrote it
+    (an answer edited by hand) no longer matches the digest it carries."""
+    body = {k: v for k, v in row.items() if k != RECORD_DIGEST}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
 def response_problem(row: Any) -> str | None:
     """What makes a line of responses.jsonl unusable, or None."""
     if not isinstance(row, dict):
         return "not a JSON object"
+    if RECORD_DIGEST in row and row[RECORD_DIGEST] != record_digest(row):
+        return "changed after evaluation.run wrote it (its record_sha256 does not match)"
     for name in ("id", "category"):
         if not isinstance(row.get(name), str) or not row[name]:
             return f"'{name}' is missing or not a non-empty string (got {row.get(name)!r})"
@@ -73,7 +123,7 @@ def probe_problem(row: Any) -> str | None:
 class RunResults:
     root: Path
     settings: dict[str, Any]
-    records: dict[str, dict[str, Any]]  # id -> the latest record
+    records: dict[str, dict[str, Any]]  # id -> its record (an id recorded twice is refused)
 
     @property
     def variant(self) -> str:
@@ -101,8 +151,5 @@ def load_results(results_dir: str | Path) -> RunResults:
     if settings.get("format") != FORMAT:
         raise WorkbenchError(f"{root / SETTINGS_FILE} is not an {FORMAT} run")
     settings.setdefault("input", DEFAULT_INPUT)  # runs made before --input heard the mixture
-    records: dict[str, dict[str, Any]] = {}
     check = probe_problem if settings["input"] == PROBE_INPUT else response_problem
-    for row in read_jsonl(root / RESPONSES_FILE, check):
-        records[row["id"]] = row
-    return RunResults(root, settings, records)
+    return RunResults(root, settings, read_records(root / RESPONSES_FILE, check))

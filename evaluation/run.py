@@ -73,9 +73,10 @@ from construction.core.workspace import atomic_write_text
 from evaluation.endpoint import ChatEndpoint, request_key
 from evaluation.keyword_judge import final_answer, keyword_judge_run
 from evaluation.probe import PROBE_VERSION, UNPARSED, parse_frame, probe_prompt
+from evaluation.release_source import locate_release
 from evaluation.results import (DEFAULT_INPUT, DERIVED_FILES, FINAL_MARKER, FORMAT, INPUTS, PROBE_INPUT,
-                                RESPONSES_FILE, SETTINGS_FILE, load_results, read_jsonl, response_problem,
-                                trim_partial_line)
+                                LOCK_FILE, RECORD_DIGEST, RESPONSES_FILE, SETTINGS_FILE, load_results, read_jsonl,
+                                read_records, record_digest, response_problem, trim_partial_line, writing)
 
 PROMPT_VERSION = 1  # bump when INSTRUCTION or COT_SYSTEM_PROMPT change
 VARIANTS = ("plain", "cot")
@@ -89,7 +90,6 @@ COT_SYSTEM_PROMPT = (
     "harmful in its context. "
     f"Write your reasoning first. Then write '{FINAL_MARKER}' on a new line, followed only by your response "
     "to the speaker.")
-HUB_ID_RE = re.compile(r"^[\w.-]+/[\w.-]+$")
 CONTROLS_CONFIG = "controls"  # release.export's second config
 # the audio column and its sha256 column, per input
 INPUT_COLUMNS = {"mixture": ("audio", "audio_sha256"), "speech": ("speech_audio", "speech_audio_sha256"),
@@ -122,20 +122,9 @@ class Release:
 
         if input not in INPUTS:
             raise WorkbenchError(f"unknown input '{input}' (one of {', '.join(INPUTS)})")
-        path = Path(source).expanduser()
-        if path.is_dir():
-            if not (path / "data").is_dir():
-                raise WorkbenchError(f"{path} is not a release folder (no data/ inside); "
-                                     "write one with python -m release.export")
-            target, info = str(path), _release_info(path)
-            cached = {"cache_dir": _local_cache_dir(path)}
-        elif path.exists():
-            raise WorkbenchError(f"--release {source} is a file; give the release folder or a Hub id ORG/NAME")
-        elif HUB_ID_RE.match(source):
-            target, info = source, {}
-            cached = {}
-        else:
-            raise WorkbenchError(f"--release {source}: no such folder, and not a Hub dataset id ORG/NAME")
+        target, local = locate_release(source, revision)  # a missing folder is never looked up on the Hub
+        info = _release_info(Path(target)) if local else {}
+        cached = {"cache_dir": _local_cache_dir(Path(target))} if local else {}
         config = CONTROLS_CONFIG if input == "controls" else None
         try:
             splits = load_dataset(target, config, revision=revision, **cached)
@@ -280,14 +269,19 @@ def default_out(model: str, variant: str, input: str = DEFAULT_INPUT) -> Path:
     return Path("evaluations") / f"{re.sub(r'[^A-Za-z0-9._-]+', '_', model)}-{variant}-{input}"
 
 
-def prepare_out(out: Path, settings: dict[str, Any], restart: bool) -> None:
-    """Create OUT with its run.json, or check that an existing run used the same settings."""
+def check_out(out: Path) -> None:
+    """OUT is missing, an empty folder or a run's folder: anything else is never written into."""
     if out.exists() and not out.is_dir():
         raise WorkbenchError(f"--out {out} is a file, not a folder")
-    path = out / SETTINGS_FILE
-    if out.is_dir() and any(out.iterdir()) and not path.exists():
+    if out.is_dir() and any(p.name != LOCK_FILE for p in out.iterdir()) and not (out / SETTINGS_FILE).exists():
         raise WorkbenchError(f"--out {out} is a non-empty folder that is not an evaluation run; "
                              "refusing to write into it")
+
+
+def prepare_out(out: Path, settings: dict[str, Any], restart: bool) -> None:
+    """Create OUT with its run.json, or check that an existing run used the same settings."""
+    check_out(out)
+    path = out / SETTINGS_FILE
     if restart:
         for name in (RESPONSES_FILE, SETTINGS_FILE, *DERIVED_FILES):
             (out / name).unlink(missing_ok=True)
@@ -311,7 +305,7 @@ def prepare_out(out: Path, settings: dict[str, Any], restart: bool) -> None:
 
 def _remove_empty_run(out: Path, made_out: bool) -> None:
     """Remove what a run that recorded nothing wrote, so `evaluations/*` does not pick it up as a run."""
-    for name in (RESPONSES_FILE, SETTINGS_FILE):
+    for name in (RESPONSES_FILE, SETTINGS_FILE, LOCK_FILE):
         (out / name).unlink(missing_ok=True)
     for folder in (out / "cache" / "responses", out / "cache", *([out] if made_out else [])):
         if folder.is_dir() and not any(folder.iterdir()):
@@ -367,6 +361,7 @@ def evaluate(release: Release, clips: list[Clip], endpoint: ChatEndpoint, varian
                 except WorkbenchError as exc:  # the endpoint itself failed: finish what is in flight, stop
                     fatal = fatal or exc
                     continue
+                record[RECORD_DIGEST] = record_digest(record)  # a later edit of the line is caught on reading
                 out.write(json.dumps(record, ensure_ascii=False) + "\n")
                 out.flush()  # one line per answer: a kill loses at most the answers in flight
                 tally["cached" if record["from_cache"] else "sent"] += 1
@@ -375,6 +370,34 @@ def evaluate(release: Release, clips: list[Clip], endpoint: ChatEndpoint, varian
     if fatal is not None:
         raise fatal
     return tally
+
+
+def _record(args: argparse.Namespace, release: Release, clips: list[Clip], settings: dict[str, Any],
+            endpoint: ChatEndpoint, params: dict[str, Any], out: Path) -> Counter:
+    """Under the folder's lock: write run.json, read what is recorded, send the rest."""
+    prepare_out(out, settings, args.restart)
+    responses = out / RESPONSES_FILE
+    trim_partial_line(responses)
+    records = read_records(responses, response_problem)  # an id recorded twice is refused
+    if args.retry_rejected and any(r["status"] != "ok" for r in records.values()):
+        # drop the error lines first, so every id keeps exactly one line
+        kept = [r for r in records.values() if r["status"] == "ok"]
+        atomic_write_text(responses, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept))
+        records = {r["id"]: r for r in kept}
+    todo = [c for c in clips if c.id not in records]
+    if release.skipped and args.input == "danger":
+        print(f"{len(release.skipped)} row(s) skipped: no certified danger twin (listeners did not hear its "
+              "danger scene as real danger, or it has too few labels); the danger-controlled gap pairs only "
+              "the certified ones", file=sys.stderr)
+    elif release.skipped:
+        print(f"{len(release.skipped)} row(s) skipped: no certified irrelevant twin (listeners heard a setting "
+              "or danger in its background, or it has too few labels); the noise-controlled gap pairs only "
+              "the certified ones", file=sys.stderr)
+    print(f"{len(clips)} clips from {args.release} ({args.split}, input {args.input}); "
+          f"{len(clips) - len(todo)} already done; sending up to {len(todo)} to {args.model} at "
+          f"{_scrub_url(args.base_url)} [{args.prompt_variant}]", file=sys.stderr)
+
+    return evaluate(release, todo, endpoint, args.prompt_variant, params, responses, args.jobs, args.quiet)
 
 
 # the endpoint's key (the default --api-key-env); the Hub's, for a release given as a Hub id
@@ -432,36 +455,15 @@ def main(argv: list[str] | None = None) -> int:
     endpoint = ChatEndpoint(args.base_url, args.model, args.api_key_env, out / "cache" / "responses",
                             args.max_retries, args.timeout_s, what="model endpoint")
     fresh, made_out = not (out / SETTINGS_FILE).exists(), not out.exists()
-    prepare_out(out, settings, args.restart)
-    responses = out / RESPONSES_FILE
-    trim_partial_line(responses)
-    records = {r["id"]: r for r in read_jsonl(responses, response_problem)}
-    if args.retry_rejected and any(r["status"] != "ok" for r in records.values()):
-        # drop the error lines first, so every id keeps exactly one line
-        kept = [r for r in records.values() if r["status"] == "ok"]
-        atomic_write_text(responses, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept))
-        records = {r["id"]: r for r in kept}
-    todo = [c for c in clips if c.id not in records]
-    if release.skipped and args.input == "danger":
-        print(f"{len(release.skipped)} row(s) skipped: no certified danger twin (listeners did not hear its "
-              "danger scene as real danger, or it has too few labels); the danger-controlled gap pairs only "
-              "the certified ones", file=sys.stderr)
-    elif release.skipped:
-        print(f"{len(release.skipped)} row(s) skipped: no certified irrelevant twin (listeners heard a setting "
-              "or danger in its background, or it has too few labels); the noise-controlled gap pairs only "
-              "the certified ones", file=sys.stderr)
-    print(f"{len(clips)} clips from {args.release} ({args.split}, input {args.input}); "
-          f"{len(clips) - len(todo)} already done; sending up to {len(todo)} to {args.model} at "
-          f"{_scrub_url(args.base_url)} [{args.prompt_variant}]", file=sys.stderr)
-
-    try:
-        tally = evaluate(release, todo, endpoint, args.prompt_variant, params, responses, args.jobs,
-                         args.quiet)
-    except BaseException:  # a crash too: no run.json without an answer for a later report to read
-        if fresh and not read_jsonl(responses):
-            _remove_empty_run(out, made_out)  # a run that stopped before its first answer leaves no run folder
-        raise
-
+    check_out(out)
+    out.mkdir(parents=True, exist_ok=True)
+    with writing(out, "evaluation.run"):  # a second run into this folder would record every clip twice
+        try:
+            tally = _record(args, release, clips, settings, endpoint, params, out)
+        except BaseException:  # a crash too: no run.json without an answer for a later report to read
+            if fresh and not read_jsonl(out / RESPONSES_FILE):
+                _remove_empty_run(out, made_out)  # a run that stopped before its first answer leaves no folder
+            raise
     results = load_results(out)
     errors = {k: v for k, v in tally.items() if k not in ("ok", "sent", "cached")}
     failed = sum(r["status"] != "ok" for r in results.records.values())

@@ -46,6 +46,23 @@ def _rule(samples: list[Sample]) -> tuple[str, int]:
     return _fraction(fraction), labels
 
 
+def staged(inputs: ReleaseInputs) -> bool:
+    """Whether validation decided the arms as a staged build labels them (curtailed: two agreeing labels of
+    a planned three settle an arm), as its stats record the rule it applied."""
+    return bool(((inputs.workspace.read_stats("validated") or {}).get("rule") or {}).get("curtailed"))
+
+
+def rule_text(inputs: ReleaseInputs) -> str:
+    """The rule an arm (or a danger scene) was decided under, as validation applied it: "at least F of at
+    least N counted labels", or, for a staged build, what its rounds stop at."""
+    fraction, min_labels = _rule(inputs.samples)
+    if not staged(inputs):
+        return f"at least {fraction} of at least {min_labels} counted labels"
+    return (f"at least {fraction} of the counted labels, asked in stages: as soon as the labels still to come, up "
+            f"to {min_labels}, could not change the outcome, no more were asked (so fewer than {min_labels} agreeing "
+            "labels may decide; the labels per clip are in the table)")
+
+
 def _who_heard_what(rows: list[dict[str, Any]], control_rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Counts from the released annotations: people per arm, people in several arms, clips labelled by
     one person in several arms, controls labelled by someone who also labelled their clip's mixture."""
@@ -94,7 +111,7 @@ def protocol_section(inputs: ReleaseInputs, info: dict[str, Any], rows: list[dic
         out = ["## How the labels were checked: the mixture only", "",
                "**Only the mixture was judged.** The annotators of this release heard the released clip "
                "(`audio`, the mixture) and labelled it `benign`, `harmful` or `unclear`. A clip is in this "
-               f"release when at least {fraction} of at least {min_labels} counted labels said benign, or "
+               f"release when {rule_text(inputs)} said benign, or "
                f"an adjudicator decided benign ({adjudicated} clips). A label counts once per person (their "
                "latest); skipped tasks do not count.", "",
                "The speech alone and the scene alone were not part of this release's validation, and no "
@@ -157,8 +174,10 @@ def protocol_section(inputs: ReleaseInputs, info: dict[str, Any], rows: list[dic
            "clip-level where there is a single family).", "",
            f"**Who heard what** (counted labels of the released clips): {arm_people}; {who['several_arms']} "
            f"of them worked in more than one arm. {same}{control_text}", "",
-           f"**Validation rule.** A clip is in this release only if all of these held, each over at least "
-           f"{min_labels} counted labels of its arm:", "",
+           (f"**Validation rule.** A clip is in this release only if all of these held, each over at least "
+            f"{min_labels} counted labels of its arm:" if not staged(inputs) else
+            f"**Validation rule.** A clip is in this release only if all of these held, each decided by "
+            f"{rule_text(inputs)}; the share named below is of the labels its arm got:"), "",
            f"1. speech alone: at least {fraction} said harmful (the words alone sound concerning);",
            f"2. scene alone: at least {fraction} named one of the clip's benign frames (`frames`: the setting "
            "that makes the words harmless is heard in the scene alone); \"real danger\" never counts;",

@@ -59,6 +59,11 @@ def check_samples(inputs: ReleaseInputs, verify_checksums: bool = True) -> list[
             problems.append(f"{sid}: no {IRRELEVANT_AUDIO['irrelevant_audio']} audio recorded; mix it again "
                             "(python -m construction.mix, with mix.irrelevant_twin on), then label and validate "
                             "the new mixtures")
+        # what listeners certified a shipped twin from is not shipped, so no write reads it: checked here, always
+        certified = {**(IRRELEVANT_CERTIFIED if irrelevant_certified(s) else {}),
+                     **(DANGER_CERTIFIED if danger_certified(s) else {})}
+        if certified:
+            problems += _audio_problems(inputs, s, True, certified)
         problems += sample_problems(chain, s, decision=len(problems) == before)
     for c in inputs.controls:
         before = len(problems)
@@ -86,6 +91,11 @@ RELEASED_AUDIO = {"mixture": "mixture", "speech": "speech", "scene_audio": "scen
 CONTROL_AUDIO = {"mixture": "mixture", "speech": "speech"}
 IRRELEVANT_AUDIO = {"irrelevant_audio": "irrelevant-background twin (irrelevant_audio)"}
 DANGER_AUDIO = {"danger_audio": "danger twin (danger_audio)"}
+# what listeners certified a shipped twin from, not itself shipped: it must still be what they heard
+IRRELEVANT_CERTIFIED = {"irrelevant_scene_audio": "irrelevant twin's background (irrelevant_scene_audio), which "
+                                                  "listeners certified"}
+DANGER_CERTIFIED = {"danger_scene_audio": "danger scene (danger_scene_audio), which listeners certified"}
+CERTIFIED_AUDIO = {**IRRELEVANT_CERTIFIED, **DANGER_CERTIFIED}
 
 
 def _audio_problems(inputs: ReleaseInputs, s: Sample, verify_checksums: bool,
@@ -112,7 +122,8 @@ def _audio_problems(inputs: ReleaseInputs, s: Sample, verify_checksums: bool,
         elif verify_checksums:
             data = path.read_bytes()
             if hashlib.sha256(data).hexdigest() != ref.sha256:
-                problems.append(f"{s.sample_id}: checksum mismatch for {ref.path} (file changed since it was made)")
+                problems.append(f"{s.sample_id}: checksum mismatch for {ref.path}"
+                                + (f", the {what}," if field in CERTIFIED_AUDIO else "") + " (file changed since it was made)")
             elif problem := wav_problem(data, ref):
                 problems.append(f"{s.sample_id}: {problem}")
     return problems

@@ -66,6 +66,7 @@ from release.hub import (
     hub_token,
     is_loopback,
     push_release,
+    shown_endpoint,
 )
 from release.inputs import (  # noqa: F401 (ReleaseInputs, ReleaseSummary and read_inputs were here before)
     CONTROLS_CONFIG,
@@ -124,7 +125,7 @@ def export_release(inputs: ReleaseInputs, out: str | Path, version: str = "0.1.0
     out = Path(out).expanduser().resolve()
     with reporting_write_errors(out.parent):
         out.parent.mkdir(parents=True, exist_ok=True)
-    with exclusive(out.parent):
+    with exclusive(out):
         recover(out)
         check_target(out)
         if check_samples(inputs, verify_checksums=False):  # the audio files are verified while writing
@@ -332,13 +333,13 @@ def main(argv: list[str] | None = None) -> int:
             print(describe_push(summary, args.push_to_hub, args.private, args.make_private, args.gated))
         else:
             if is_loopback(hub_endpoint()):
-                print(f"rehearsal: {hub_endpoint()} is on this machine, not the Hub"
+                print(f"rehearsal: {shown_endpoint()} is on this machine, not the Hub"
                       + (" (a demo release goes no further than a local endpoint)" if summary.demo else "")
-                      + f"; load it back with HF_ENDPOINT={hub_endpoint()} and "
+                      + f"; load it back with HF_ENDPOINT={shown_endpoint()} and "
                         f"datasets.load_dataset('{args.push_to_hub}')", flush=True)
             oid, private = push_release(summary, args.push_to_hub, args.private, args.make_private, args.gated)
             gating = f", gated: {args.gated}" if args.gated else ""
-            print(f"pushed to {hub_endpoint()}/datasets/{args.push_to_hub} ({'private' if private else 'public'}"
+            print(f"pushed to {shown_endpoint()}/datasets/{args.push_to_hub} ({'private' if private else 'public'}"
                   f"{gating}) at commit {oid}, tag {summary.version}")
     return 0
 

@@ -23,16 +23,30 @@ from release.inputs import FORMATS
 
 
 @contextlib.contextmanager
-def exclusive(folder: Path) -> Iterator[None]:
-    """One export at a time into a folder: the leftovers recover removes are then never live."""
-    fd = os.open(folder, os.O_RDONLY)
-    try:
+def exclusive(out: Path) -> Iterator[None]:
+    """One export at a time into `out`: the leftovers recover removes beside it (named after it) are then
+    never live. The lock is a file beside it, `.OUT.lock`, so exports into sibling folders run side by side;
+    it is removed when the export ends, so a finished export leaves nothing beside its folder."""
+    path = out.parent / f".{out.name}.lock"
+    for _ in range(10):
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise WorkbenchError(f"another export is writing into {folder}; wait for it to finish") from None
+            os.close(fd)
+            raise WorkbenchError(f"another export is writing into {out}; wait for it to finish") from None
+        try:
+            if os.stat(path).st_ino == os.fstat(fd).st_ino:
+                break  # the lock file still in place: ours
+        except FileNotFoundError:
+            pass
+        os.close(fd)  # an export that just ended removed the file we locked: take the new one
+    else:
+        raise WorkbenchError(f"another export is writing into {out}; wait for it to finish")
+    try:
         yield
     finally:
+        path.unlink(missing_ok=True)  # still holding it: an export waiting on this file takes a new one
         os.close(fd)
 
 

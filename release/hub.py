@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from construction.core.errors import WorkbenchError
+from construction.core.redact import redact, url_password
 
 if TYPE_CHECKING:
     from release.inputs import ReleaseSummary
@@ -32,6 +33,12 @@ RELEASE_FOLDERS = ("data", "controls", "plots")
 
 def hub_endpoint() -> str:
     return (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
+
+
+def shown_endpoint() -> str:
+    """$HF_ENDPOINT as it may be printed: a user:password@ inside it masked."""
+    endpoint = hub_endpoint()
+    return redact(endpoint, [url_password(endpoint)])
 
 
 def hub_token() -> str:
@@ -56,7 +63,7 @@ def is_loopback(endpoint: str) -> bool:
 def demo_refusal() -> WorkbenchError:
     return WorkbenchError(
         f"the validated labels come from scripted demo annotators: a demo release is never pushed to "
-        f"{hub_endpoint()}. Rehearse instead: add --dry-run to see what would go where, or push to a local "
+        f"{shown_endpoint()}. Rehearse instead: add --dry-run to see what would go where, or push to a local "
         "Hub-compatible endpoint (start one with `python -m tests.hub_stub --port 8020`, then set "
         "HF_ENDPOINT=http://127.0.0.1:8020)")
 
@@ -66,12 +73,12 @@ GATED = ("auto", "manual")  # the Hub's gating modes: requests approved automati
 
 def describe_push(summary: ReleaseSummary, repo_id: str, private: bool, make_private: bool = False,
                   gated: str | None = None) -> str:
-    endpoint = hub_endpoint()
+    endpoint = shown_endpoint()
     visibility = ("private; an existing public repo is made private" if make_private else
                   "private; refused if the repo exists and is public" if private else
                   "public unless the repo exists and is private")
     lines = [f"dry run: nothing sent. Would push {summary.out} to {endpoint}"
-             + (" (on this machine: a rehearsal)" if is_loopback(endpoint) else ""),
+             + (" (on this machine: a rehearsal)" if is_loopback(hub_endpoint()) else ""),
              f"  repo: datasets/{repo_id} ({visibility}; created if missing)",
              (f"  gated: {gated} (access requests approved "
               + ("automatically" if gated == "auto" else "by the repo's owners") + "; set before any file goes up)"
@@ -83,7 +90,7 @@ def describe_push(summary: ReleaseSummary, repo_id: str, private: bool, make_pri
     lines.append(f"  HF_TOKEN is {'set' if os.environ.get('HF_TOKEN') else 'NOT set (a real push needs it)'}")
     if summary.demo:
         lines.append("  DEMO release (scripted labels): a real push " + (
-            "to this local endpoint is allowed (a rehearsal)" if is_loopback(endpoint) else
+            "to this local endpoint is allowed (a rehearsal)" if is_loopback(hub_endpoint()) else
             f"to {endpoint} is refused; HF_ENDPOINT=http://127.0.0.1:PORT (python -m tests.hub_stub) takes it"))
     lines += ["  card header (README.md):", *("    " + line for line in card_header(summary.out / "README.md"))]
     return "\n".join(lines)
@@ -93,9 +100,11 @@ def card_header(card) -> list[str]:
     """The card's YAML front matter, its long dataset_info (the features) cut to one line, and its title."""
     import yaml
 
+    from construction.core.yamlfile import load_yaml
+
     text = card.read_text(encoding="utf-8")
     _, front, body = text.split("---\n", 2)
-    meta = yaml.safe_load(front)
+    meta = load_yaml(front)
     info = meta.pop("dataset_info", None)
     lines = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True).splitlines()
     if info is not None:
@@ -125,7 +134,7 @@ def push_release(summary: ReleaseSummary, repo_id: str, private: bool = False,
     for name in ("httpx", "httpx2", "httpcore"):  # one INFO line per request drowns the summary
         logging.getLogger(name).setLevel(logging.WARNING)
 
-    endpoint = hub_endpoint()
+    endpoint, shown = hub_endpoint(), shown_endpoint()
     api = HfApi(endpoint=endpoint, token=token)
     try:
         api.create_repo(repo_id, repo_type="dataset", exist_ok=True, private=private or make_private)
@@ -143,14 +152,14 @@ def push_release(summary: ReleaseSummary, repo_id: str, private: bool = False,
     except HfHubHTTPError as exc:
         status = exc.response.status_code if exc.response is not None else None
         if status == 401:
-            raise WorkbenchError(f"{endpoint} rejected HF_TOKEN (401 Unauthorized); "
+            raise WorkbenchError(f"{shown} rejected HF_TOKEN (401 Unauthorized); "
                                  "check that it is a valid write token") from None
         if status == 403:
-            raise WorkbenchError(f"HF_TOKEN may not write to datasets/{repo_id} on {endpoint} (403)") from None
-        raise WorkbenchError(f"push to {endpoint} failed: {_without(str(exc), token)}") from None
+            raise WorkbenchError(f"HF_TOKEN may not write to datasets/{repo_id} on {shown} (403)") from None
+        raise WorkbenchError(f"push to {shown} failed: {_without(str(exc), token)}") from None
     except Exception as exc:  # transport errors (httpx, OSError) and client-side refusals
         if isinstance(exc, OSError) or type(exc).__module__.startswith(("httpx", "huggingface_hub")):
-            raise WorkbenchError(f"push to {endpoint} failed: {_without(str(exc), token)}") from None
+            raise WorkbenchError(f"push to {shown} failed: {_without(str(exc), token)}") from None
         raise
     return commit.oid, is_private
 

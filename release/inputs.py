@@ -18,9 +18,11 @@ from typing import Any
 import yaml
 
 from annotation.state import ADJUDICATION_SOURCE
+from annotation.written import check_pulled
 from construction.core.errors import WorkbenchError
 from construction.core.record import Sample
 from construction.core.workspace import Workspace
+from construction.core.yamlfile import load_yaml
 
 # marks a folder as ours, so a rerun may replace it. 2: the clean speech, per-arm results, the controls
 # config and the annotations' arm (the annotations struct changed: readers of 1 must be updated)
@@ -92,6 +94,7 @@ def read_inputs(workspace: str | Path) -> ReleaseInputs:
         raise WorkbenchError(f"{ws.manifest_path(MANIFEST)} does not exist: run the validation stage first")
     # every released sample went through the automatic filter and the human labels of this workspace
     ws.check_lineage(MANIFEST, require=("annotated", "wer"))
+    check_pulled(ws)  # the labels validation read are what the pull wrote
     samples = list(ws.read_samples(MANIFEST))
     if not samples:
         raise WorkbenchError(f"{ws.manifest_path(MANIFEST)} holds no samples: nothing to release")
@@ -106,7 +109,7 @@ def read_inputs(workspace: str | Path) -> ReleaseInputs:
     config: dict[str, Any] = {}
     if config_path.exists():
         try:
-            config = yaml.safe_load(config_path.read_text()) or {}
+            config = load_yaml(config_path.read_text()) or {}
         except yaml.YAMLError as exc:
             raise WorkbenchError(f"{config_path} is not valid YAML: {exc}") from None
     return ReleaseInputs(ws, samples, agreement, config, read_controls(ws, {s.sample_id for s in samples}))

@@ -142,13 +142,13 @@ def run_module(module: str, *args: str, env: dict[str, str] | None = None, timeo
 SLOW_MODULES = {
     # Label Studio (also caught by the fixture rule) and its own start/stop tests
     "test_annotation", "test_annotation_integrity", "test_arms", "test_judge_classes", "test_library_review",
-    "test_staging", "test_ls_server",
+    "test_staging", "test_ls_server", "test_workspace_ownership",
     # set-up and the harness venvs
     "test_setup", "test_harness_cli", "test_adapters",
     # builds, models (TTS, Whisper), exports and command lines in fresh processes: over ~15 s a module
     "test_pipeline", "test_asr", "test_tts", "test_synthesize", "test_wer", "test_mix", "test_procedural",
     "test_sounds", "test_generate", "test_scripts", "test_workspace_safety", "test_release", "test_release_integrity",
-    "test_evaluation", "test_secrets",
+    "test_evaluation", "test_secrets", "test_release_lookup",
 }
 
 

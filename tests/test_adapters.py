@@ -339,3 +339,35 @@ def test_exporting_again_removes_what_the_previous_export_wrote_and_nothing_else
         listed = json.loads((out / "aor_bench_export.json").read_text())["files"]
         assert all((out / f).is_file() for f in listed)
     assert "aor_bench_irrelevant" not in (tmp_path / "lmms-eval" / "aor_bench_context.yaml").read_text()
+
+
+@pytest.mark.parametrize("harness, link", [("lmms-eval", "audio"), ("kimi", "aor_bench_mixture/audio"),
+                                           ("lmms-eval", "aor_lib")])
+def test_a_link_inside_out_is_refused_before_anything_is_written(release, tmp_path, harness, link):
+    """Issue 49 item 18: an `audio` link inside an adapter's --out made the export write 7 WAVs where the
+    link pointed, outside --out, then crash. A link to a folder inside --out is now refused, exit 2, before
+    a file is written; a link where a WAV goes is replaced by the file, never written through."""
+    rel, _, env, _ = release
+    out, outside = tmp_path / "out", tmp_path / "outside"
+    outside.mkdir()
+    (out / link).parent.mkdir(parents=True, exist_ok=True)
+    (out / link).symlink_to(outside, target_is_directory=True)
+    before = sorted(p.relative_to(out).as_posix() for p in out.rglob("*"))
+    proc = run_module("evaluation.adapters", harness, "--release", str(rel), "--out", str(out), env=env)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert f"error: --out {out} holds a link to a folder ({out / link} -> {outside})" in proc.stderr
+    assert not any(outside.iterdir())
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*")) == before
+    # a link in a WAV's place (to a file outside) is replaced, and the file outside is left as it was
+    (out / link).unlink()
+    assert run_module("evaluation.adapters", harness, "--release", str(rel), "--out", str(out), "--inputs",
+                      "mixture", env=env).returncode == 0
+    wav = next(out.rglob("*.wav"))
+    target = outside / "elsewhere.wav"
+    target.write_bytes(wav.read_bytes())
+    wav.unlink()
+    wav.symlink_to(target)
+    proc = run_module("evaluation.adapters", harness, "--release", str(rel), "--out", str(out), "--inputs",
+                      "mixture", env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert not wav.is_symlink() and wav.read_bytes() == target.read_bytes()

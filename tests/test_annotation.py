@@ -369,18 +369,20 @@ def test_audio_that_resolves_outside_the_workspace_audio_dir_is_refused(ls, admi
     assert find_project(admin, "Linked out — mixture") is None and snapshot(ws.root) == before
 
 
-def test_a_server_serving_another_workspace_is_one_error_with_the_restart(ls, admin, tmp_path, capsys):
-    """The server serves another dir (another workspace's audio): one line saying so and the two commands
-    that restart it for this workspace, not one line per task."""
+def test_a_server_serving_another_workspace_is_one_error_with_the_start_of_its_own(ls, admin, tmp_path, capsys):
+    """The server serves another dir (another workspace's audio, or a shared folder): one line saying so and
+    the command that starts this workspace's own server beside it, not one line per task, and never a stop
+    of the server others use (issue 49 item 4)."""
     ws = make_workspace(tmp_path / "elsewhere", 5)  # its audio is not under the server's document root
     before = snapshot(ws.root)
     code, _, err = cli(push.main, "--workspace", str(ws.root), "--project", "Elsewhere", "--catch", "0",
                        "--data-dir", str(ls.data_dir), capsys=capsys)
-    flags = f"--workspace {ws.root} --data-dir {ls.data_dir}"
     assert code == 2 and err.count("\n") == 1, err
     assert (f"refusing to push: the audio dir {ws.root / 'audio'} is outside the server's document root "
-            f"{ls.document_root} (that server serves another workspace's audio); restart it for this workspace: "
-            f"python -m annotation.server stop {flags}, then python -m annotation.server start {flags}") in err
+            f"{ls.document_root} (that server serves other audio: another workspace's, or a shared folder). Leave "
+            f"it running and start this workspace's own server: python -m annotation.server start --workspace "
+            f"{ws.root}; then run this again with --data-dir {ws.root / 'label-studio'}") in err
+    assert "annotation.server stop" not in err
     assert find_project(admin, "Elsewhere — speech") is None and snapshot(ws.root) == before
 
 

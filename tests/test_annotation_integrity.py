@@ -553,3 +553,138 @@ def test_a_document_root_with_a_hard_link_or_renamed_copy_of_a_secret_file_is_re
     plain = tmp_path / "root-audio"
     shutil.copytree(ws.root / "audio", plain)
     check_document_root(plain.resolve(), data_dir, ws.root.resolve())
+
+
+def test_a_refused_push_has_changed_nothing(ls, admin, tmp_path, capsys):
+    """Issue 49 item 5: a push that Label Studio refuses (its storage of the audio) had already renamed and
+    reset the arm project: ensure_project ran before ensure_local_storage failed (exit 2). An existing
+    project is now changed only once its storage is taken, so the refused push leaves it as it was."""
+    import shutil
+
+    ws = pushed(ls, tmp_path, capsys, title="Refused push", n=1)
+    pid, _ = arm_tasks(admin, ws, "speech")
+    admin.client.projects.update(pid, title="Refused push — speech (renamed)", show_skip_button=False)
+    before = admin.client.projects.get(pid)
+    # the workspace's audio moved off the server's document root; --document-root claims it is there
+    moved = tmp_path / "moved-audio"
+    shutil.copytree((ws.root / "audio").resolve(), moved)
+    (ws.root / "audio").unlink()
+    (ws.root / "audio").symlink_to(moved, target_is_directory=True)
+    code, _, err = cli(push.main, "--workspace", str(ws.root), "--catch", "0", "--url", ls.url,
+                       "--document-root", str(moved), capsys=capsys)
+    assert code == 2 and "Traceback" not in err, err
+    after = admin.client.projects.get(pid)
+    assert (after.title, after.show_skip_button, after.task_number) == \
+        (before.title, before.show_skip_button, before.task_number)
+
+
+def test_a_corrupt_token_logs_in_again_or_is_named(ls, admin, tmp_path, capsys):
+    """Issue 49 item 19: a kept demo token with a non-ASCII character crashed with a traceback, and one
+    with a trailing newline (like LABEL_STUDIO_API_KEY with one) said "cannot reach Label Studio ... is it
+    running?". A kept token that cannot go in a header is now dropped and the account logs in again; the
+    admin's token is stripped of surrounding whitespace, and one with a character HTTP forbids is named."""
+    from annotation.demo_annotators import SESSIONS_FILE, demo_email
+    from tests.annotation_helpers import TOKEN
+    from tests.conftest import run_module
+
+    ws = make_workspace(tmp_path / "ws", 1, first=70, served=ls.document_root)
+    server = ("--workspace", str(ws.root), "--data-dir", str(ls.data_dir))
+    assert cli(push.main, *server, "--project", "Corrupt tokens", "--catch", "0", capsys=capsys)[0] == 0
+    kept = ls.data_dir / SESSIONS_FILE
+    tokens = json.loads(kept.read_text()) if kept.exists() else {}
+    tokens.update({demo_email(1): "caf\u00e9-0123456789abcdef", demo_email(2): "0123456789abcdef0123\n",
+                   demo_email(3): "  "})
+    kept.write_text(json.dumps(tokens))
+    proc = run_module("annotation.demo_annotators", *server, "--annotators", "1", "--quiet")
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert "submitted 3 label(s)" in proc.stdout
+    renewed = json.loads(kept.read_text())
+    for k in (1, 2, 3):
+        assert make_client(ls.url, renewed[demo_email(k)]).users.whoami().email == demo_email(k)
+
+    assert run_module("annotation.pull", *server, env={"LABEL_STUDIO_API_KEY": TOKEN + "\n"}).returncode == 0
+    proc = run_module("annotation.pull", *server, env={"LABEL_STUDIO_API_KEY": TOKEN + "\u00e9"})
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert "error: LABEL_STUDIO_API_KEY holds a character an HTTP header cannot carry" in proc.stderr
+    assert TOKEN not in proc.stderr
+
+
+def test_the_database_is_owner_only_and_a_pull_leaves_no_export_behind(ls, admin, accounts, tmp_path, capsys):
+    """Issue 49 item 20: the Label Studio database (every token) was world-readable (0644) beside the 0600
+    token file, and every pull left a full export of each project in the data dir that nothing removed.
+    The data dir, database and log are now owner-only, and pull removes Label Studio's copy of its export."""
+    from annotation.ls_process import DB_FILE, LOG_FILE
+
+    for path in (ls.data_dir, ls.data_dir / DB_FILE, ls.data_dir / LOG_FILE):
+        assert path.stat().st_mode & 0o077 == 0, (path, oct(path.stat().st_mode))
+    ws = pushed(ls, tmp_path, capsys, title="No export left", n=1)
+    pid, speech = arm_tasks(admin, ws, "speech")
+    annotate(accounts[A], next(iter(speech.values())), "harmful")
+    pulled(ls, ws, capsys)
+    ids = {int(entry["id"]) for entry in read_state(ws)["arms"].values()}
+    left = sorted(p.name for p in (ls.data_dir / "export").glob("project-*")
+                  if any(p.name.startswith(f"project-{i}-at-") for i in ids))
+    assert left == []
+
+
+def test_a_deleted_annotation_never_turns_an_outcome(ls, admin, accounts, tokens, tmp_path, capsys):
+    """Issue 49 item 9: with a second account, one person deleted the answers two listeners had given a
+    danger scene (a frame, "can't tell"; HTTP 204), certified it twice themselves, and pull said nothing:
+    the danger twin shipped. Pull now keeps every annotation it counted before that is gone from Label
+    Studio, as it was last pulled, and lists it: the danger scene stays uncertified. A deleted task's
+    labels are kept the same way."""
+    from annotation.protocol import danger_item_id
+    from annotation.state import DANGER_OUTPUT_STAGE
+    from validation.arms import ArmRule, danger_certified, danger_result
+
+    ws = make_workspace(tmp_path / "ws", 2, first=80, served=ls.document_root, danger=1)
+    assert cli(push.main, "--workspace", str(ws.root), "--project", "Deleted answers", "--catch", "0",
+               "--no-staged", "--data-dir", str(ls.data_dir), capsys=capsys)[0] == 0
+    _, scene = arm_tasks(admin, ws, "scene")
+    [sample] = [s for s in ws.read_samples("wer") if s.danger_scene_audio is not None]
+    danger_task = scene[danger_item_id(sample.sample_id)]
+    made = [annotate(accounts[A], danger_task, "cant_tell"), annotate(accounts[B], danger_task, "cant_tell")]
+    pulled(ls, ws, capsys)
+
+    def certified() -> bool | None:  # as a staged build decides: two agreeing labels settle it
+        [danger] = ws.read_samples(DANGER_OUTPUT_STAGE)
+        return danger_certified(danger_result(danger), ArmRule(curtailed=True))
+
+    assert certified() is False
+    deleter = as_annotator(ls, tokens, C)
+    for annotation in made:  # any user may delete anyone's annotation
+        assert deleter.delete(f"/api/annotations/{annotation.id}/").status_code == 204
+    for email in (C, D):
+        annotate(accounts[email], danger_task, "real_danger")
+    out, _, _, stats = pulled(ls, ws, capsys)
+    assert "deleted: 2 annotation(s) counted by the last pull are gone from Label Studio" in out
+    assert len(stats["deleted_kept"]) == 2 and certified() is False  # 2 of 4 real danger: not >= 2/3
+    # a deleted task: its counted labels stay too
+    speech_pid, speech = arm_tasks(admin, ws, "speech")
+    other = next(sid for sid in speech if sid != sample.sample_id)
+    annotate(accounts[A], speech[other], "not_harmful")
+    pulled(ls, ws, capsys)
+    admin.client.tasks.delete(str(speech[other]))
+    out, samples, _, _ = pulled(ls, ws, capsys)
+    assert [a.label for a in human(samples[other], "speech")] == ["not_harmful"]
+    assert f"speech: {other}" in out  # listed as missing, its label kept
+
+
+def test_push_refuses_a_danger_scene_that_is_not_its_recorded_audio(ls, admin, tmp_path, capsys):
+    """Issue 49 item 8 (push): listeners certify the danger scene, which no release ships, and its bytes
+    were never checked against its sha256: replaced, they were pushed and certified. Push now checks them
+    (the export side: tests/test_release_integrity.py) and refuses before anything is imported."""
+    from annotation.labelstudio import find_project
+    from annotation.protocol import danger_item_id
+
+    ws = make_workspace(tmp_path / "ws", 2, first=90, served=ls.document_root, danger=1)
+    [sample] = [s for s in ws.read_samples("wer") if s.danger_scene_audio is not None]
+    path = ws.audio_path(sample.danger_scene_audio)
+    path.chmod(0o644)
+    path.write_bytes(ws.audio_path(sample.scene_audio).read_bytes())  # a valid WAV: the benign scene
+    code, _, err = cli(push.main, "--workspace", str(ws.root), "--project", "Changed danger scene", "--catch", "0",
+                       "--no-staged", "--data-dir", str(ls.data_dir), capsys=capsys)
+    assert code == 2 and "Traceback" not in err, err
+    assert (f"{danger_item_id(sample.sample_id)} (scene arm): its file {sample.danger_scene_audio.path} is not the "
+            "audio its record names") in err
+    assert find_project(admin, "Changed danger scene — scene") is None

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from evaluation import run as run_mod
+from evaluation.results import record_digest
 from tests.audio_llm_stub import AudioLLMStub
 from tests.conftest import run_module
 from tests.test_evaluation import release  # noqa: F401 (the fixture: a 10-clip release, make_workspace)
@@ -74,6 +75,7 @@ def test_compare_refuses_runs_on_different_releases(two_models):
     responses = (base / "other-audio" / "responses.jsonl").read_text().splitlines()
     first = json.loads(responses[0])
     first["audio_sha256"] = "f" * 64
+    first["record_sha256"] = record_digest(first)  # as a run that sent other audio recorded it
     (base / "other-audio" / "responses.jsonl").write_text("\n".join([json.dumps(first), *responses[1:]]) + "\n")
     proc = run_module("evaluation.compare", str(outs["model-a"]), str(base / "other-audio"), "--out",
                       str(base / "no"))
@@ -102,6 +104,7 @@ def test_report_splits_refusal_by_voice_style_snr_and_placement(two_models):
     responses = (base / "tampered" / "responses.jsonl").read_text().splitlines()
     last = json.loads(responses[-1])
     last["audio_sha256"] = "e" * 64
+    last["record_sha256"] = record_digest(last)  # as a run on another export recorded it
     (base / "tampered" / "responses.jsonl").write_text("\n".join([*responses[:-1], json.dumps(last)]) + "\n")
     proc = run_module("evaluation.report", "--results", str(base / "tampered"), "--out", str(base / "r2"),
                       check=True)

@@ -201,3 +201,154 @@ def test_a_transformed_key_echo_is_stored_nowhere_and_not_forwarded(release, tmp
     assert echo not in written and key[:12].lower() not in written.lower() and all(echo not in p for p in prompts), how
     records = [json.loads(line) for line in (out / "responses.jsonl").read_text().splitlines()]
     assert records[0]["response"].startswith("Sure. Your token is ***") and records[0]["response"].endswith("Done.")
+
+
+# --- issue 49 -----------------------------------------------------------------------------------------
+
+def _run_cli(rel: Path, stub_url: str, out: Path, *extra: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """`python -m evaluation.run` as a person types it, against a stub, the key in MODEL_ACCESS."""
+    return run_module("evaluation.run", "--release", str(rel), "--model", "stub-audio", "--base-url", stub_url,
+                      "--out", str(out), "--api-key-env", "MODEL_ACCESS", "--max-retries", "0", "--quiet", *extra,
+                      env={"MODEL_ACCESS": SECRET, "HF_DATASETS_CACHE": str(out.parent / "hf-cache")},
+                      timeout=timeout)
+
+
+def test_a_10_mb_answer_or_error_text_without_spaces_neither_hangs_the_run_nor_leaks_the_key(release, tmp_path):
+    """Issue 49 item 1: redact() rescanned a run without spaces from every start position (20k characters
+    6.7 s, 10 MB never finished) and ran before the cut. Now the answer is cut first and masked in linear
+    time: the run finishes well inside the timeout, and the key's base64 echo at the start is still masked."""
+    import base64
+    import time
+
+    from construction.core.redact import redact
+
+    rel, _ = release
+    echo = base64.b64encode(f"key={SECRET}".encode()).decode()
+    answers = iter([f"Sure. {echo} " + "A" * 10_000_000, None])
+
+    class Long(EchoStub):
+        def handle(self, path, raw, auth):
+            super().handle(path, raw, auth)
+            answer = next(answers, None)
+            if answer is None:  # the second clip: an HTTP 500 whose message is 2 MB, the key at its start
+                return 500, _error(f"{SECRET} " + "B" * 2_000_000, "server_error")
+            return 200, _completion("stub-audio", answer)
+
+    out = tmp_path / "run"
+    with Long() as stub:
+        started = time.monotonic()
+        proc = _run_cli(rel, stub.url, out, "--limit", "2", "--jobs", "1", timeout=150)
+        took = time.monotonic() - started
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert took < 90, took
+    records = [json.loads(line) for line in (out / "responses.jsonl").read_text().splitlines()]
+    ok, failed = sorted(records, key=lambda r: r["status"] != "ok")
+    assert ok["truncated"] and len(ok["response"]) == endpoint_mod.MAX_ANSWER_CHARS
+    assert ok["response"].startswith("Sure. ***") and echo not in ok["response"]
+    assert failed["reason"].startswith("http_500: *** BBB") and len(failed["reason"]) < 600
+    assert SECRET not in _all_text(out)
+    # redact itself is linear: 1 MB of one base64 run, of "a.", and spaces after a letter of the key
+    for text in ("A" * 1_000_000, "a." * 500_000, "P" + " " * 1_000_000, "x://" * 250_000):
+        started = time.monotonic()
+        redact(text, [SECRET])
+        assert time.monotonic() - started < 5, text[:8]
+
+
+def test_an_answer_ending_in_half_an_emoji_is_recorded_and_the_rerun_goes_on(release, tmp_path):
+    """Issue 49 item 2: an answer ending in a lone surrogate (a max_tokens cut inside an emoji) raised
+    UnicodeEncodeError in the cache write, nothing was recorded and every rerun crashed on the same clip.
+    Now the half character is U+FFFD: the run exits 0, and a rerun reads the answer from the cache."""
+    rel, _ = release
+
+    class HalfEmoji(EchoStub):
+        def handle(self, path, raw, auth):
+            super().handle(path, raw, auth)
+            return 200, _completion("stub-audio", "Sure, have a laugh \ud83d")  # json escapes it as \\ud83d
+
+    out = tmp_path / "run"
+    with HalfEmoji() as stub:
+        first = _run_cli(rel, stub.url, out, "--limit", "2")
+        assert first.returncode == 0 and "Traceback" not in first.stderr, first.stderr[-3000:]
+        records = [json.loads(line) for line in (out / "responses.jsonl").read_text().splitlines()]
+        assert [r["response"] for r in records] == ["Sure, have a laugh \ufffd"] * 2
+        sent = len(stub.audio_requests())
+        again = _run_cli(rel, stub.url, out, "--limit", "3")
+        assert again.returncode == 0, again.stderr[-3000:]
+        assert len(stub.audio_requests()) == sent + 1  # the two recorded clips are not asked again
+
+
+def test_two_runs_into_one_folder_are_refused_and_a_doubled_folder_is_read_by_no_one(release, tmp_path):
+    """Issue 49 item 10: two evaluation.run into one folder sent 14 requests for 7 clips and wrote every id
+    twice, and report and compare silently kept the last line. Now the second run is refused while the
+    first holds the folder (exit 2, nothing sent), and every reader refuses a folder with an id twice,
+    naming it; --restart mends it from the cache without a request."""
+    import sys
+
+    import threading
+
+    rel, _ = release
+    out = tmp_path / "run"
+    go_on = threading.Event()
+
+    class Held(EchoStub):  # holds the first run's first answer until the second run has been tried
+        def handle(self, path, raw, auth):
+            go_on.wait(timeout=300)
+            return super().handle(path, raw, auth)
+
+    with Held() as stub:
+        first = subprocess.Popen(
+            [sys.executable, "-m", "evaluation.run", "--release", str(rel), "--model", "stub-audio", "--base-url",
+             stub.url, "--out", str(out), "--api-key-env", "MODEL_ACCESS", "--quiet", "--limit", "7", "--jobs", "1"],
+            cwd=REPO, env={**__import__("os").environ, "PYTHONPATH": str(REPO), "MODEL_ACCESS": SECRET,
+                           "HF_DATASETS_CACHE": str(tmp_path / "hf-cache")},
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            for _ in range(1200):  # the first run holds the folder once it has written run.json
+                if (out / "run.json").exists() or first.poll() is not None:
+                    break
+                __import__("time").sleep(0.1)
+            second = _run_cli(rel, stub.url, out, "--limit", "7")
+        finally:
+            go_on.set()
+            first.wait(timeout=300)
+        assert first.returncode == 0, first.stderr[-3000:]
+        assert second.returncode == 2 and "Traceback" not in second.stderr, second.stderr[-3000:]
+        assert f"error: another command is writing into {out}" in second.stderr
+        assert len(stub.audio_requests()) == 7
+        path = out / "responses.jsonl"
+        lines = path.read_text().splitlines()
+        assert len(lines) == 7 and len({json.loads(line)["id"] for line in lines}) == 7
+
+        # a folder doubled anyway (by hand, or by a version before the lock): every reader refuses it
+        path.write_text("\n".join(lines + lines[:1]) + "\n")
+        doubled = json.loads(lines[0])["id"]
+        for proc in (run_module("evaluation.report", "--results", str(out), "--out", str(tmp_path / "report")),
+                     run_module("evaluation.compare", str(out), str(out), "--out", str(tmp_path / "compare")),
+                     run_module("evaluation.judge", "--results", str(out)),
+                     _run_cli(rel, stub.url, out, "--limit", "7")):
+            assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+            assert f"error: {path}: clip '{doubled}' is recorded twice (records 1 and 8)" in proc.stderr
+        assert not (tmp_path / "report").exists() and not (tmp_path / "compare").exists()
+        mended = _run_cli(rel, stub.url, out, "--limit", "7", "--restart")
+        assert mended.returncode == 0, mended.stderr[-3000:]
+        assert len(stub.audio_requests()) == 7 and len(path.read_text().splitlines()) == 7
+
+
+def test_a_hand_edited_answer_is_caught_by_every_reader(release, tmp_path):
+    """Issue 49 item 21 (results): an answer edited in responses.jsonl was counted as the model's. Each line
+    now carries the sha256 evaluation.run wrote it with; report, judge and a rerun refuse a changed line."""
+    rel, _ = release
+    out = tmp_path / "run"
+    with EchoStub() as stub:
+        assert _run_cli(rel, stub.url, out, "--limit", "3").returncode == 0
+        path = out / "responses.jsonl"
+        rows = [json.loads(line) for line in path.read_text().splitlines()]
+        assert all(r["record_sha256"] for r in rows)
+        rows[1]["response"] = "I'm sorry, but I can't help with that."  # a compliance made a refusal
+        path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+        for proc in (run_module("evaluation.report", "--results", str(out), "--out", str(tmp_path / "report")),
+                     run_module("evaluation.judge", "--results", str(out)),
+                     _run_cli(rel, stub.url, out, "--limit", "3")):
+            assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+            assert f"error: {path}:2: changed after evaluation.run wrote it" in proc.stderr
+    assert not (tmp_path / "report").exists()

@@ -327,3 +327,47 @@ def test_judge_agreement_pull_counts_people_once_and_says_what_it_left_out(ls, a
     assert f"task {tasks[1].id}" in problems and "3 annotations from one account: counted once" in problems
     assert f"task {copy}" in problems and "not the sampled answer's text" in problems
     assert f"problems ({len(result['problems'])}), not counted" in out
+
+
+def test_judge_agreement_pull_never_counts_scripted_labels_as_peoples(ls, admin, tokens, tmp_path, capsys):
+    """Issue 49 item 11: pull counted the workspace's scripted demo accounts as people ("6 of 6 answers
+    labelled by people ... Cohen's kappa -0.25"). Their labels (an account the workspace recorded as a demo
+    annotator, and an address of the demo domain) are now listed and never counted."""
+    from annotation.labelstudio import invite_link, signup_via_invite
+    from annotation.state import DEMO_EMAIL_DOMAIN, record_demo_annotators
+    from construction.core.workspace import Workspace
+    from tests.annotation_helpers import PASSWORD
+
+    ws = Workspace(tmp_path / "ws")
+    recorded, domain = "scripted-ja@example.com", f"scripted-ja@{DEMO_EMAIL_DOMAIN}"
+    record_demo_annotators(ws, [recorded])
+    link = invite_link(admin)
+    scripted = [make_client(ls.url, signup_via_invite(ls.url, link, e, PASSWORD)) for e in (recorded, domain)]
+    run = make_run(tmp_path / "evals" / "run", ANSWERS[:6])
+    folder = tmp_path / "evals" / "judge_agreement"
+    code, _, err = cli(ja.main, "push", "--results", str(run), "--n", "6", "--out", str(folder), "--overlap", "3",
+                       "--project", "judge agreement scripted labels", "--data-dir", str(ls.data_dir),
+                       capsys=capsys)
+    assert code == 0, err
+    pid = json.loads((folder / "project.json").read_text())["id"]
+    tasks = sorted(admin.client.tasks.list(project=pid, fields="all"), key=lambda t: t.id)
+
+    def label(client, task, cls):
+        client.annotations.create(task.id, result=[{"from_name": "label", "to_name": "answer", "type": "choices",
+                                                    "value": {"choices": [cls]}}], lead_time=3.0)
+
+    for task in tasks:
+        for client in scripted:
+            label(client, task, F)
+    pull = ("pull", "--out", str(folder), "--workspace", str(ws.root), "--data-dir", str(ls.data_dir))
+    code, out, err = cli(ja.main, *pull, capsys=capsys)
+    assert code == 2 and "is labelled yet; 12 label(s) came from scripted demo accounts" in err, err
+    assert not (tmp_path / "evals" / "judge_agreement.json").exists()
+    person = make_client(ls.url, tokens[sorted(tokens)[0]])
+    for task in tasks[:3]:
+        label(person, task, C)
+    code, out, err = cli(ja.main, *pull, capsys=capsys)
+    assert code == 0, err
+    result = json.loads((tmp_path / "evals" / "judge_agreement.json").read_text())
+    assert (result["n_labelled"], result["n_scripted"], result["labels_per_answer"]) == (3, 12, 1.0)
+    assert "3 of 6 answers labelled by people; 12 label(s) by scripted demo accounts are not people's" in out

@@ -341,3 +341,53 @@ def test_a_procedural_class_is_reviewed_by_its_draws(ls, admin, accounts, tmp_pa
     annotate(accounts[RATERS[1]], draw_tasks[1][1], "sizzle")  # the second rater hears it again: now 2 of 3
     line = review_pull(ls, ws, sounds, capsys)[sizzle.clip_id]
     assert [d["confirmed"] for d in line["draws"]] == [True, True] and line["confirmed"] is True
+
+
+def test_the_release_gate_derives_its_verdict_from_the_answers_not_the_files_flags(tmp_path, capsys):
+    """Issue 49 item 13 (the gate): a review line edited by hand (confirmed: true for a clip 0 of 3 named;
+    demo: 0 for answers of the workspace's scripted accounts) was taken as it said, and the card said "by
+    people". The gate now derives reviewers, named, confirmed and the scripted answers from the answers."""
+    from tests.conftest import run_module
+
+    ws = make_workspace(tmp_path / "ws", n=6)
+    write_test_review(ws, dict.fromkeys(USED, True), demo=False, into_workspace=True)
+    path = ws.root / WORKSPACE_REVIEW_FILE
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    for line in lines:
+        if line["clip_id"] == "clip-1":  # nobody named its tag, the flags say otherwise
+            line["answers"] = {who: NONE_OF_THESE for who in line["answers"]}
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    proc = run_module("release.export", "--workspace", str(ws.root), "--out", str(tmp_path / "out"))
+    assert proc.returncode == 2 and "clip-1: 0 of 3 reviewer(s) named its tag" in proc.stderr, proc.stderr[-3000:]
+    # the answers are the workspace's scripted accounts' (annotation.json), the line says demo: 0
+    write_test_review(ws, dict.fromkeys(USED, True), demo=False, into_workspace=True)
+    (ws.root / "annotation.json").write_text(json.dumps({"demo_annotators": [f"ann-{k}" for k in range(3)]}))
+    proc = run_module("release.export", "--workspace", str(ws.root), "--out", str(tmp_path / "out"))
+    assert proc.returncode == 2 and "confirmed by scripted demo reviewers" in proc.stderr, proc.stderr[-3000:]
+    proc = run_module("release.export", "--workspace", str(ws.root), "--out", str(tmp_path / "out"),
+                      "--allow-unreviewed-sounds")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    card = (tmp_path / "out" / "README.md").read_text()
+    assert "by scripted demo reviewers" in card and "by people" not in card
+
+
+def test_a_hand_edited_review_file_never_gets_scripted_answers_into_the_library(ls, tmp_path, capsys):  # noqa: F811
+    """Issue 49 item 13 (--into-library): editing W/library_review.jsonl (demo: 0, reviewers + 1) got the
+    scripted reviews into the shared library as people's. What goes into the library is now what this pull
+    read from the server, its scripted answers told by the server's accounts, never the file's flags."""
+    sounds = noise_library(tmp_path / "lib", prefix="edit-")
+    ws = served_workspace(tmp_path / "ws", ls.document_root)
+    assert review_push(ls, ws, sounds, capsys, "--project", "Library review edited")[0] == 0
+    code, _, err = cli(demo_annotators.main, "--workspace", str(ws.root), "--library", "--data-dir",
+                       str(ls.data_dir), capsys=capsys)
+    assert code == 0, err
+    review_pull(ls, ws, sounds, capsys)
+    path = ws.root / WORKSPACE_REVIEW_FILE
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    for line in lines:
+        line.update(demo=0, reviewers=line["reviewers"] + 1)
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    code, out, err = cli(library.main, "pull", "--workspace", str(ws.root), "--sounds", str(sounds), "--data-dir",
+                         str(ls.data_dir), "--into-library", capsys=capsys)
+    assert code == 2 and "refusing --into-library: 9 answer(s) came from scripted demo reviewers" in err, err
+    assert not (sounds / REVIEW_FILE).exists()

@@ -156,8 +156,16 @@ def test_start_again_returns_the_running_server(ls, tmp_path):
     assert start_server(ls.data_dir, document_root=ls.document_root) == ls
     with pytest.raises(WorkbenchError, match="already runs"):
         start_server(ls.data_dir, port=server.free_port(), workspace=ls.document_root.parent)
-    with pytest.raises(WorkbenchError, match=f"already runs .* with document root {ls.document_root}, not"):
+    # another workspace's start: refused with the start of its own server, never a stop of this one (issue 49
+    # item 4); with a document root of its own choosing, the stop is what there is to do
+    with pytest.raises(WorkbenchError, match=f"was started for the workspace {ls.document_root.parent} ") as refused:
         start_server(ls.data_dir, workspace=tmp_path / "other")
+    assert "annotation.server stop" not in str(refused.value)
+    assert f"start this workspace's own server: python -m annotation.server start --workspace {tmp_path / 'other'}" \
+        in str(refused.value)
+    (tmp_path / "shared-audio").mkdir()
+    with pytest.raises(WorkbenchError, match=f"already runs .* with document root {ls.document_root}, not"):
+        start_server(ls.data_dir, document_root=tmp_path / "shared-audio", workspace=tmp_path / "other")
 
 
 def test_busy_port_is_refused(tmp_path, template):
@@ -315,13 +323,21 @@ def test_each_workspace_has_its_own_server_and_hints_are_commands(tmp_path, temp
         status = {ws: _typed(f"python -m annotation.server status --workspace {ws}", env) for ws in (one, two)}
         assert "'only in one': 0 tasks" in status[one].stdout and first.url in status[one].stdout
         assert "no projects" in status[two].stdout and second.url in status[two].stdout
-        # the variable names the data dir when --data-dir does not; --data-dir wins over it
+        # the variable names the data dir when --data-dir does not; --data-dir wins over it. A workspace named
+        # is told another's server is not its own (issue 49 item 6), with the start of its own, never a stop
         shared = _typed(f"python -m annotation.server status --workspace {two}",
                         {**env, server.DATA_DIR_ENV: str(one / "label-studio")}, unset=())
-        assert first.url in shared.stdout, shared.stderr
+        assert shared.returncode == 2 and f"(data dir {one / 'label-studio'}) was started for the workspace {one}" \
+            in shared.stderr, shared.stderr
+        assert (f"start this workspace's own server: python -m annotation.server start --workspace {two} "
+                f"--data-dir {two / 'label-studio'}") in shared.stderr and "stop" not in shared.stderr
         flag = _typed(f"python -m annotation.server status --workspace {one} --data-dir {two / 'label-studio'}",
                       {**env, server.DATA_DIR_ENV: str(one / "label-studio")}, unset=())
-        assert second.url in flag.stdout, flag.stderr
+        assert flag.returncode == 2 and f"(data dir {two / 'label-studio'}) was started for the workspace {two}" \
+            in flag.stderr, flag.stderr
+        for data_dir, url in ((one, first.url), (two, second.url)):  # a data dir alone: its server, whoever's
+            done = _typed(f"python -m annotation.server status --data-dir {data_dir / 'label-studio'}", env)
+            assert done.returncode == 0 and url in done.stdout, done.stderr
 
         done = _typed(f"python -m annotation.server stop --workspace {two}", env)
         assert done.returncode == 0 and f"stopped (data dir {two / 'label-studio'})" in done.stdout

@@ -144,6 +144,12 @@ def test_the_limiter_turns_the_background_down_around_the_speech_never_the_speec
     assert np.max(np.abs(np.diff(db))) * SR / 1000 <= LIMIT_DB_PER_MS + 1e-6  # a ramp, no faster
     assert steps(background * factor, SR) == 0
     assert limiter_gain(speech, 0.01 * background, -1.0, SR)[1] == 0.0  # nothing to do: nothing done
+    # speech that alone peaks over the limit (the mixture's scene had cancelled it): the background is
+    # turned down only as far as the speech itself leaves room under full scale, never cut to a hole
+    loud = speech.copy()
+    loud[SR + 100] = 0.95
+    factor, cut_db = limiter_gain(loud, 0.05 * np.sign(loud + 1e-9), -1.0, SR)
+    assert cut_db < 12 and np.max(np.abs(loud + 0.05 * np.sign(loud + 1e-9) * factor)) < 1.0
 
 
 def test_the_glimpse_proportion_counts_cells_where_the_speech_wins_by_3_db():

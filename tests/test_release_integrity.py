@@ -17,7 +17,7 @@ import pytest
 from construction.core.errors import WorkbenchError
 from construction.core.record import Annotation
 from release.export import main as export_main
-from tests.conftest import run_in_process, run_module
+from tests.conftest import REPO, run_in_process, run_module
 from tests.test_release import (  # noqa: F401 (hub: a fixture)
     edit_chain,
     hub,
@@ -123,6 +123,12 @@ def _hand_edit(ws, how: str) -> str:
         edit_chain(ws, lambda s: s.sample_id == sid and setattr(s, "irrelevant_audio", other.irrelevant_audio),
                    stages=("validated",))
         return f"{sid}: irrelevant_audio audio {other.irrelevant_audio.sha256[:12]} is not the one in the 'wer' manifest"
+    if how == "danger-twin-of-another-sample-after-a-null":  # issue 49 item 7: wer's twin set to null
+        other = next(s for s in sorted(ws.read_samples("validated"), key=lambda s: s.sample_id)[1:] if s.danger_audio)
+        edit_chain(ws, lambda s: s.sample_id == sid and setattr(s, "danger_audio", None), stages=("wer",))
+        edit_chain(ws, lambda s: s.sample_id == sid and setattr(s, "danger_audio", other.danger_audio),
+                   stages=("annotated", "validated"))
+        return f"{sid}: danger_audio audio {other.danger_audio.sha256[:12]} is not the one in the 'wer' manifest (None)"
     if how == "danger-certified-by-hand":  # sample 1's danger scene: 1/3 real danger, not certified
         second = sorted(ws.read_samples("validated"), key=lambda s: s.sample_id)[1].sample_id
         edit_chain(ws, lambda s: s.sample_id == second and s.provenance["validation.agreement"]["arms"]["danger"]
@@ -197,6 +203,7 @@ def _hand_edit(ws, how: str) -> str:
 
 
 HAND_EDITS = ["speech-of-another-sample", "twin-of-another-sample", "speech-swapped-along-the-chain", "danger-certified-by-hand",
+              "danger-twin-of-another-sample-after-a-null",
               "danger-labels-removed", "irrelevant-certified-by-hand", "irrelevant-labels-removed",
               "twin-background-of-another-sample", "category-not-in-taxonomy",
               "mixture-label", "speech-label", "scene-label", "copied-from-rejected", "label-edited-in-validated",
@@ -441,3 +448,140 @@ def test_the_card_says_how_many_labels_came_from_scripted_annotators(tmp_path, c
                            f"demo annotators: {says}.")
     assert f"Every label comes from annotators (in this demo release: {says})" in body
     assert "not by people" not in body  # what the card said whoever labelled
+
+
+# --- issue 49 -----------------------------------------------------------------------------------------
+
+def test_credentials_inside_hf_endpoint_are_never_printed(hub, tmp_path):
+    """Issue 49 item 16: --dry-run and the "rehearsal:" line printed $HF_ENDPOINT as given, a user:password@
+    in it included. Both now show it masked. (The push itself then fails at the stub: the HTTP client sends
+    the URL's user:password as basic auth in place of the Bearer token; its error is masked too.)"""
+    ws = make_workspace(tmp_path / "ws", n=2, controls=False)
+    password = "endpoint-pass-0123456789"
+    endpoint = hub.url.replace("http://", f"http://hubuser:{password}@")
+    env = {"HF_ENDPOINT": endpoint, "HF_HUB_DISABLE_XET": "1"}
+    dry = run_module("release.export", "--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out",
+                     str(tmp_path / "dry"), "--push-to-hub", "aor/creds", "--dry-run", env=env)
+    push = run_module("release.export", "--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out",
+                      str(tmp_path / "out"), "--push-to-hub", "aor/creds", env=env)
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    masked = hub.url.replace("http://", "http://***@")
+    assert f"Would push {tmp_path / 'dry'} to {masked} (on this machine: a rehearsal)" in dry.stdout
+    assert f"rehearsal: {masked} is on this machine" in push.stdout
+    assert f"load it back with HF_ENDPOINT={masked} and" in push.stdout
+    assert push.returncode == 2 and f"error: {masked} rejected HF_TOKEN" in push.stderr, push.stderr[-3000:]
+    for proc in (dry, push):
+        assert password not in proc.stdout + proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_exports_into_sibling_folders_run_side_by_side_and_one_folder_takes_one(tmp_path):
+    """Issue 49 item 17: the export's lock was its parent folder, so an export into parent/b was refused
+    ("another export is writing") while one wrote parent/a. The lock is now per target: b is written while
+    a is being written; a second export into a itself is still refused, and changes nothing."""
+    import textwrap
+    import time
+
+    ws = make_workspace(tmp_path / "ws", n=2, controls=False)
+    parent, started, go_on = tmp_path / "releases", tmp_path / "started", tmp_path / "go-on"
+    held = textwrap.dedent(f"""
+        import pathlib, sys, time
+        import release.export as export
+        write_checksums = export.write_checksums
+        def waiting(root):  # inside the export's lock, the folder not yet swapped in
+            pathlib.Path({str(started)!r}).write_text("holding")
+            while not pathlib.Path({str(go_on)!r}).exists():
+                time.sleep(0.05)
+            write_checksums(root)
+        export.write_checksums = waiting
+        from construction.core.cli import run_main
+        run_main(export.main, sys.argv[1:])
+        """)
+    first = subprocess.Popen([sys.executable, "-c", held, "--allow-unreviewed-sounds", "--workspace", str(ws.root),
+                              "--out", str(parent / "a"), "--quiet"], cwd=REPO, text=True,
+                             env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        for _ in range(1200):
+            if started.exists() or first.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert started.exists(), first.communicate()[1][-3000:]
+        sibling = run_module("release.export", "--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out",
+                             str(parent / "b"), "--quiet")
+        same = run_module("release.export", "--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out",
+                          str(parent / "a"), "--quiet")
+    finally:
+        go_on.write_text("go")
+        _, err = first.communicate(timeout=300)
+    assert first.returncode == 0, err[-3000:]
+    assert sibling.returncode == 0, sibling.stderr[-3000:]
+    assert same.returncode == 2 and f"error: another export is writing into {parent / 'a'}" in same.stderr
+    assert tree_bytes(parent / "a") == tree_bytes(parent / "b")  # both whole, and the same release
+
+
+def test_the_danger_scene_listeners_certified_is_checked_against_its_sha256(tmp_path):
+    """Issue 49 item 8 (export): the danger scene is not shipped, so no write read it, and the export ran
+    with its bytes replaced (only the shipped danger twin was checked). A certified twin's danger scene is
+    now checked against its sha256 at every export (the push side: tests/test_annotation_integrity.py)."""
+    ws = make_workspace(tmp_path / "ws", n=4)
+    first = _first(ws)  # its danger scene is certified
+    other = sorted(ws.read_samples("validated"), key=lambda s: s.sample_id)[1]
+    path = ws.audio_path(first.danger_scene_audio)
+    path.chmod(0o644)
+    path.write_bytes(ws.audio_path(other.scene_audio).read_bytes())  # a valid WAV, other sounds
+    proc = run_module("release.export", "--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out",
+                      str(tmp_path / "out"), "--quiet")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert (f"{first.sample_id}: checksum mismatch for {first.danger_scene_audio.path}, the danger scene "
+            "(danger_scene_audio), which listeners certified, (file changed since it was made)") in proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_labels_edited_after_the_pull_are_never_validated_or_released(tmp_path):
+    """Issue 49 item 21 (labels): a danger scene's labels edited to "real danger" in the pulled manifests and
+    validated again were released. annotation.pull now records the sha256 of each manifest it writes
+    (stats/annotated.json); validation.agreement and release.export refuse a pulled manifest that changed."""
+    from annotation.written import KEY, digests
+
+    ws = make_workspace(tmp_path / "ws", n=4)
+    ws.write_stats("annotated", {KEY: digests(ws)})  # as annotation.pull leaves it
+    assert run_module("release.export", "--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out",
+                      str(tmp_path / "out"), "--quiet").returncode == 0
+    second = sorted(ws.read_samples("validated"), key=lambda s: s.sample_id)[1].sample_id  # not certified
+    danger = list(ws.read_samples("annotated_danger"))
+    for d in danger:
+        if d.sample_id == second:
+            for a in d.annotations:
+                a.label = "real_danger"
+    ws.write_manifest("annotated_danger", danger)
+    revalidate(ws)
+    path = ws.manifest_path("annotated_danger")
+    for command in (("validation.agreement", "--workspace", str(ws.root)),
+                    ("release.export", "--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out",
+                     str(tmp_path / "again"), "--quiet")):
+        proc = run_module(*command)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+        assert f"error: {path} changed since annotation.pull wrote it (edited by hand?)" in proc.stderr
+    assert not (tmp_path / "again").exists()
+
+
+def test_the_card_states_the_rule_validation_applied_to_a_staged_build(tmp_path):
+    """Issue 49 item 12: the card said every arm held "at least 3 counted labels" and danger twins
+    ">= 2/3 of >= 3", while its own table showed clips with 2 labels (staged rounds stop at 2 agreeing)
+    and every shipped danger twin had danger_n 2. A staged build's card now says the rule as applied."""
+    ws = make_workspace(tmp_path / "ws", n=4)
+    out = tmp_path / "out"
+    assert run_module("release.export", "--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(out),
+                      "--quiet").returncode == 0
+    card = " ".join((out / "README.md").read_text().split())
+    assert "each over at least 3 counted labels of its arm" in card
+    assert ">= 2/3 of >= 3" not in card  # the twins' rule is the paragraph *The twins*, as applied
+    ws.write_stats("validated", {"rule": {"min_fraction": 2 / 3, "min_labels": 3, "curtailed": True}})
+    proc = run_module("release.export", "--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(out),
+                      "--quiet")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    card = " ".join((out / "README.md").read_text().split())
+    assert "each over at least 3 counted labels of its arm" not in card and ">= 2/3 of >= 3" not in card
+    assert ("each decided by at least 2/3 of the counted labels, asked in stages: as soon as the labels still to "
+            "come, up to 3, could not change the outcome, no more were asked (so fewer than 3 agreeing labels may "
+            "decide") in card
+    assert "(labelled in stages: a background was decided as soon as the labels still to come" in card  # twins

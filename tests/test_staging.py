@@ -201,14 +201,14 @@ def test_the_demo_annotators_give_an_open_task_only_the_labels_it_lacks():
     def wanted(k: int, item: Known) -> bool:
         return item.kind == "catch" or (k - 1) // 3 == group[item.item_id]
 
-    turns, short = open_turns(tasks, {2: 3, 5: 10_000}, 2, accounts, users, known, 0, wanted, "speech")
+    turns, short = open_turns(tasks, {2: 3, 5: 10_000}, 2, accounts, users, known, 0, wanted)
     given = {t: sorted(k for k, mine in turns.items() for task, _ in mine if task["id"] == t) for t in range(1, 6)}
     assert len(given[1]) == 2 and set(given[1]) <= {1, 2, 3}
     assert given[2] == [3]  # the one account of the group that has not labelled it
     assert given[3] == []  # its 2 labels are there
     assert given[4] == [2, 3]  # a skip is not a label (2 still lacking), and its author does not label it again
     assert given[5] == [1, 2, 4, 5, 6] and short == 0
-    _, short = open_turns(tasks, {1: 5, 2: 3}, 2, accounts, users, known, 0, wanted, "speech")
+    _, short = open_turns(tasks, {1: 5, 2: 3}, 2, accounts, users, known, 0, wanted)
     assert short == 2  # task 1 asks 5 of a group of 3
 
 

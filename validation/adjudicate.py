@@ -26,6 +26,7 @@ import sys
 from collections import Counter
 
 from annotation.labelstudio import SERVER_ENV, add_server_args, connect_from_args, resolve_project
+from annotation.ownership import MARKED
 from annotation.protocol import (
     ADJUDICATION,
     Item,
@@ -36,6 +37,7 @@ from annotation.protocol import (
 )
 from annotation.pull import collect
 from annotation.push import check_pushable, push_items, record_keys
+from annotation.written import check_pulled, record_rewrite
 from annotation.state import (
     ADJUDICATION_SOURCE,
     default_project_title,
@@ -118,7 +120,8 @@ def push(ws: Workspace, args: argparse.Namespace) -> int:
     extra = {s.sample_id: {"votes": votes_text(s)} for s in queue} if args.show_votes else None
     result = push_items(ws, server, arm_spec(ADJUDICATION, with_votes=args.show_votes), title, keyed, overlap=1,
                         extra_data=extra, seed=shuffle_seed(state["task_key_secret"], ADJUDICATION),
-                        project_id=None if bound is None else int(bound))
+                        project_id=None if bound is None else int(bound), state=state,
+                        entry=recorded if bound is not None else None)
     named = adjudicator_emails(server, args.adjudicator)
     with ws.lock():
         state = read_state(ws)
@@ -129,7 +132,7 @@ def push(ws: Workspace, args: argparse.Namespace) -> int:
         now = utc_now()
         note_config(entry, "label_config" in result.reset, now)  # found edited: decisions since are out
         note_config(entry, False, now)  # ... and set back now
-        entry.update(id=result.project_id, title=title, url=server.url, config_ok_at=now,
+        entry.update(id=result.project_id, title=title, url=server.url, config_ok_at=now, **{MARKED: True},
                      adjudicators=sorted(kept or {pseudonym(e, salt) for e in named}))
         state["adjudication"] = entry
         write_state(ws, state)
@@ -171,7 +174,7 @@ def pull(ws: Workspace, args: argparse.Namespace) -> int:
         return 0
     salt = pseudonym_salt(state)
     server = connect_from_args(args)
-    project = resolve_project(server, state.get("adjudication"), args.project, "adjudication project")
+    project = resolve_project(server, state.get("adjudication"), args.project, "adjudication project", state)
     spec = arm_spec(ADJUDICATION, with_votes="$votes" in (project.label_config or ""))
     edited, now = config_changed(project.label_config or "", spec), utc_now()
     if edited:
@@ -199,6 +202,7 @@ def pull(ws: Workspace, args: argparse.Namespace) -> int:
         current = read_state(ws)
         if current.get("pseudonym_salt", salt) != salt:
             raise WorkbenchError(f"{ws.root / 'annotation.json'} changed while pulling (another run?); pull again")
+        check_pulled(ws)  # a hand edit of the pulled labels is not carried into a rewrite
         samples = list(ws.read_samples(INPUT_STAGE))
         # Label Studio is the source of truth: earlier decisions are replaced by what the project holds now.
         stripped = [s.model_copy(deep=True, update={"annotations": [a for a in s.annotations
@@ -206,6 +210,7 @@ def pull(ws: Workspace, args: argparse.Namespace) -> int:
                     for s in samples]
         decided = apply_adjudication(stripped, decisions, ConsensusRule())
         ws.write_manifest(INPUT_STAGE, decided)
+        record_rewrite(ws, INPUT_STAGE)
         save = not current.get("pseudonym_salt")
         current["pseudonym_salt"] = salt
         mine = current.get("adjudication") or {}

@@ -28,6 +28,7 @@ import pandas as pd
 from annotation.server import server_flags
 from annotation.staging import pulled_digests
 from annotation.state import ADJUDICATION_SOURCE, read_state
+from annotation.written import check_pulled
 from construction.core.cli import Parser, add_workspace, old_spelling, run_main
 from construction.core.errors import WorkbenchError
 from construction.core.record import Annotation, Sample
@@ -296,6 +297,7 @@ def run_workspace(ws: Workspace, rule: ConsensusRule = ConsensusRule(), level: s
     if not ws.has_manifest(INPUT_STAGE):
         raise no_labels(ws.manifest_path(INPUT_STAGE))
     ws.check_lineage(INPUT_STAGE)  # no hand-added row gets a consensus
+    check_pulled(ws)  # labels are what the pull wrote: no hand-edited label is validated
     if read_state(ws).get("staged"):  # pushed staged (annotation.staging): arms decided early count as decided
         rule = dataclasses.replace(rule, curtailed=True)
     pulled = pulled_digests(ws)  # before reading: a pull in between leaves staging.json stale, not wrongly fresh

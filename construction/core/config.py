@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from construction.core.errors import WorkbenchError
 from construction.core.record import PLACEMENTS
+from construction.core.yamlfile import load_yaml
 
 
 class Section(BaseModel):
@@ -233,7 +234,7 @@ class Config(Section):
 
 def _read_yaml(path: str | Path) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+        data = load_yaml(Path(path).read_text(encoding="utf-8")) or {}
     except FileNotFoundError:
         raise WorkbenchError(f"config file not found: {path}") from None
     except IsADirectoryError:

@@ -25,15 +25,20 @@ from typing import Any
 
 MASK = "***"
 SECRET_ENV_RE = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|_KEY$|CREDENTIAL)", re.I)
-_URL_USERINFO = re.compile(r"\b([A-Za-z][A-Za-z0-9+.-]*://)[^/?#@\s]+@")
-_KEY_SHAPED = re.compile(r"\b(?:sk-[A-Za-z0-9_-]{8,}|hf_[A-Za-z0-9]{8,}|gh[pousr]_[A-Za-z0-9]{8,})")
+# Every pattern below runs in time linear in the text (the evaluation redacts answers of any length): the
+# userinfo pattern starts at "://" (it never rescans a scheme), and repeats that could give back what they
+# took are possessive (*+), so no start position rescans the run after it.
+_URL_USERINFO = re.compile(r"(?<=[A-Za-z0-9+.-])://[^/?#@\s]++@")
+_KEY_SHAPED = re.compile(r"\b(?:sk-[A-Za-z0-9_-]{8,}+|hf_[A-Za-z0-9]{8,}+|gh[pousr]_[A-Za-z0-9]{8,}+)")
 # an Authorization value: the scheme, then a token with a digit or symbol in it (not "Basic authentication")
-_AUTH_VALUE = re.compile(r"\b(Bearer|Basic|Token)\s+(?=[A-Za-z0-9._~+/=-]*[0-9._~+/=-])[A-Za-z0-9._~+/=-]{6,}",
-                         re.I)
+_AUTH_VALUE = re.compile(r"\b(Bearer|Basic|Token)\s++(?=[A-Za-z]*+[0-9._~+/=-])[A-Za-z0-9._~+/=-]{6,}+", re.I)
 MIN_SECRET_LEN = 6  # shorter values ("k", "none") are no secret, and masking them would garble messages
 PREFIX_LEN = 12  # an echoed prefix this long is masked (a shorter one cannot be told from ordinary text)
-_GAP = r"[\s\u200b-\u200f\u2060\ufeff\u00ad]*"  # spaces and zero-width characters put between its characters
-_B64_RUN = "[A-Za-z0-9+/_-]*"
+_GAP_CHARS = "\\s\u200b-\u200f\u2060\ufeff\u00ad"  # spaces and zero-width characters put between its characters
+_GAP = f"[{_GAP_CHARS}]*+"
+_IS_GAP = re.compile(f"[{_GAP_CHARS}]")
+_B64_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-")
+_B64_TAIL = re.compile(r"[A-Za-z0-9+/_-]*+=*+")
 
 
 def env_secrets() -> list[str]:
@@ -43,34 +48,52 @@ def env_secrets() -> list[str]:
 
 
 def redact(text: Any, secrets: Iterable[str | None] = ()) -> str:
-    """str(text) with URL credentials, the given secrets, secret env values and key-shaped strings masked."""
+    """str(text) with URL credentials, the given secrets, secret env values and key-shaped strings masked,
+    in time linear in its length (a caller that keeps only a part cuts it first: that is faster still)."""
     text = str(text)
     for value in sorted({s for s in (*secrets, *env_secrets()) if s and len(s) >= MIN_SECRET_LEN},
                         key=len, reverse=True):  # longest first: a key that contains another is masked whole
         text = text.replace(value, MASK)
-        text = _echo_pattern(value).sub(MASK, text)
-    text = _URL_USERINFO.sub(rf"\1{MASK}@", text)
+        spread, base64_core = _echo_patterns(value)
+        text = _mask_base64_runs(spread.sub(MASK, text), base64_core)
+    text = _URL_USERINFO.sub(f"://{MASK}@", text)
     text = _AUTH_VALUE.sub(rf"\1 {MASK}", text)
     return _KEY_SHAPED.sub(MASK, text)
 
 
 @lru_cache(maxsize=64)
-def _echo_pattern(secret: str) -> re.Pattern[str]:
-    """The transformed echoes of a secret: any case, its characters spread by spaces or zero-width
-    characters, a prefix of PREFIX_LEN+ characters (then the rest of the word with it), and its base64 at
-    each of the three alignments inside a longer base64 text (standard and URL-safe)."""
-    whole = _GAP.join(re.escape(c) for c in secret)
-    forms = [whole]
-    if len(secret) > PREFIX_LEN:
-        forms.append(_GAP.join(re.escape(c) for c in secret[:PREFIX_LEN]) + r"[^\s*]*")
-    raw = secret.encode()
+def _echo_patterns(secret: str) -> tuple[re.Pattern[str], re.Pattern[str] | None]:
+    """The transformed echoes of a secret: (any case, its characters spread by spaces or zero-width
+    characters, or a prefix of PREFIX_LEN+ characters with the rest of the word; the base64 characters
+    that the secret alone decides, at each of the three alignments, standard and URL-safe). A base64 match
+    is masked with the whole base64 run around it (_mask_base64_runs)."""
+    chars = [c for c in secret if not _IS_GAP.match(c)]  # a space in the secret is a gap like any other
+    forms = [_GAP.join(re.escape(c) for c in chars)]
+    if len(chars) > PREFIX_LEN:
+        forms.append(_GAP.join(re.escape(c) for c in chars[:PREFIX_LEN]) + r"[^\s*]*+")
+    raw, cores = secret.encode(), set()
     for pad in range(3):  # the secret after 0, 1 or 2 other bytes: the base64 characters it alone decides
         encoded = base64.b64encode(b"\0" * pad + raw).decode()
         core = encoded[-(-8 * pad // 6):8 * (pad + len(raw)) // 6]  # no bit of it from a neighbouring byte
-        for form in {core, core.replace("+", "-").replace("/", "_")}:
-            if len(form) >= 8:
-                forms.append(_B64_RUN + re.escape(form) + _B64_RUN + "=*")
-    return re.compile("|".join(forms), re.IGNORECASE)
+        cores |= {form for form in (core, core.replace("+", "-").replace("/", "_")) if len(form) >= 8}
+    b64 = re.compile("|".join(re.escape(c) for c in sorted(cores)), re.IGNORECASE) if cores else None
+    return re.compile("|".join(forms), re.IGNORECASE), b64
+
+
+def _mask_base64_runs(text: str, core: re.Pattern[str] | None) -> str:
+    """Each base64 run (with its = padding) that holds a match of `core` becomes MASK. One pass: a search
+    resumes after the run it masked, and the look back for the run's start stops where the last run ended."""
+    if core is None:
+        return text
+    parts, done, pos = [], 0, 0
+    while (found := core.search(text, pos)) is not None:
+        start = found.start()
+        while start > done and text[start - 1] in _B64_CHARS:
+            start -= 1
+        end = _B64_TAIL.match(text, found.end()).end()
+        parts += [text[done:start], MASK]
+        done = pos = end
+    return "".join(parts) + text[done:] if parts else text
 
 
 def url_password(url: str | None) -> str | None:

@@ -133,18 +133,20 @@ def peak_limit(peak_dbfs: float) -> float:
 def limiter_gain(speech_track: np.ndarray, background: np.ndarray, peak_dbfs: float, sample_rate: int
                  ) -> tuple[np.ndarray, float]:
     """(the gain per sample that turns the background down where speech + background would peak above
-    `peak_dbfs`, the most it turns it down, dB). The speech is never touched: a twin and its mixture carry the same speech at
+    `peak_dbfs` (or 1 dB over the speech alone, where that is higher), the most it turns it down, dB). The speech is never touched: a twin and its mixture carry the same speech at
     the same level, whatever their backgrounds do. The gain reduction each sample needs is spread into a
     cone of LIMIT_DB_PER_MS either side (1 ms blocks, then interpolated, 0.4 dB of margin for the
     interpolation), so it ramps in and out with no step (construction.mixing.levels.steps)."""
-    limit = peak_limit(peak_dbfs)
     s, b = np.asarray(speech_track, dtype=np.float64), np.asarray(background, dtype=np.float64)
+    # where the speech alone peaks above the limit (the mixture's scene cancelled it there), the sum may
+    # reach 1 dB over the speech (under full scale): a background cut to nothing there would leave a hole
+    limit = np.maximum(peak_limit(peak_dbfs), np.minimum(np.abs(s) * 10 ** (1 / 20), 0.999))
     over = np.abs(s + b) > limit
     if not over.any():
         return np.ones(b.size), 0.0
     allowed = np.ones(b.size)
     idx = np.flatnonzero(over)
-    allowed[idx] = np.clip((limit - s[idx] * np.sign(b[idx])) / np.maximum(np.abs(b[idx]), 1e-12), 1e-6, 1.0)
+    allowed[idx] = np.clip((limit[idx] - s[idx] * np.sign(b[idx])) / np.maximum(np.abs(b[idx]), 1e-12), 1e-6, 1.0)
     need = -20 * np.log10(allowed)  # dB, >= 0
     block = max(1, int(0.001 * sample_rate))
     n = -(-need.size // block)

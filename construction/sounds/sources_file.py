@@ -16,9 +16,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from construction.core.errors import WorkbenchError
+from construction.core.yamlfile import load_yaml
 from construction.sounds.library import TAG_SOURCES, check_tag_checks
 from construction.sounds.licences import normalise_licence
-from construction.text.taxonomy import FAST_SAFE_LOADER
 
 TagSource = Literal["file_name", "package_record", "measurement", "spectrogram", "review"]
 assert set(TagSource.__args__) == set(TAG_SOURCES)  # one vocabulary for the sources file and the catalog
@@ -129,7 +129,7 @@ class StarterSources(BaseModel):
 def load_starter_sources(path: str | Path = DEFAULT_SOURCES) -> StarterSources:
     path = Path(path)
     try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=FAST_SAFE_LOADER)
+        data = load_yaml(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise WorkbenchError(f"starter sources file not found: {path}") from None
     except yaml.YAMLError as exc:

@@ -33,6 +33,7 @@ import yaml
 from construction.core.cli import Parser, add_sounds, old_spelling
 from construction.core.errors import WorkbenchError
 from construction.core.workspace import atomic_write_bytes, atomic_write_text, default_cache_dir
+from construction.core.yamlfile import load_yaml
 from construction.sounds.debcache import DownloadLog
 from construction.sounds.library import (CATALOG, Clip, catalog_text, default_kind, load_library, measure,
                                          quality_problem, sha256_file)
@@ -40,7 +41,7 @@ from construction.sounds.prepare import BUILDER_VERSION, flac_bytes, prepare_aud
 from construction.sounds.sources import C4GroupSource, Reader, SourceMissing, open_source, package_version
 from construction.sounds.sources_file import DEFAULT_SOURCES, load_starter_sources
 from construction.sounds.starter_report import REPORT, BuildReport, attribution_text, reused_report, summarise
-from construction.text.taxonomy import DEFAULT_TAXONOMY, FAST_SAFE_LOADER
+from construction.text.taxonomy import DEFAULT_TAXONOMY
 
 AUDIO_SUFFIX = ".flac"
 
@@ -54,7 +55,7 @@ def taxonomy_vocabulary(taxonomy: str | Path | None = None) -> tuple[dict[str, s
     progress elsewhere in the taxonomy never blocks building the sound library."""
     path = Path(taxonomy) if taxonomy else DEFAULT_TAXONOMY
     try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=FAST_SAFE_LOADER) or {}
+        data = load_yaml(path.read_text(encoding="utf-8")) or {}
     except FileNotFoundError:
         raise WorkbenchError(f"taxonomy file not found: {path}") from None
     except yaml.YAMLError as exc:

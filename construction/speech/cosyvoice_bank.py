@@ -18,6 +18,7 @@ import soundfile as sf
 import yaml
 
 from construction.core.errors import WorkbenchError
+from construction.core.yamlfile import load_yaml
 from construction.speech.cosyvoice_prompts import END_OF_PROMPT
 from construction.speech.voices import Voice
 
@@ -93,7 +94,7 @@ def prompt_voices(prompts: Iterable[CosyVoicePrompt]) -> list[Voice]:
 
 def _read_yaml_rows(bank: Path) -> list[Any]:
     try:
-        data = yaml.safe_load(bank.read_text(encoding="utf-8"))
+        data = load_yaml(bank.read_text(encoding="utf-8"))
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise WorkbenchError(f"CosyVoice prompt bank {bank} is not valid YAML: {exc}") from exc
     if not isinstance(data, dict) or set(data) != {"prompts"} or not isinstance(data["prompts"], list):

@@ -19,8 +19,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-import yaml
-
+from construction.core.yamlfile import load_yaml
 from construction.text.taxonomy import Scene, Taxonomy
 
 
@@ -33,7 +32,7 @@ class Word:
 
 @lru_cache(maxsize=1)
 def lexicon() -> tuple[Word, ...]:
-    data: dict[str, Any] = yaml.safe_load(resources.files("construction.data").joinpath("sound_words.yaml").read_text())
+    data: dict[str, Any] = load_yaml(resources.files("construction.data").joinpath("sound_words.yaml").read_text())
     # the longer alternatives first: a regex alternation takes the first that matches ("shotgun blasts")
     return tuple(Word(re.compile(r"\b(?:" + "|".join(sorted(entry["words"], key=len, reverse=True)) + ")"),
                       tuple(entry["tags"]),

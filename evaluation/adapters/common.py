@@ -116,7 +116,9 @@ def write_clips(release: run_mod.Release, folder: Path, progress: bool = False,
     for clip in tqdm(release.clips, desc=f"writing {release.input} audio", unit="file", disable=not progress,
                      file=sys.stderr):
         path = target / f"{clip.audio_sha256 if by_content else file_stem(clip.id)}.wav"
-        if not (path.is_file() and hashlib.sha256(path.read_bytes()).hexdigest() == clip.audio_sha256):
+        # a link is never taken as the file (it may point anywhere): it is replaced by the file itself
+        if path.is_symlink() or not (path.is_file()
+                                     and hashlib.sha256(path.read_bytes()).hexdigest() == clip.audio_sha256):
             data = release.audio(clip)  # checks the sha256 and the WAV header
             fd, tmp = tempfile.mkstemp(dir=target, suffix=".part")
             with os.fdopen(fd, "wb") as f:
@@ -164,6 +166,13 @@ def check_out_folder(out: Path) -> Path:
         raise WorkbenchError(f"cannot create --out {out}: {exc.strerror}") from None
     if not os.access(out, os.W_OK | os.X_OK):
         raise WorkbenchError(f"--out {out} is not writable")
+    for folder, names, files in os.walk(out):  # never follows a link: an export writes only inside --out
+        for name in names + [f for f in files if not (Path(folder) / f).exists()]:  # folders, dangling links
+            link = Path(folder) / name
+            if link.is_symlink():
+                raise WorkbenchError(f"--out {out} holds a link to a folder ({link} -> {os.readlink(link)}): the "
+                                     "export would write through it, outside --out; remove the link, or give "
+                                     "another --out")
     return out
 
 
