@@ -12,12 +12,13 @@ disk by request hash, so an interrupted or rerun build sends nothing twice. Flag
 from __future__ import annotations
 
 import argparse
+import math
 import random
 import re
 import sys
 import time
-from collections import defaultdict
-from collections.abc import Collection, Iterator
+from collections import Counter, defaultdict
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from rapidfuzz import fuzz, process
@@ -41,41 +42,107 @@ def _fill(text: str, values: dict[str, str]) -> str:
     return re.sub(r"(^|[.!?]\s+)([a-z])", lambda m: m.group(1) + m.group(2).upper(), filled)
 
 
+SCENE_STALL = 200  # draws of one scene in a row that bring no new script: its lines are spent
+
+
+def scene_cap(per_category: int, share: float, scenes: int) -> int:
+    """The most scripts one scene may carry: `share` of the category's, or an even share where it has
+    fewer scenes than that allows."""
+    return max(math.ceil(share * per_category - 1e-9), math.ceil(per_category / max(1, scenes)))
+
+
 def catalog_candidates(category: Category, taxonomy: Taxonomy, seed: int,
-                       unrenderable: Collection[str] = ()) -> Iterator[tuple[ScriptSpec, dict[str, Any]]]:
-    """Endless deterministic draws (same seed -> same sequence). Every skeleton paired with a scene of
-    the category comes once, in a seeded order, before any comes again: a build uses as many distinct
-    skeletons as its size allows. Each draw picks one of the line's scenes here, slot fills, a style.
-    Scenes in `unrenderable` (the library cannot render them, or they are ambiguous) are never drawn."""
-    by_line: dict[str, list] = defaultdict(list)
+                       unrenderable: Collection[str] = (), kept: Sequence[Sample] | None = None,
+                       max_per_scene: int | None = None, capacity: Mapping[str, int] | None = None
+                       ) -> Iterator[tuple[ScriptSpec, dict[str, Any]]]:
+    """Deterministic draws (same seed and the same kept scripts -> same sequence). Each serves the
+    scene of the category with the fewest `kept` scripts (ties in a seeded order) that is under
+    `max_per_scene`, whose sounds are under their `capacity` (tag -> the samples its recordings can serve,
+    for a sound with no procedural class) and whose last SCENE_STALL draws brought something new; within
+    a scene every line paired with it comes once, in a seeded order, before any comes again. Slot fills,
+    placement and style are drawn per script. Ends when no scene is left. Scenes in `unrenderable` (the
+    library cannot render them, or they are ambiguous) are never drawn."""
+    by_scene: dict[str, list] = defaultdict(list)
     for line, home, scene in taxonomy.pairs(category.id, skip=unrenderable):
-        by_line[line.id].append((line, home, scene))
-    if not by_line:
+        by_scene[scene.id].append((line, home, scene))
+    if not by_scene:
         raise WorkbenchError(f"category '{category.id}' has no speech line paired with a scene the sound "
                              "library can render and a listener can tell apart: see 'unrenderable_scenes', "
                              "'thin_scenes', 'nonconforming_scenes' (python -m construction.sounds check, or add clips for the missing defining "
                              "sounds) and the ambiguous scenes of 'frames' (generate.allow_ambiguous_scenes)")
     rng = random.Random(stable_seed("catalog", seed, category.id))
+    ids = sorted(by_scene)
+    rank = {scene: i for i, scene in enumerate(rng.sample(ids, len(ids)))}
+    weight = {scene: {t: sources_for_scene(taxonomy, scene, t) for t in by_scene[scene][0][2].background_tags}
+              for scene in ids}
+    kept = kept if kept is not None else []
+    capacity = capacity or {}
+    queues: dict[str, list] = {scene: [] for scene in ids}
+    count: Counter = Counter()
+    tag_uses: Counter = Counter()
+    stale: Counter = Counter()
+    seen, last = 0, None
     while True:
-        order = list(by_line)
-        rng.shuffle(order)
-        for line_id in order:
-            line, home, scene = rng.choice(by_line[line_id])
-            fills = {slot: rng.choice(taxonomy.slot_values(slot, home, scene)) for slot in line.slots()}
-            spec = ScriptSpec(speech_text=_fill(line.text, fills), scene_id=scene.id, script_family=line.id,
-                              context=scene.context, background_tags=scene.background_tags,
-                              placement=rng.choice(scene.placements), benign_reason=scene.benign_reason,
-                              speaker_style=rng.choice(line.styles), key_words=list(line.key_words))
-            yield spec, {"backend": "catalog", "speech_line": line.id, "fills": fills}
+        for sample in kept[seen:]:  # what the last draw brought
+            count[sample.scene_id] += 1
+            tag_uses.update(weight.get(sample.scene_id, {}))
+            stale[sample.scene_id] = 0
+        if last is not None and len(kept) == seen:
+            stale[last] += 1
+        seen = len(kept)
+        open_ = [scene for scene in ids if stale[scene] < SCENE_STALL
+                 and (max_per_scene is None or count[scene] < max_per_scene)
+                 and all(tag_uses[t] + n <= capacity[t] for t, n in weight[scene].items() if t in capacity)]
+        if not open_:
+            return
+        last = min(open_, key=lambda scene: (count[scene], rank[scene]))
+        if not queues[last]:
+            queues[last] = list(by_scene[last])
+            rng.shuffle(queues[last])
+        line, home, scene = queues[last].pop()
+        fills = {slot: rng.choice(taxonomy.slot_values(slot, home, scene)) for slot in line.slots()}
+        spec = ScriptSpec(speech_text=_fill(line.text, fills), scene_id=scene.id, script_family=line.id,
+                          context=scene.context, background_tags=scene.background_tags,
+                          placement=rng.choice(scene.placements), benign_reason=scene.benign_reason,
+                          speaker_style=rng.choice(line.styles), key_words=list(line.key_words))
+        yield spec, {"backend": "catalog", "speech_line": line.id, "fills": fills}
+
+
+def sources_for_scene(taxonomy: Taxonomy, scene_id: str, tag: str) -> int:
+    """Recordings one sample of the scene draws for `tag` (construction.sounds.scenes.sources_for)."""
+    spec = taxonomy.scene_home[scene_id][1].events.get(tag)
+    return (spec.sources if spec and spec.sources else None) or taxonomy.multi_source.get(tag, 1)
+
+
+def tag_capacity(library, taxonomy: Taxonomy, licence: str, per_category: int, min_recordings: int
+                 ) -> dict[str, dict[str, int]]:
+    """category -> tag -> how many of its samples the tag's admitted recordings can serve, each in at most
+    MAX_RECORDING_SHARE of them, for every sound some recording but no procedural class renders there
+    (a defining sound from the recordings homed in the category: construction.sounds.partition)."""
+    from construction.sounds.partition import recording_ids
+    from construction.sounds.scenes import MAX_RECORDING_SHARE, MIN_SHARE_USES, _pools, _recordings
+
+    each = max(MIN_SHARE_USES, math.floor(MAX_RECORDING_SHARE * per_category + 1e-9))
+    pools, ids = _pools(library, taxonomy, licence, min_recordings), recording_ids(library.clips)
+    out: dict[str, dict[str, int]] = {}
+    for category in taxonomy.categories:
+        defining = {t for scene in category.scenes for t in scene.defining}
+        tags = {t for scene in category.scenes for t in scene.background_tags}
+        counts = {t: _recordings(pools.get((category.id, t), []) if t in defining else library.select([t], licence), ids)
+                  for t in tags}
+        out[category.id] = {t: n * each for t, n in counts.items() if 0 < n < 10 ** 6}
+    return out
 
 
 # --- the stage ------------------------------------------------------------------------------------
 
 def generate_category(category: Category, taxonomy: Taxonomy, cfg: GenerateConfig, seed: int,
                       llm, screen, taxonomy_hash: str, out: ManifestAppender,
-                      unrenderable: Collection[str] = ()) -> tuple[dict[str, int], list[Kept]]:
+                      unrenderable: Collection[str] = (), capacity: Mapping[str, int] | None = None
+                      ) -> tuple[dict[str, int], list[Kept]]:
     """Writes the category's scripts and rejected rows to `out` as they come; returns its counts and
-    what the diversity figures need of the kept scripts."""
+    what the diversity figures need of the kept scripts. The catalog balances the category's scenes
+    (generate.max_scene_share) within the sounds' `capacity` (tag_capacity)."""
     from construction.text.llm import llm_candidates
 
     kept: list[Sample] = []
@@ -93,8 +160,12 @@ def generate_category(category: Category, taxonomy: Taxonomy, cfg: GenerateConfi
             keys.append(normalise(example.text))
             twins.append(f"a few-shot example ({example.text!r})")
             same_words[normalise(example.text)] = twins[-1]
-    candidates = (catalog_candidates(category, taxonomy, seed, unrenderable) if llm is None
-                  else llm_candidates(category, taxonomy, llm, cfg, kept, rejects, unrenderable))
+    if llm is None:
+        scenes = len({scene.id for _, _, scene in taxonomy.pairs(category.id, skip=unrenderable)})
+        candidates = catalog_candidates(category, taxonomy, seed, unrenderable, kept,
+                                        scene_cap(cfg.per_category, cfg.max_scene_share, scenes), capacity)
+    else:
+        candidates = llm_candidates(category, taxonomy, llm, cfg, kept, rejects, unrenderable)
     max_draws = cfg.per_category * cfg.max_draws_per_sample
     rejected = 0
     since_new = 0  # draws since the last new script: the catalog is exhausted when this grows large
@@ -153,11 +224,13 @@ def generate_category(category: Category, taxonomy: Taxonomy, cfg: GenerateConfi
         same_words[key] = twins[-1]
         out.write(sample)
         since_new = 0
+    if llm is None and len(kept) < cfg.per_category and counts["draws"] < max_draws:
+        counts["exhausted"] = 1  # every scene is spent or at its cap
     rejected += len(rejects)
     for row in rejects:
         out.write(row)
     return {"kept": len(kept), "rejected": rejected, **counts}, \
-        [Kept(s.speech_text, s.speech_id, s.script_family, s.sample_id) for s in kept]
+        [Kept(s.speech_text, s.speech_id, s.script_family, s.sample_id, s.scene_id) for s in kept]
 
 
 class Kept(NamedTuple):
@@ -165,6 +238,7 @@ class Kept(NamedTuple):
     speech_id: str | None
     script_family: str | None
     sample_id: str
+    scene_id: str | None = None
 
 
 def diversity(kept: dict[str, list[Kept]], threshold: float, seed: int) -> dict[str, dict[str, Any]]:
@@ -177,7 +251,11 @@ def diversity(kept: dict[str, list[Kept]], threshold: float, seed: int) -> dict[
     out = {}
     for category, samples in kept.items():
         flags = [flag for (c, _), flag in zip(everything, has_twin) if c == category]
-        out[category] = {"distinct_skeletons": len({s.script_family for s in samples}),
+        scenes = Counter(s.scene_id for s in samples)
+        top = scenes.most_common(1)[0] if scenes else (None, 0)
+        out[category] = {"scenes_used": len(scenes), "top_scene": top[0],
+                         "top_scene_share": round(top[1] / len(samples), 4) if samples else None,
+                         "distinct_skeletons": len({s.script_family for s in samples}),
                          "distinct_speech": len({s.speech_id for s in samples}),
                          "word_trigram_ratio": word_trigram_ratio(s.speech_text for s in samples),
                          "near_twin_share": round(sum(flags) / len(flags), 4) if flags else None}
@@ -214,6 +292,10 @@ def run_generate(ws: Workspace, config: Config, progress: bool = True, restart: 
     nonconforming = nonconforming_scenes(taxonomy, rendered_tags(library, every, config.release_licence))
     skipped = (set(unrenderable) | set(thin) | set(nonconforming)
                | (set() if cfg.allow_ambiguous_scenes else ambiguous))
+    # no real recording may serve more than its share of a category: scenes of a sound with few
+    # recordings and no procedural class are dealt no more lines than those recordings can serve
+    capacity = tag_capacity(library, taxonomy, config.release_licence, cfg.per_category,
+                            config.mix.min_clips_per_defining_tag)
     with ws.lock():
         llm = make_llm(cfg, ws, config.seed) if cfg.backend == "openai" else None
         screen = HarmScreen(cfg.harm_screen, ws, config.seed) if cfg.harm_screen else None
@@ -224,7 +306,7 @@ def run_generate(ws: Workspace, config: Config, progress: bool = True, restart: 
         with ws.replacing(STAGE) as out:
             for category in tqdm(categories, desc=STAGE, unit="category", disable=not progress):
                 counts, kept[category.id] = generate_category(category, taxonomy, cfg, config.seed, llm, screen,
-                                                              taxonomy_hash, out, skipped)
+                                                              taxonomy_hash, out, skipped, capacity.get(category.id))
                 per_category[category.id] = {**counts, "shortfall": cfg.per_category - counts["kept"]}
             lost = sorted(made - {k.sample_id for ks in kept.values() for k in ks})
             if lost:  # raised inside the block: the manifest stays as it was

@@ -12,9 +12,12 @@ sounds come in `support_level_db` lower when the library has them. A bed (ambien
 throughout from one take of its recording, looped with crossfades when it is short; a one-shot event (a
 shot, a bell, a pop) comes as the scene's pattern says (construction.text.taxonomy EventPattern: single,
 pair, burst, continuous copies with gaps, then-ordered), never looped into a buzz, and one copy is always
-heard with the speech. Each sound gets the least-used RECORDING of its tag in the sample's category, then
-its least-used take (construction.sounds.scenes.assign_clips), and every use varies gain, tilt, speed
-and room (construction.sounds.variation), applied before the loudness is measured.
+heard with the speech. Every defining sound is heard alone before the speech, a scene no bed plays under
+is carried by one sound's copies back to back (no hole), and no recording plays more than 3 times in it,
+bursts included (construction.mixing.placement). Each sound gets the least-used RECORDING of its tag in
+the sample's category (none serving over 15 % of it while a procedural class can), then its least-used
+take (construction.sounds.scenes.assign_clips), and every use varies gain, tilt, speed and room
+(construction.sounds.variation), applied before the loudness is measured.
 
 The mix is data before it is audio: the recipe (clips and their placement, levels, seed) is drawn from
 the sample id and seed alone, and stored on the sample; the same recipe gives the same bytes.
@@ -69,15 +72,17 @@ from construction.mixing.levels import (
 )
 from construction.mixing.mix_stats import CLICKED, mix_stats, print_mix_summary
 from construction.sounds.library import loudness_lufs
-from construction.sounds.scenes import Pick, is_procedural, scene_sounds, take_span
-from construction.sounds.variation import change_rate, colour, draw_variation
-from construction.text.taxonomy import EventPattern
+from construction.sounds.scenes import Pick, scene_sounds, take_span
+from construction.sounds.variation import change_rate, colour
+from construction.mixing.placement import place_sounds
 from construction.mixing.tracks import (  # noqa: F401
     MAX_REPEATS,
     bed_track,
     cap_repeats,
     draw_onsets,
     event_track,
+    first_loud,
+    sounding_end,
 )
 from construction.mixing.twin import (
     assign_danger,
@@ -94,6 +99,7 @@ log = logging.getLogger(__name__)
 
 
 MAX_REDRAWS = 3  # draws of a recipe before a sample whose defining sounds never dominate is rejected
+PLACE_TAIL_DB = -32.0  # a copy counts as sounding (for spacing the next) until it falls this far under its peak
 
 
 class MixStage:
@@ -113,7 +119,7 @@ class MixStage:
         self._deferred: tuple[str, tuple] | None = None  # the twins' inputs of mix_one(..., twins=False)
 
     def setup(self) -> None:
-        from construction.sounds.scenes import assign_clips, open_library, thin_tags
+        from construction.sounds.scenes import GaplessBeds, assign_clips, open_library, thin_tags
         from construction.text.taxonomy import load_taxonomy
 
         self.ws = Workspace(self.workspace)
@@ -131,8 +137,9 @@ class MixStage:
                 f"under {licence}:\n" + "\n".join(lines)
                 + "\nadd clips (python -m construction.sounds import ...), or lower the setting for a demo "
                 "build (the dataset card then says so)")
+        self.gapless = GaplessBeds(self.library, self.config.sample_rate)
         self.assignment = assign_clips(samples, self.taxonomy, self.library, licence, self.config.seed,
-                                       self.config.mix.take_s, minimum)
+                                       self.config.mix.take_s, minimum, gapless=self.gapless)
         self.dangers = assign_danger(samples, self.config.seed)
         self._audio: dict[str, np.ndarray] = {}
 
@@ -154,7 +161,8 @@ class MixStage:
             from construction.sounds.scenes import assign_clips
 
             chosen = assign_clips([sample], self.taxonomy, self.library, self.config.release_licence,
-                                  self.config.seed, cfg.take_s, cfg.min_clips_per_defining_tag)[sample.sample_id]
+                                  self.config.seed, cfg.take_s, cfg.min_clips_per_defining_tag,
+                                  gapless=getattr(self, "gapless", None))[sample.sample_id]
         missing = [t for t in defining if t not in chosen]
         if missing:
             return (f"no_background: no clip for the defining sound(s) {missing} of scene "
@@ -172,68 +180,43 @@ class MixStage:
 
     def place_sounds(self, sample: Sample, chosen: dict[str, list[Pick]], rng: random.Random, total_s: float,
                      speech: tuple[float, float], seed: int) -> list[SceneSound]:
-        """Every picked clip placed: a bed's offset inside its take, an event's onsets as the scene's
-        pattern says, and each use's variation. Sounds that come `after` another are placed after it; if
-        no defining sound would play alone before the speech (no defining bed or continuous sound), the
-        first defining single sound goes right before the speech (construction.mixing.tracks.draw_onsets)."""
-        cfg: MixConfig = self.config.mix
-        home = self.taxonomy.scene_home.get(sample.scene_id or "")
-        spec = (lambda tag: home[1].event(tag)) if home else (lambda tag: EventPattern())
-        defining, support = scene_sounds(sample, self.taxonomy)
-        roles = [(t, "defining") for t in defining] + [(t, "support") for t in support if t in chosen]
-        present = {t for t, _ in roles}
+        """Every picked clip placed (construction.mixing.placement): every defining sound heard alone
+        before the speech, no hole where the scene has no bed, no recording more than 3 times."""
+        return place_sounds(sample, chosen, self.taxonomy, self.config.mix, rng, total_s, speech, seed,
+                            self._sounding)
 
-        def after(tag: str) -> str | None:
-            return spec(tag).after if spec(tag).after in present else None
+    def _sounding(self, clip, seed: int | None = None) -> tuple[float, float]:
+        """(when a recording, or a procedural class's draw `seed`, is first within 10 dB of its loudest
+        10 ms, when it has died down: its last 10 ms within PLACE_TAIL_DB of its peak), s; a recording is
+        measured once a worker."""
+        sr = self.config.sample_rate
+        if seed is not None:
+            return self._timing(self._draw(clip.procedural, seed, 0.0)[0], clip)
+        cache = self.__dict__.setdefault("_timings", {})
+        if clip.clip_id not in cache:
+            cache[clip.clip_id] = self._timing(self._clip_audio(clip), clip)
+        return cache[clip.clip_id]
 
-        def depth(tag: str) -> int:
-            return 0 if after(tag) is None else 1 + depth(after(tag))
+    def _timing(self, audio: np.ndarray, clip) -> tuple[float, float]:
+        """(first loud, loud end): copies are spaced from where a copy has fallen 32 dB under its peak, not
+        40 (a quieter layer's tail is already 35 dB under the scene's loud frames: a boing's 0.54 s hole)."""
+        sr = self.config.sample_rate
+        end = sounding_end(audio, sr, PLACE_TAIL_DB) / sr or clip.duration_s
+        return min(first_loud(audio, sr), end), end
 
-        # a DEFINING sound must play alone before the speech: a support bed there does not count (it would
-        # leave a single till ring under the speech, and the support alone before it)
-        early = any((p.clip.kind == "bed" or spec(t).pattern in ("continuous", "burst")) and after(t) is None
-                    for t, role in roles if role == "defining" for p in chosen[t])
-        lead = None if early else next((t for t, role in roles if role == "defining" and after(t) is None),
-                                       next(t for t, _ in roles if after(t) is None))
-        ready: dict[str, float] = {}  # tag -> when a sound ordered after it may start
-        placed: dict[str, list[SceneSound]] = {}
-        for tag, role in sorted(roles, key=lambda tr: depth(tr[0])):
-            pattern = spec(tag)
-            placed[tag] = []
-            for n, pick in enumerate(chosen[tag]):
-                clip = pick.clip
-                variation = draw_variation(rng, cfg)
-                sound = SceneSound(clip_id=clip.clip_id, sha256=clip.sha256, tag=tag, role=role, kind=clip.kind,
-                                   clip_tags=list(clip.tags), licence=clip.licence, attribution=clip.attribution,
-                                   source_url=clip.source_url, recording=pick.recording, take=pick.take,
-                                   variation=variation)
-                if clip.kind == "bed":
-                    # a bed ordered after another sound ("a shot, then applause") comes in after it
-                    sound.start_s = round(ready.get(after(tag), 0.0), 3) if after(tag) else 0.0
-                    ready[tag] = min(ready.get(tag, sound.start_s + 0.2), sound.start_s + 0.2)
-                if clip.kind == "bed" and is_procedural(clip):
-                    sound.offset_s = 0.0  # a fresh draw as long as the clip: no takes to cut
-                elif clip.kind == "bed":
-                    start, end = take_span(clip, pick.take, cfg.take_s)
-                    spare = (end - start) - total_s * variation["rate"]
-                    sound.offset_s = round(start + (rng.uniform(0, spare) if spare > 0 else 0.0), 3)
-                else:
-                    event_s = clip.duration_s / variation["rate"]
-                    sound.pattern = pattern.pattern
-                    not_before = ready.get(after(tag), 0.0) if after(tag) else 0.0
-                    sound.onsets_s = draw_onsets(rng, event_s, total_s, speech, cfg, pattern.pattern,
-                                                 count=pattern.count, not_before=not_before,
-                                                 lead=tag == lead and n == 0)
-                    if not is_procedural(clip) and pattern.pattern != "burst":  # a draw is fresh each copy
-                        sound.onsets_s = cap_repeats(sound.onsets_s, event_s, speech)
-                    first = sound.onsets_s[0] + min(event_s, 1.0) + 0.2  # a beat after its first copy
-                    ready[tag] = min(ready.get(tag, first), first)
-                if is_procedural(clip):  # a fresh draw per copy (a bed: one), seeded from the recipe
-                    copies = range(len(sound.onsets_s)) if clip.kind != "bed" else range(1)
-                    sound.procedural = {"class": clip.procedural,
-                                        "seeds": [stable_seed("procedural", seed, tag, pick.take, i) for i in copies]}
-                placed[tag].append(sound)
-        return [sound for tag, _ in roles for sound in placed[tag]]
+    def _draw(self, name: str, seed: int, duration_s: float) -> tuple[np.ndarray, dict]:
+        """A procedural draw; the last few events are kept, as placing a scene measures the draws it then renders."""
+        from construction.sounds.procedural import draw
+
+        if duration_s > 0:  # a bed is drawn once a sample
+            return draw(name, seed, duration_s, self.config.sample_rate)
+        cache = self.__dict__.setdefault("_draws", {})
+        key = (name, seed)
+        if key not in cache:
+            if len(cache) >= 64:
+                cache.pop(next(iter(cache)))
+            cache[key] = draw(name, seed, duration_s, self.config.sample_rate)
+        return cache[key]
 
     def layer(self, sound: SceneSound, total: int, rng_seed: int) -> np.ndarray:
         """One scene sound as placed in the clip, before its gain."""
@@ -241,10 +224,8 @@ class MixStage:
         rate = float(sound.variation.get("rate", 1.0))
         need = int(np.ceil(total * rate)) + 8  # `rate` times as much source, resampled to the mixture's length
         if sound.procedural:  # rendered from the recipe's seeds; the draws' parameters are stored with it
-            from construction.sounds.procedural import draw
-
             name, seeds = sound.procedural["class"], sound.procedural["seeds"]
-            draws = [draw(name, s, need / sr if sound.kind == "bed" else 0, sr) for s in seeds]
+            draws = [self._draw(name, s, need / sr if sound.kind == "bed" else 0.0) for s in seeds]
             sound.procedural = {"class": name, "seeds": seeds, "params": [params for _, params in draws]}
             pieces = [audio for audio, _ in draws]
         else:

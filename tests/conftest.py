@@ -206,7 +206,12 @@ def current_starter_library(root: Path) -> Path:
     for entry in shared.iterdir():
         if entry.name != "catalog.jsonl":
             (root / entry.name).symlink_to(entry)
+    from construction.text.taxonomy import load_taxonomy
+
     rows = [json.loads(line) for line in (shared / "catalog.jsonl").read_text().splitlines()]
     rows = [{**r, **catalog_row(CLASSES[r["procedural"]])} if r.get("procedural") else r for r in rows]
+    # and the classes added since set-up built it (their tags are the taxonomy's)
+    listed, tags = {r.get("procedural") for r in rows}, load_taxonomy()[0].tags
+    rows += [catalog_row(cls) for name, cls in sorted(CLASSES.items()) if name not in listed and cls.tag in tags]
     (root / "catalog.jsonl").write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
     return root

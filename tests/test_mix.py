@@ -218,14 +218,18 @@ def test_clips_are_drawn_evenly_within_a_category(tmp_path):
     ws = _workspace(tmp_path / "ws", [("vg_shooter", "underlay", 0.5)] * 1 +
                     [("vg_shooter", "tail", 0.4 + 0.01 * i) for i in range(39)])
     run_stage(ws, MixStage(str(ws.root), _config(library)), jobs=2, progress=False)
-    used = [s.mix.sounds[0].clip_id for s in ws.read_samples("mix")]
+    samples = list(ws.read_samples("mix"))
     assert not list(ws.read_rejected("mix")), [r.reason for r in ws.read_rejected("mix")]
-    assert len(used) == 40 and {used.count(c) for c in set(used)} == {10}  # 4 clips, 10 uses each
+    # 4 clips, 10 samples each, and the spares (more recordings for the shots that carry this bedless
+    # scene) dealt from the least used: no clip more than one use ahead of another
+    used = Counter(c for s in samples for c in {x.clip_id for x in s.mix.sounds})
+    assert len(samples) == 40 and len(used) == 4 and max(used.values()) - min(used.values()) <= 1
+    top = max(used.values()) / 40
     stats = json.loads(ws.stats_path("mix").read_text())
     use = stats["clips_per_category"]["video_games"]
-    assert use == {"samples": 40, "distinct_clips": 4, "top_clip": use["top_clip"], "top_clip_share": 0.25,
+    assert use == {"samples": 40, "distinct_clips": 4, "top_clip": use["top_clip"], "top_clip_share": top,
                    "distinct_recordings": 4, "distinct_takes": 4, "top_recording": use["top_clip"],
-                   "top_recording_share": 0.25}
+                   "top_recording_share": top}
     assert stats["defining_sounds_per_category"]["video_games"] == {
         "gunfire": {"recordings": 4, "takes": 4, "procedural_classes": 0, "procedural_draws": 0}}
     assert stats["categories_over_clip_share"] == ["video_games"]  # 25 % > 5 %: the library is thin
@@ -251,7 +255,10 @@ def test_a_clip_that_carries_two_tags_is_not_drawn_for_both(tmp_path):
         assert {x.tag for x in s.mix.sounds if x.role == "defining"} == {"crowd_cheer", "gunfire"}
         assert len({x.clip_id for x in s.mix.sounds}) == len(s.mix.sounds)
     uses = Counter(x.clip_id for s in mixed for x in s.mix.sounds)
-    assert uses == {"both": 20, "crowd": 20, "shot": 20}, uses
+    # 2/3 of the samples each at least, and spares (more recordings for the crowd that carries this bedless
+    # scene) dealt evenly on top
+    assert set(uses) == {"both", "crowd", "shot"} and min(uses.values()) >= 20, uses
+    assert max(uses.values()) - min(uses.values()) <= 1, uses
 
 
 def test_a_thin_library_is_refused_for_a_release_build(tmp_path, library):

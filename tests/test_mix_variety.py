@@ -98,10 +98,13 @@ def test_clips_cut_from_one_recording_count_once_for_balance_and_the_thin_rule()
     whistle = _clip("synth-gun", "gunfire", 2.0, "event").model_copy(update={"procedural": "gunshot"})
     library = SoundLibrary(root=Path("."), clips=[clips[0], whistle])
     assert thin_tags(samples, _taxonomy(), library, "CC-BY-4.0", 3) == {}
-    draws = [assign_clips(samples, _taxonomy(), library, "CC-BY-4.0", seed=3)[s.sample_id]["gunfire"][0]
-             for s in samples]
-    synth = [p.take for p in draws if p.clip.clip_id == "synth-gun"]
-    assert len(synth) == 20 and sorted(synth) == list(range(20))  # a fresh draw per use
+    dealt = assign_clips(samples, _taxonomy(), library, "CC-BY-4.0", seed=3)
+    draws = [dealt[s.sample_id]["gunfire"][0] for s in samples]
+    # the one recording serves at most 15 % of a category's samples (or 10, the least any may serve, in
+    # a category this small); the class draws afresh for the rest
+    assert sum(p.clip.clip_id == "synth-gun" for p in draws) == 30
+    synth = [p.take for s in samples for p in dealt[s.sample_id]["gunfire"] if p.clip.clip_id == "synth-gun"]
+    assert sorted(synth) == list(range(len(synth)))  # a fresh draw per use (spares of this bedless scene too)
 
 
 def test_patterns_place_the_copies_as_the_scene_says():
@@ -181,13 +184,16 @@ def test_ordered_singles_and_multi_source_pairs_in_the_mix(tmp_path):
         assert all(s.variation and 0.96 <= s.variation["rate"] <= 1.04 for s in sounds)
         if sample.scene_id == "vg_then":
             shot, blast = (next(s for s in sounds if s.tag == t) for t in ("gunfire", "explosion"))
-            assert len(shot.onsets_s) == 1 and len(blast.onsets_s) == 1 and shot.pattern == "single"
+            assert len(shot.onsets_s) == 1 and shot.pattern == "single" and 1 <= len(blast.onsets_s) <= 3
             assert blast.onsets_s[0] > shot.onsets_s[0]  # the shot, then the blast
-            # nothing else plays alone first, so the shot comes right before the speech
-            assert shot.onsets_s[0] + 0.35 / 0.96 <= sample.mix.scene_alone_s
+            # both are heard alone before the speech (the shot early, as the blast must follow it there);
+            # the scene has no bed, so the blast, last in its order, goes on (one recording: 3 copies at most)
+            assert blast.onsets_s[0] <= sample.mix.scene_alone_s - 0.3 + 1e-6
         else:
             assert [s.tag for s in sounds] == ["gunfire", "gunfire"]
-            assert len({s.clip_id for s in sounds}) == 2 and all(len(s.onsets_s) == 2 for s in sounds)
+            # the two rifles' shots carry the bedless scene, in turn, each recording 3 times at most
+            assert len({s.clip_id for s in sounds}) == 2 and all(1 <= len(s.onsets_s) <= 3 for s in sounds)
+            assert abs(len(sounds[0].onsets_s) - len(sounds[1].onsets_s)) <= 1
             volley_clips.update(s.clip_id for s in sounds)
     assert set(volley_clips) == {"shot1", "shot2", "shot3"}  # 12 draws spread over the three recordings
 

@@ -33,7 +33,9 @@ from tests import procedural_measures as m
 
 SR = 16000
 SEEDS = range(12)
-EVENT_NAMES = ("whistle", "boxing_bell", "timer", "chopping", "anvil", "sword_clash", "scream", "glass_break")
+EVENT_NAMES = ("whistle", "boxing_bell", "timer", "chopping", "anvil", "sword_clash", "scream", "glass_break", "toy",
+               "toy_blaster", "dice", "cups", "hammering", "gunfire", "explosion", "cash_register", "power_tool",
+               "game_sfx")
 
 
 def _draw(name: str, seed: int, sr: int = SR) -> tuple[np.ndarray, dict]:
@@ -46,7 +48,9 @@ def test_the_classes_render_their_taxonomy_tags_with_a_kind_and_a_model():
     tags = yaml.safe_load(DEFAULT_TAXONOMY.read_text())["tags"]
     assert set(CLASSES) == {"whistle", "boxing_bell", "timer", "chopping", "anvil", "sword_clash", "saw",
                             "applause", "bubbles", "sizzle", "crowd_cheer", "rain", "wind", "room_tone",
-                            "traffic_hum", "siren", "alarm", "scream", "glass_break"}
+                            "traffic_hum", "siren", "alarm", "scream", "glass_break",
+                            "toy", "toy_blaster", "music_box", "dice", "cups", "kitchen", "hammering", "gunfire",
+                            "explosion", "cash_register", "power_tool", "orchestral_score", "game_sfx"}
     danger = {c for bed, events in DANGER_SCENES.values() for c in (bed, *events)}
     assert danger == {"siren", "alarm", "scream", "glass_break"}
     for name, cls in CLASSES.items():
@@ -112,7 +116,7 @@ def test_boxing_bell_strongest_partials_sit_at_the_bell_ratios():
 def test_each_bubble_rises_in_frequency_as_van_den_doel_says():
     cls, slopes = CLASSES["bubbles"], []
     for seed in SEEDS:
-        params = {**cls.params(seed, 6.0, SR), "rate_hz": 3.0}  # sparse, so bubbles are heard one by one
+        params = {**cls.params(seed, 6.0, SR), "rate_hz": 3.0, "water_db": 0}  # sparse and no water: one by one
         slopes += m.bubble_rises(cls.render_params(params, SR), params, SR)
     assert len(slopes) > 80  # measured 585 isolated bubbles over 40 seeds
     assert all(measured > 0 for measured, _ in slopes)  # every one rises (measured >= 1290 Hz/s)
@@ -313,7 +317,7 @@ def test_the_spectrogram_sheet_script_writes_a_grid(tmp_path):
 
     with Image.open(out) as image:
         width, height = image.size
-    assert image.format == "PNG" and (width, height) == (1800, 2520)  # 3 x 7 panels of 600 x 360 px (19 classes)
+    assert image.format == "PNG" and (width, height) == (1800, 3960)  # 3 x 11 panels of 600 x 360 px (32 classes)
     bad = subprocess.run([sys.executable, "scripts/procedural_sheet.py", "--out", str(tmp_path / "x.png"),
                           "--seconds", "0"], capture_output=True, text=True, check=False, cwd=Path(__file__).resolve().parents[1])
     assert bad.returncode == 2 and "error:" in bad.stderr and not (tmp_path / "x.png").exists()

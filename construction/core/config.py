@@ -52,6 +52,9 @@ class GenerateConfig(Section):
     stall_draws: int = Field(2000, ge=1, description="a category stops when this many draws in a row brought "
                                                       "no new script (the catalog is exhausted)")
     max_speech_words: int = Field(40, ge=1, description="longer speech is rejected as speech_too_long")
+    # the catalog deals lines to the category's least-used scene: none carries more than this share of its
+    # lines (or an even share, where it has fewer scenes than that allows)
+    max_scene_share: float = Field(0.15, gt=0, le=1)
     # a scene none of whose defining sounds belongs to its frames alone (construction/text/frames.py) cannot
     # be recognised by ear: skipped unless allowed
     allow_ambiguous_scenes: bool = False

@@ -19,12 +19,13 @@ def dominate(sounds: list[SceneSound], tracks: list[np.ndarray], parts: list[Any
     defining layer that sounds there is louder than every support layer. Support sounds are lowered
     (together, up to SUPPORT_CUT_MAX_DB) where that makes the rule hold; their gains change in
     `sounds`. Returns the measures, with `fails` set when lowering cannot make it hold (a defining
-    sound that is silent in a part next to a sounding support, or defining layers too sparse)."""
+    sound that is silent in a part next to a sounding support, or defining layers too sparse). A sound
+    is its tag: the layers of one tag (a sound's copies from several recordings) count together."""
     energy = [[float(np.mean((t[part] * 10 ** (s.gain_db / 20)) ** 2)) for s, t in zip(sounds, tracks)] for part in parts]
     cut = 1.0  # the support layers' energy factor
     for e in energy:
-        d = [x for s, x in zip(sounds, e) if s.role == "defining"]
-        sup = [x for s, x in zip(sounds, e) if s.role == "support"]
+        d = _by_tag(sounds, e, "defining")
+        sup = _by_tag(sounds, e, "support")
         if not sup or not max(sup):
             continue
         sounding = [x for x in d if x > 1e-4 * sum(e)]  # a defining layer silent in this part is not compared
@@ -43,3 +44,12 @@ def dominate(sounds: list[SceneSound], tracks: list[np.ndarray], parts: list[Any
         sup = sum(x for s, x in zip(sounds, e) if s.role == "support") * min(cut, 1.0)
         out[f"defining_share_{name}"] = round(d / (d + sup), 3) if d + sup > 0 else 0.0
     return out
+
+
+def _by_tag(sounds: list[SceneSound], energy: list[float], role: str) -> list[float]:
+    """The energy of each sound of `role` in a part, its layers summed."""
+    out: dict[str, float] = {}
+    for s, x in zip(sounds, energy):
+        if s.role == role:
+            out[s.tag] = out.get(s.tag, 0.0) + x
+    return list(out.values())

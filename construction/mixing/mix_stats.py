@@ -58,7 +58,7 @@ def mix_stats(ws: Workspace, config: Config, procedural: frozenset[str] = frozen
             check[{"in_sources": "steps_in_sources", "beats": "beats"}.get(track, f"clicks_{track}")] += n
         copies: Counter = Counter()
         for sound in s.mix.sounds:
-            if sound.clip_id not in procedural and sound.kind != "bed" and sound.pattern != "burst":
+            if sound.clip_id not in procedural and sound.kind != "bed":  # bursts count too (issue 48)
                 copies[sound.recording or sound.clip_id] += len(sound.onsets_s)
         check["samples_repeating_a_recording_over_3"] += bool(copies) and max(copies.values()) > MAX_REPEATS
         n_scene[s.mix.scene_id or "-"] += 1

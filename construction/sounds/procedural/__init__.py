@@ -24,6 +24,12 @@ from construction.sounds.procedural.base import ProceduralClass
 from construction.sounds.procedural.crowd import CROWDS
 from construction.sounds.procedural.danger import DANGER
 from construction.sounds.procedural.events import EVENTS
+from construction.sounds.procedural.family import FAMILY
+from construction.sounds.procedural.game import GAME
+from construction.sounds.procedural.household import HOUSEHOLD
+from construction.sounds.procedural.mayhem import MAYHEM
+from construction.sounds.procedural.score import SCORE
+from construction.sounds.procedural.shop import SHOP
 from construction.sounds.procedural.metal import METAL
 from construction.sounds.procedural.textures import TEXTURES
 
@@ -39,7 +45,8 @@ DANGER_SCENES: dict[str, tuple[str, tuple[str, ...]]] = {
     "smash_and_siren": ("siren", ("glass_break",)),
 }
 
-CLASSES: dict[str, ProceduralClass] = {c.name: c for c in EVENTS + METAL + TEXTURES + CROWDS + AMBIENCES + DANGER}
+CLASSES: dict[str, ProceduralClass] = {c.name: c for c in EVENTS + METAL + TEXTURES + CROWDS + AMBIENCES + DANGER
+                                       + FAMILY + HOUSEHOLD + MAYHEM + SHOP + SCORE + GAME}
 
 
 def catalog_row(cls: ProceduralClass) -> dict[str, Any]:

@@ -10,6 +10,7 @@ import numpy as np
 from construction.sounds.procedural.base import ProceduralClass, r, render_rng
 from construction.sounds.procedural.dsp import (
     band,
+    coloured_noise,
     impulses,
     nyquist_cap,
     poisson_times,
@@ -77,7 +78,7 @@ def bubbles_choose(rng: np.random.Generator, duration_s: float, sr: int) -> dict
     r_min = max(0.0008, 2 * MINNAERT / (0.45 * sr))  # the smallest bubble whose risen pitch the rate carries
     return {"rate_hz": r(rng.uniform(6, 35)), "radius_mm": [r(1000 * r_min, 3), r(rng.uniform(3.5, 8), 3)],
             "radius_exponent": r(rng.uniform(1.5, 3.0)), "rise": r(rng.uniform(0.1, 0.25)),
-            "duration_s": r(duration_s)}
+            "duration_s": r(duration_s), "water_db": r(rng.uniform(22, 28))}
 
 
 def bubble_list(p: dict[str, Any], sr: int) -> list[tuple[float, float, float, float]]:
@@ -107,6 +108,13 @@ def bubbles_render(p: dict[str, Any], rng: np.random.Generator, sr: int) -> np.n
         t = np.arange(m) / sr
         phase = 2 * np.pi * f0 * (t + p["rise"] * d * t ** 2 / 2)
         out[k:k + m] += amp * np.sin(phase) * np.exp(-d * t)
+    if p.get("water_db") and n:
+        # the water's own churn under the bubbles, `water_db` under their loud 10 ms frames: a pot or a
+        # tub never falls silent between two bubbles (issue 48: no hole in a scene)
+        hop = max(1, int(0.01 * sr))
+        frames = np.sqrt(np.mean(out[:n // hop * hop].reshape(-1, hop) ** 2, axis=1)) if n >= hop else np.ones(1)
+        water = band(coloured_noise(rng, n, 1.5), 150, 2500, sr) * (1 + 0.3 * slow_walk(rng, n, sr, 0.5))
+        out += water / (np.std(water) or 1.0) * float(np.percentile(frames, 90)) * 10 ** (-p["water_db"] / 20)
     return out
 
 
