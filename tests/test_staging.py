@@ -186,7 +186,7 @@ def test_a_dropped_judgement_still_held_by_label_studio_raises_the_overlap_past_
 def test_the_demo_annotators_give_an_open_task_only_the_labels_it_lacks():
     """open_turns: a task gets overlap - completed labels, each from an account of its group that has not
     labelled it; a full task none; a catch task every account once; too few accounts are counted short."""
-    from annotation.demo_annotators import Known, open_turns
+    from annotation.demo_annotators import Known, Stuck, open_turns, stuck_lines
 
     accounts = list(range(1, 7))  # 2 groups of 3 (the group is what `wanted` says)
     users = {k: 100 + k for k in accounts}
@@ -201,15 +201,20 @@ def test_the_demo_annotators_give_an_open_task_only_the_labels_it_lacks():
     def wanted(k: int, item: Known) -> bool:
         return item.kind == "catch" or (k - 1) // 3 == group[item.item_id]
 
-    turns, short = open_turns(tasks, {2: 3, 5: 10_000}, 2, accounts, users, known, 0, wanted)
+    turns, stuck = open_turns(tasks, {2: 3, 5: 10_000}, 2, accounts, users, known, 0, wanted)
     given = {t: sorted(k for k, mine in turns.items() for task, _ in mine if task["id"] == t) for t in range(1, 6)}
     assert len(given[1]) == 2 and set(given[1]) <= {1, 2, 3}
     assert given[2] == [3]  # the one account of the group that has not labelled it
     assert given[3] == []  # its 2 labels are there
     assert given[4] == [2, 3]  # a skip is not a label (2 still lacking), and its author does not label it again
-    assert given[5] == [1, 2, 4, 5, 6] and short == 0
-    _, short = open_turns(tasks, {1: 5, 2: 3}, 2, accounts, users, known, 0, wanted)
-    assert short == 2  # task 1 asks 5 of a group of 3
+    assert given[5] == [1, 2, 4, 5, 6] and stuck == []
+    _, stuck = open_turns(tasks, {1: 5, 2: 4}, 2, accounts, users, known, 0, wanted)
+    # task 1 asks 5 of a group of 3; task 2 a fourth label of a group whose 3 accounts labelled it
+    assert stuck == [Stuck("speech", "s0", 2, 5), Stuck("speech", "s1", 1, 4)]
+    lines = stuck_lines(stuck, 3, "python -m annotation.demo_annotators --workspace ws")
+    assert lines[0].startswith("stuck: 2 task(s) want 3 label(s) that none of the 3 scripted account(s) per arm")
+    assert lines[1] == "  speech arm: s0 (2 more), s1"
+    assert lines[2].startswith("unstick: python -m annotation.demo_annotators --workspace ws --annotators 5 ")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -404,7 +409,7 @@ def test_staged_rounds_with_the_demo_annotators(ls, admin, accounts, tmp_path, c
     def demo() -> str:
         code, out, err = cli(demo_annotators.main, *where, "--annotators", "3", "--annotator-seed", DEMO_SEED,
                              capsys=capsys)
-        assert code == 0 and "could not be given" not in out, out + err
+        assert code == 0 and "stuck:" not in out, out + err
         return out
 
     def decide() -> dict:
