@@ -56,6 +56,38 @@ def twin_recipe(seed: int, snr_db: float):
                           background_lufs=-23.0 - snr_db)
 
 
+def test_the_export_says_how_many_samples_it_left_out_and_why(tmp_path, capsys):
+    """Issue 50: a build whose labelling ended with samples undecided shipped the rest without a word. The
+    export now says how many labelled samples validation left out, by reason, with the command that makes a
+    waiting one releasable."""
+    from validation.agreement import run_workspace
+
+    ws = make_workspace(tmp_path / "ws", n=6)
+    ids = [s.sample_id for s in ws.read_samples("annotated")]
+
+    def edit(s: Sample) -> None:
+        if s.sample_id == ids[1]:  # its mixture lost a label: it waits for one more
+            s.annotations = ([a for a in s.annotations if a.arm != "mixture"]
+                             + [a for a in s.annotations if a.arm == "mixture"][:2])
+        if s.sample_id == ids[2]:  # its speech alone was heard as not harmful: rejected for good
+            for a in s.annotations:
+                if a.arm == "speech":
+                    a.label = "not_harmful"
+
+    edit_chain(ws, edit, stages=("annotated",))
+    for name in ("validated", "validated.rejected"):
+        (ws.root / "manifests" / f"{name}.jsonl").unlink(missing_ok=True)
+    run_workspace(ws, n_boot=20)
+    capsys.readouterr()
+    done = run_in_process(export_main, "--allow-unreviewed-sounds", "--workspace", str(ws.root),
+                          "--out", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    line = next(x for x in done.stdout.splitlines() if x.startswith("left out "))
+    assert line.startswith(f"left out 2 of 6 labelled sample(s) ({ws.rejected_path('validated')}): needs_labels 1 "
+                           f"(label them: python -m annotation.push --workspace {ws.root}, then "), line
+    assert line.endswith(", speech_not_harmful 1"), line
+
+
 def make_workspace(root: Path, n: int = 6, licence: str = "CC-BY-4.0", demo: bool = False,
                    protocol: str = "three-arm", controls: bool = True, speech_noise: float = 0.0) -> Workspace:
     """A validated workspace: real WAVs in the store (the clean speech and the mixture), 3 annotators per

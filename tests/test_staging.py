@@ -482,3 +482,39 @@ def test_staged_rounds_with_the_demo_annotators(ls, admin, accounts, tmp_path, c
     assert len([a for a in samples[x].annotations if a.arm == "scene"]) == 2
     mixture = labelled_in_ls(admin, ws, "mixture")
     assert {i: len(v) for i, v in mixture.items() if i in ids} == dict.fromkeys(scene_passed, 2)
+
+
+def test_a_round_the_scripted_accounts_cannot_finish_says_what_is_stuck(ls, admin, tmp_path, capsys):
+    """Issue 50: a staged demo ended with samples undecided and said nothing. With one scripted account per arm
+    every speech task of round 1 still wants its second label: the run names the stuck tasks per arm and the
+    command that unsticks them; typed as printed, it gives exactly the labels missing. Adjudication then says
+    which samples still need labels instead of "every labelled sample reached consensus"."""
+    import shlex
+
+    from annotation import demo_annotators
+    from validation import adjudicate
+
+    ws = make_workspace(tmp_path / "stuck", 3, served=ls.document_root)
+    where = ["--workspace", str(ws.root), "--data-dir", str(ls.data_dir)]
+    assert cli(push.main, *where, "--staged", "--project", "Stuck demo", "--catch", "0", capsys=capsys)[0] == 0
+    code, out, err = cli(demo_annotators.main, *where, "--annotators", "1", capsys=capsys)
+    assert code == 0, err
+    assert "submitted 3 label(s)" in out
+    assert "stuck: 3 task(s) want 3 label(s) that none of the 1 scripted account(s) per arm may give" in out, out
+    assert sorted(next(x for x in out.splitlines() if x.startswith("  speech arm: "))[14:].split(", ")) == \
+        sorted(s.sample_id for s in ws.read_samples("wer"))
+    (line,) = [x for x in out.splitlines() if x.startswith("unstick: ")]
+    command = shlex.split(line.removeprefix("unstick: ").split("   (DEMO ONLY")[0])
+    assert command[:3] == ["python", "-m", "annotation.demo_annotators"] and command[-2:] == ["--annotators", "2"]
+    code, out, err = cli(demo_annotators.main, *command[3:], capsys=capsys)
+    assert code == 0 and "submitted 3 label(s)" in out and "stuck:" not in out, out + err
+    assert {len(v) for v in labelled_in_ls(admin, ws, "speech").values()} == {2}
+
+    # the speech arm decided, the scene and mixture arms never labelled: nothing to adjudicate, and it says so
+    pulled(ls, ws, capsys)
+    assert cli(agreement.main, "--workspace", str(ws.root), "--n-boot", "10", capsys=capsys)[0] == 0
+    code, out, err = cli(adjudicate.main, "push", *where, capsys=capsys)
+    assert code == 0, err
+    assert "every labelled sample reached consensus" not in out
+    assert "the adjudication queue is empty, but " in out and "sample(s) still need labels" in out, out
+    assert f"python -m annotation.push --workspace {ws.root} --data-dir {ls.data_dir}" in out, out
