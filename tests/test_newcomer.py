@@ -55,3 +55,85 @@ def test_ctrl_c_during_a_build_prints_one_line_and_no_worker_traceback(tmp_path)
     time.sleep(1)  # a worker left behind would still run (a zombie is not running: this machine's init reaps late)
     left = subprocess.run(["ps", "-ww", "-o", "pid=,stat=,args=", "-s", str(proc.pid)], capture_output=True, text=True).stdout
     assert not [line for line in left.splitlines() if line.split()[1][0] != "Z"], left
+
+
+def test_a_workspace_of_any_name_stays_out_of_git(tmp_path):
+    """The docs suggest workspaces of other names; one made inside a clone (here a fresh git repository) shows
+    nothing in `git status`: it carries its own .gitignore, written when it is made."""
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "README.md").write_text("a clone\n")
+    subprocess.run(["git", "-C", str(tmp_path), "add", "README.md"], check=True)
+    done = typed(tmp_path, "construction.generate", "--workspace", "my-build", "--per-category", "1", "--quiet")
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "my-build" / "manifests" / "generate.jsonl").is_file()
+    status = subprocess.run(["git", "-C", str(tmp_path), "status", "--porcelain", "--untracked-files=all"],
+                            capture_output=True, text=True, check=True).stdout
+    assert status.splitlines() == ["A  README.md"], status
+    assert (tmp_path / "my-build" / ".gitignore").read_text().splitlines()[-1] == "*"
+
+
+def test_start_refuses_a_folder_that_is_no_workspace(tmp_path):
+    """`annotation.server start --workspace <typo>` is refused as push and export refuse it: `error:`, exit 2,
+    no folder made and no server started; a folder that exists but holds no build is refused too."""
+    (tmp_path / "notes").mkdir()
+    for name in ("worksapce", "notes"):
+        done = typed(tmp_path, "annotation.server", "start", "--workspace", name)
+        if done.returncode == 0:  # it started one: stop it before failing
+            typed(tmp_path, "annotation.server", "stop", "--workspace", name)
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert done.stderr.startswith("error: ") and "is not a workspace" in done.stderr, done.stderr
+        assert "python -m construction.pipeline --workspace " + name in done.stderr
+        assert "Traceback" not in done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes"] and not any((tmp_path / "notes").iterdir())
+
+
+def test_agreement_on_a_missing_workspace_says_so_not_pull_first(tmp_path):
+    done = typed(tmp_path, "validation.agreement", "--workspace", "worksapce")
+    assert done.returncode == 2 and done.stderr.startswith("error: ") and "does not exist" in done.stderr
+    assert "pull" not in done.stderr and not (tmp_path / "worksapce").exists()
+
+
+def test_a_hint_is_a_command_to_run(tmp_path):
+    """A refusal that says what to run first says it as a command, with the workspace's flags."""
+    from construction.core.workspace import Workspace
+
+    Workspace(tmp_path / "ws")  # a workspace with nothing built yet
+    done = typed(tmp_path, "release.export", "--workspace", "ws")
+    assert done.returncode == 2 and "run python -m validation.agreement --workspace ws first" in done.stderr, done.stderr
+    done = typed(tmp_path, "construction.mix", "--workspace", "ws")
+    assert done.returncode == 2 and "run python -m construction.synthesize --workspace ws first" in done.stderr, \
+        done.stderr
+
+
+def test_the_label_studio_start_line_carries_no_log_fragment(tmp_path, capsys):
+    """The progress line while Label Studio starts shows the seconds gone, and the migration it applies on a
+    first start, never its other log lines (`get 'SECRET_KEY' casted as ...` looked like a problem)."""
+    from annotation.ls_process import LOG_FILE, ticker
+
+    log = tmp_path / LOG_FILE
+    log.write_text("[2026] Applying users.0001_initial... from an earlier start\n")
+    with ticker("Label Studio at http://127.0.0.1:1, starting", tmp_path) as tick:
+        with log.open("a") as f:
+            f.write("[2026-11-29 03:46:00] [settings] get 'SECRET_KEY' casted as '<class 'str'>' with default ''\n")
+        time.sleep(1.1)
+        tick()
+        with log.open("a") as f:
+            f.write("  Applying tasks.0042_something... OK\n")
+        time.sleep(1.1)
+        tick()
+    err = capsys.readouterr().err
+    assert "SECRET_KEY" not in err and "casted" not in err and "users.0001" not in err, err
+    assert "applying migration tasks.0042_something" in err, err
+
+
+def test_attention_checks_differ_from_workspace_to_workspace(tmp_path):
+    """The catch items are spoken by the same offline voices everywhere; their files (named by sha256) must not
+    be: a file seen in one workspace, or made by running the code, would mark a check in another."""
+    from annotation.protocol import ensure_catch
+    from construction.core.workspace import Workspace
+
+    made = {name: ensure_catch(Workspace(tmp_path / name), 3) for name in ("a", "b")}
+    digests = {name: {s.mixture.sha256 for s in items} for name, items in made.items()}
+    assert len(digests["a"]) == len(digests["b"]) == 3 and not digests["a"] & digests["b"]
+    for items in made.values():
+        assert all(3.0 < s.mixture.duration_s < 9.0 for s in items), [s.mixture.duration_s for s in items]
