@@ -302,7 +302,10 @@ def main(argv: list[str] | None = None) -> int:
     else:
         samples_in = {role: samples for role in ARMS}
     state = read_state(ws)
-    base = args.project or state.get("project", {}).get("title") or default_project_title(ws)
+    recorded_title = (state.get("project") or {}).get("title")
+    if recorded_title == f"AOR-Bench {ws.root.name}":  # the old default named the folder: renamed (by id)
+        recorded_title = None
+    base = args.project or recorded_title or default_project_title(ws)
     frames = workspace_frames(ws, samples)  # reads config.yaml and the taxonomy: once
     specs = {role: arm_spec(role, frames) for role in ARMS}
 
@@ -363,8 +366,10 @@ def main(argv: list[str] | None = None) -> int:
     if stage_plan is not None:
         print(stage_plan.summary())
         print("\n".join(stage_plan.round_lines({r.role: r.imported for r in results})))
-        print(f"next round, once these are labelled: {server.command('annotation.pull')}, then "
-              f"python -m validation.agreement{server_flags(args.workspace)}, then {server.command('annotation.push')}")
+        if any(stage_plan.undecided.values()):  # else the line before says nothing is open
+            print(f"next round, once these are labelled: {server.command('annotation.pull')}, then "
+                  f"python -m validation.agreement{server_flags(args.workspace)}, then "
+                  f"{server.command('annotation.push')}")
     if orphans:
         print(f"note: {len(orphans)} control(s) belong to samples not in '{INPUT_STAGE}' and were left out")
     print(f"open {server.url}/projects/ ; invite annotators: {server.command('annotation.invite')}")

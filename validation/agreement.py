@@ -461,6 +461,8 @@ def main(argv: list[str] | None = None) -> int:
     rule_labels = tuple(labels) if labels else DEFAULT_LABELS
     rule = ConsensusRule(min_fraction=args.min_fraction, min_labels=args.min_labels, labels=rule_labels)
     manifest = Path(args.workspace).expanduser().resolve() / "manifests" / f"{INPUT_STAGE}.jsonl"
+    if not manifest.parent.parent.is_dir():  # a typo: no pull would help
+        raise WorkbenchError(f"workspace {manifest.parent.parent} does not exist")
     if not manifest.is_file():  # refused before Workspace() makes any folder (./workspace by default)
         raise no_labels(manifest)
     run_workspace(Workspace(args.workspace), rule, args.level, rule_labels, args.n_boot, args.bootstrap_seed, args.protocol)
