@@ -141,7 +141,20 @@ def made_while_edited(updated_at: str, windows: Sequence[Sequence[str | None]]) 
 
 
 def default_project_title(ws: Workspace) -> str:
-    return f"AOR-Bench {ws.root.name}"
+    """'AOR-Bench <6 hex of the workspace's random id>': every annotator sees a project's title, and a folder's
+    name (the old title) can tell them whose build, or what, it is; the id still tells workspaces apart on a
+    shared server. The id is made here when the workspace has none yet (annotation.ownership)."""
+    from annotation.ownership import WORKSPACE_ID, new_workspace_id
+
+    state = read_state(ws)
+    if state.get(WORKSPACE_ID) != new_workspace_id(dict(state)):  # none yet, or not one of ours: made now
+        with ws.lock():
+            state = read_state(ws)
+            before = dict(state)
+            new_workspace_id(state)
+            if state != before:
+                write_state(ws, state)
+    return f"AOR-Bench {state[WORKSPACE_ID][:6]}"
 
 
 # ----------------------------------------------------------------------------------------------
