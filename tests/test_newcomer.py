@@ -6,7 +6,6 @@ stands for a clone's root."""
 from __future__ import annotations
 
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -137,3 +136,50 @@ def test_attention_checks_differ_from_workspace_to_workspace(tmp_path):
     assert len(digests["a"]) == len(digests["b"]) == 3 and not digests["a"] & digests["b"]
     for items in made.values():
         assert all(3.0 < s.mixture.duration_s < 9.0 for s in items), [s.mixture.duration_s for s in items]
+
+
+def _wheel(folder: Path, name: str) -> Path:
+    """A minimal pure-Python wheel, made by hand (no build tool, no network)."""
+    import base64
+    import hashlib
+    import zipfile
+
+    dist = f"{name}-1.0.dist-info"
+    files = {f"{name}/__init__.py": "", f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n",
+             f"{dist}/WHEEL": "Wheel-Version: 1.0\nGenerator: hand\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+    record = [f"{path},sha256={base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b'=').decode()},"
+              f"{len(text.encode())}" for path, text in files.items()] + [f"{dist}/RECORD,,"]
+    wheel = folder / f"{name}-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        for path, text in files.items():
+            z.writestr(path, text)
+        z.writestr(f"{dist}/RECORD", "\n".join(record) + "\n")
+    return wheel
+
+
+def test_set_up_s_pip_installs_print_no_resolver_error_after_success(tmp_path):
+    """A harness venv sees the workbench venv's packages after its own, and the workbench holds openai-whisper
+    without triton on purpose: after a successful install pip printed `ERROR: pip's dependency resolver ...`,
+    which reads as a failure. scripts/pip_install.sh (what set-up installs with) does not; pip alone does."""
+    venv = tmp_path / "venv"
+    subprocess.run([PY, "-m", "venv", str(venv)], check=True, timeout=300)
+    python = venv / "bin" / "python"
+    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    layered = tmp_path / "workbench-site"  # stands for the workbench venv's packages, as the .pth adds them
+    layered.mkdir()
+    (layered / "whisperish-1.0.dist-info").mkdir()
+    (layered / "whisperish-1.0.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: whisperish\nVersion: 1.0\nRequires-Dist: harnessish<1\n"
+        "Requires-Dist: otherish<1\n")  # as the workbench's packages pin what a harness brings in another version
+    (Path(site) / "zz-workbench.pth").write_text(f"import site; site.addsitedir('{layered}')\n")
+    first, second = _wheel(tmp_path, "harnessish"), _wheel(tmp_path, "otherish")
+    plain = subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-index", str(first)],
+                           capture_output=True, text=True, timeout=300)
+    assert plain.returncode == 0 and "dependency resolver" in plain.stdout + plain.stderr  # the red herring
+    ours = subprocess.run(["bash", "-c", f'source "{REPO}/scripts/pip_install.sh" && '
+                                         f'pip_install "{python}" --no-index "{second}"'],
+                          capture_output=True, text=True, timeout=300)
+    assert ours.returncode == 0, ours.stderr
+    assert "ERROR" not in ours.stdout + ours.stderr, ours.stdout + ours.stderr
+    assert subprocess.run([str(python), "-c", "import otherish"]).returncode == 0
