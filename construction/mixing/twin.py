@@ -119,9 +119,9 @@ def placed(speech_track: np.ndarray, background: np.ndarray, recipe: MixRecipe, 
                                      "limit_db": round(cut_db, 3)}
 
 
-def measured(speech_track: np.ndarray, audio: np.ndarray, background: np.ndarray, scene_heard: np.ndarray,
-             scene_raw: np.ndarray, gain: np.ndarray, span: tuple[int, int], words: tuple[int, int],
-             mixture_speech_db: float, fade: int, sample_rate: int) -> dict[str, Any]:
+def measured(speech_track: np.ndarray, audio: np.ndarray, background: np.ndarray, scene_raw: np.ndarray,
+             gain: np.ndarray, span: tuple[int, int], words: tuple[int, int], mixture_speech_db: float, fade: int,
+             sample_rate: int) -> dict[str, Any]:
     """What a twin record states, measured on its rendered audio: BS.1770 levels as the recipe defines
     them, the ERB glimpse proportion and the held-out ones (heldout.GRIDS), the speech's level in the twin
     against the mixture's (projection), and its background's envelope against the scene's with the
@@ -154,8 +154,7 @@ def make_twin(speech_track: np.ndarray, scene: np.ndarray, gain: np.ndarray, hea
     masker = scene_masker(heard, sample_rate, span, seed)
     _, background, gains = placed(speech_track, masker, recipe, span, sample_rate, fade, peak_dbfs)
     audio = (speech_track + background).astype(np.float32)
-    fields = measured(speech_track, audio, background, heard, scene, gain, span, words, mixture_speech_db, fade,
-                      sample_rate)
+    fields = measured(speech_track, audio, background, scene, gain, span, words, mixture_speech_db, fade, sample_rate)
     record = IrrelevantTwin(background="scene_masker", seed=seed, rotate_bins=ROTATE_BINS, **gains, **fields)
     return audio, background.astype(np.float32), record
 
@@ -217,8 +216,7 @@ def make_danger(speech_track: np.ndarray, scene: np.ndarray, gain: np.ndarray, h
     bg_gain, background, gains = placed(speech_track, masker + danger * danger_gain, recipe, span, sample_rate,
                                         fade, peak_dbfs)
     audio = (speech_track + background).astype(np.float32)
-    fields = measured(speech_track, audio, background, heard, scene, gain, span, words, mixture_speech_db, fade,
-                      sample_rate)
+    fields = measured(speech_track, audio, background, scene, gain, span, words, mixture_speech_db, fade, sample_rate)
     record = DangerTwin(scene=name, seed=seed, params=params, shift_s=round(shift / sample_rate, 3),
                         over_masker_db=DANGER_OVER_DB, under_masker_db=DANGER_UNDER_DB, **gains, **fields)
 

@@ -59,8 +59,9 @@ def defining_users(taxonomy: Taxonomy) -> dict[str, dict[str, int]]:
 
 def defining_homes(clips: Iterable[Clip], taxonomy: Taxonomy, licence: str,
                    min_recordings: int = DEFAULT_MIN_RECORDINGS) -> dict[str, str]:
-    """recording id -> its home category, for every recording among `clips` the licence admits ("":
-    no category's scenes define any of its tags, or its defining_category defines none of them)."""
+    """recording id -> its home category, for every recording among `clips` the licence admits ("": no
+    category's scenes define any of its tags). A clip's defining_category names the shipped taxonomy's
+    category; where the taxonomy in use defines none of its tags there, it is homed as if unnamed."""
     users = defining_users(taxonomy)
     order = {c.id: i for i, c in enumerate(taxonomy.categories)}
     admitted = [c for c in clips if not is_procedural(c) and compatible(c.licence, licence)]
@@ -85,10 +86,9 @@ def defining_homes(clips: Iterable[Clip], taxonomy: Taxonomy, licence: str,
         if len(named) > 1:
             raise WorkbenchError(f"the clips of recording '{recording}' name different defining categories "
                                  f"{sorted(named)}: one recording is the defining sound of one category")
-        if named:
-            home = named.pop()
-            settle(recording, tags, home if home in fits else "")
-        elif len(fits) <= 1:
+        if named and next(iter(named)) in fits:
+            settle(recording, tags, named.pop())
+        elif len(fits) <= 1:  # (a defining_category this taxonomy's scenes do not define: homed as unnamed)
             settle(recording, tags, fits[0] if fits else "")
         else:
             pending.append((len(fits), recording, tags, fits))
