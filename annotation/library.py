@@ -326,7 +326,7 @@ def build_parser() -> argparse.ArgumentParser:
         add_workspace(sub)
         add_sounds(sub, "the sound library (default: the workspace build's mix.sounds)")
         sub.add_argument("--project", help="the review project's exact title (default: the recorded one, else "
-                                           "'AOR-Bench <workspace name> — library review')")
+                                           "'AOR-Bench <6 hex of the workspace id> — library review')")
         if name == "push":
             sub.add_argument("--overlap", type=int, default=3, help="reviewers per clip")
             sub.add_argument("--used-only", action="store_true",

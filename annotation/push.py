@@ -2,16 +2,16 @@
 
     python -m annotation.push --workspace W          (every flag: --help)
 
-Three projects, "<TITLE> — speech", "<TITLE> — scene" and "<TITLE> — mixture" (TITLE default
-"AOR-Bench <workspace dir name>"), each found by its exact title or created: the speech arm plays each
-sample's clean speech, the scene arm its scene alone and (tasks of their own, indistinguishable) the
-danger scene of its danger twin and the background of its irrelevant twin, the mixture arm its mixture
-plus the controls (manifests/controls.jsonl, from python -m construction.controls) and --catch attention
-checks (made once with an offline voice, manifests/catch.jsonl). A task's data is its audio URL and an
-opaque key, nothing else; the key -> (sample, arm) map stays in <W>/annotation_tasks.json. Tasks are
-imported in a shuffled order and served in random order per annotator (a catch task to every annotator of
-the mixture arm). Only keys not in a project yet are imported, so pushing again never duplicates. The
-projects are recorded in <W>/annotation.json for pull.
+Three projects, "<TITLE> — speech", "<TITLE> — scene" and "<TITLE> — mixture" (TITLE default "AOR-Bench <6
+hex of the workspace's random id>", never its folder's name), each found by its exact title or created: the
+speech arm plays each sample's clean speech, the scene arm its scene alone and (tasks of their own,
+indistinguishable) the danger scene of its danger twin and the background of its irrelevant twin, the
+mixture arm its mixture plus the controls (manifests/controls.jsonl, from python -m construction.controls)
+and --catch attention checks (made once with an offline voice, manifests/catch.jsonl). A task's data is its
+audio URL and an opaque key, nothing else; the key -> (sample, arm) map stays in <W>/annotation_tasks.json.
+Tasks are imported in a shuffled order and served in random order per annotator (a catch task to every
+annotator of the mixture arm). Only keys not in a project yet are imported, so pushing again never
+duplicates. The projects are recorded in <W>/annotation.json for pull.
 
 Staged (--staged, the default for a build: its annotation.staged; annotation.staging): the speech arm
 first, a sample's scene once its speech arm passed, its mixture once both passed; each task is served to
@@ -254,7 +254,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="python -m annotation.push", description=__doc__.split("\n")[0], env=PUSH_ENV)
     add_workspace(parser)
     parser.add_argument("--project", help="title of the three projects, before ' — speech' etc. (default: the "
-                                          "recorded one, else 'AOR-Bench <workspace name>')")
+                                          "recorded one, else 'AOR-Bench <6 hex of the workspace id>')")
     parser.add_argument("--overlap", type=int, default=None, metavar="N",
                         help=OVERLAP_HELP)
     parser.add_argument("--catch", type=int, default=DEFAULT_CATCH,
