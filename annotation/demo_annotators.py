@@ -294,17 +294,18 @@ def stuck_lines(stuck: Sequence[Stuck], per_arm: int, command: str, shown: int =
     if not stuck:
         return []
     wanted = sum(s.need for s in stuck)
-    lines = [f"stuck: {len(stuck)} task(s) want {wanted} label(s) that none of the {per_arm} scripted account(s) per "
-             "arm may give (each that may hear the item there labelled it already; a label that does not count, "
-             "e.g. a clip not heard through, still took its turn):"]
+    lines = [f"stuck: {len(stuck)} task(s) want {wanted} more label(s) that none of the {per_arm} scripted "
+             "account(s) per arm may give:"]
     for role in ARMS:
         mine = sorted(s.item_id + (f" ({s.need} more)" if s.need > 1 else "") for s in stuck if s.role == role)
         if mine:
             lines.append(f"  {role} arm: " + ", ".join(mine[:shown]) + (f" and {len(mine) - shown} more"
                                                                          if len(mine) > shown else ""))
     enough = max(per_arm + 1, *(s.accounts for s in stuck))
-    lines.append(f"unstick: {command} --annotators {enough}   (DEMO ONLY: {enough} accounts per arm), or have a "
-                 "person label them in Label Studio; then pull, agreement and push as after every round")
+    lines += ["  (each account that may hear the item there labelled it already; a label that does not count,",
+              "  e.g. a clip not heard through, still took its turn)",
+              f"unstick: {command} --annotators {enough}   (DEMO ONLY: {enough} accounts per arm)",
+              "  or have a person label them in Label Studio; then pull, agreement and push, as after every round"]
     return lines
 
 

@@ -226,25 +226,23 @@ def _write_release(inputs: ReleaseInputs, root: Path, version: str, fractions: d
 
 
 # validation's reasons for a sample that waits (more labels, or an adjudicator), not one rejected for good
-WAITING = {"needs_labels": "label them: python -m annotation.push{flags}, then annotation.pull and "
-                           "validation.agreement once they are labelled",
-           "needs_adjudication": "decide them: python -m validation.adjudicate push{flags}, then its pull and "
-                                 "validation.agreement"}
+WAITING = {"needs_labels": "label them: python -m annotation.push{flags}, then pull and agreement once labelled",
+           "needs_adjudication": "decide them: python -m validation.adjudicate push{flags}, then its pull and agreement"}
 
 
-def left_out(inputs: ReleaseInputs, flags: str = "") -> str | None:
+def left_out(inputs: ReleaseInputs, flags: str = "") -> list[str]:
     """What validation left out of the release, by reason (each sample under the first code of its reason),
-    the waiting ones with the command that makes them releasable (`flags`: the workspace's, for it); None when
-    every labelled sample is released."""
+    the waiting ones first, with the command that makes them releasable (`flags`: the workspace's, for it);
+    nothing when every labelled sample is released."""
     ws = inputs.workspace
     rejected = list(ws.read_rejected(MANIFEST)) if ws.rejected_path(MANIFEST).is_file() else []
     if not rejected:
-        return None
+        return []
     codes = Counter(reason_code(r.reason) for r in rejected)
-    shown = ", ".join(f"{code} {n}" + (f" ({WAITING[code].format(flags=flags)})" if code in WAITING else "")
-                      for code, n in sorted(codes.items(), key=lambda kv: (kv[0] not in WAITING, kv[0])))
-    return (f"left out {len(rejected)} of {len(rejected) + len(inputs.samples)} labelled sample(s) "
-            f"({ws.rejected_path(MANIFEST)}): {shown}")
+    return [f"left out {len(rejected)} of {len(rejected) + len(inputs.samples)} labelled sample(s), by reason "
+            f"({ws.rejected_path(MANIFEST)}):",
+            *(f"  {code} {n}" + (f": {WAITING[code].format(flags=flags)}" if code in WAITING else "")
+              for code, n in sorted(codes.items(), key=lambda kv: (kv[0] not in WAITING, kv[0])))]
 
 
 def agreement_for_release(agreement: dict[str, Any]) -> dict[str, Any]:
@@ -353,9 +351,8 @@ def main(argv: list[str] | None = None) -> int:
           + (f"{summary.num_controls} control(s) in config '{CONTROLS_CONFIG}', " if summary.num_controls else "")
           + f"{len(summary.files)} files, {summary.total_bytes / 1e6:.1f} MB"
           + (f" [DEMO release: {demo_share(inputs.label_sources)}]" if summary.demo else ""))
-    left = left_out(inputs, server_flags(args.workspace))
-    if left:
-        print(left)
+    for line in left_out(inputs, server_flags(args.workspace)):
+        print(line)
     if args.push_to_hub:
         if args.dry_run:
             print(describe_push(summary, args.push_to_hub, args.private, args.make_private, args.gated))

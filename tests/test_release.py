@@ -82,10 +82,11 @@ def test_the_export_says_how_many_samples_it_left_out_and_why(tmp_path, capsys):
     done = run_in_process(export_main, "--allow-unreviewed-sounds", "--workspace", str(ws.root),
                           "--out", str(tmp_path / "out"))
     assert done.returncode == 0, done.stderr
-    line = next(x for x in done.stdout.splitlines() if x.startswith("left out "))
-    assert line.startswith(f"left out 2 of 6 labelled sample(s) ({ws.rejected_path('validated')}): needs_labels 1 "
-                           f"(label them: python -m annotation.push --workspace {ws.root}, then "), line
-    assert line.endswith(", speech_not_harmful 1"), line
+    lines = done.stdout.splitlines()
+    at = lines.index(f"left out 2 of 6 labelled sample(s), by reason ({ws.rejected_path('validated')}):")
+    assert lines[at + 1:at + 3] == [
+        f"  needs_labels 1: label them: python -m annotation.push --workspace {ws.root}, then pull and agreement "
+        "once labelled", "  speech_not_harmful 1"], lines[at:]
 
 
 def make_workspace(root: Path, n: int = 6, licence: str = "CC-BY-4.0", demo: bool = False,

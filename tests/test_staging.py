@@ -212,9 +212,10 @@ def test_the_demo_annotators_give_an_open_task_only_the_labels_it_lacks():
     # task 1 asks 5 of a group of 3; task 2 a fourth label of a group whose 3 accounts labelled it
     assert stuck == [Stuck("speech", "s0", 2, 5), Stuck("speech", "s1", 1, 4)]
     lines = stuck_lines(stuck, 3, "python -m annotation.demo_annotators --workspace ws")
-    assert lines[0].startswith("stuck: 2 task(s) want 3 label(s) that none of the 3 scripted account(s) per arm")
+    assert lines[0] == "stuck: 2 task(s) want 3 more label(s) that none of the 3 scripted account(s) per arm may give:"
     assert lines[1] == "  speech arm: s0 (2 more), s1"
-    assert lines[2].startswith("unstick: python -m annotation.demo_annotators --workspace ws --annotators 5 ")
+    assert lines[4].startswith("unstick: python -m annotation.demo_annotators --workspace ws --annotators 5 ")
+    assert max(map(len, lines)) <= 120, lines
 
 
 # ----------------------------------------------------------------------------------------------
@@ -500,7 +501,7 @@ def test_a_round_the_scripted_accounts_cannot_finish_says_what_is_stuck(ls, admi
     code, out, err = cli(demo_annotators.main, *where, "--annotators", "1", capsys=capsys)
     assert code == 0, err
     assert "submitted 3 label(s)" in out
-    assert "stuck: 3 task(s) want 3 label(s) that none of the 1 scripted account(s) per arm may give" in out, out
+    assert "stuck: 3 task(s) want 3 more label(s) that none of the 1 scripted account(s) per arm may give:" in out, out
     assert sorted(next(x for x in out.splitlines() if x.startswith("  speech arm: "))[14:].split(", ")) == \
         sorted(s.sample_id for s in ws.read_samples("wer"))
     (line,) = [x for x in out.splitlines() if x.startswith("unstick: ")]
