@@ -438,10 +438,10 @@ def main(argv: list[str] | None = None) -> int:
         shown = ", ".join(f"{label} {n}" for label, n in sorted(done.items())) or "none"
         print(f"  {title}: {shown}")
     stuck = [s for done in submitted.values() for s in getattr(done, "stuck", [])]
-    again = server.command("annotation.demo_annotators") + (f" --project {shlex.quote(args.project)}"
-                                                            if args.project else "")
-    for line in stuck_lines(stuck, args.annotators, again):
-        print(line)
+    if stuck:
+        again = server.command("annotation.demo_annotators") + (f" --project {shlex.quote(args.project)}"
+                                                                if args.project else "")
+        print("\n".join(stuck_lines(stuck, args.annotators, again)))
     print("These are not human judgements; pull marks them source='demo'.")
     return 0
 

@@ -207,7 +207,7 @@ def push(args: argparse.Namespace) -> int:
         clips = [c for c in clips if c.clip_id in used]
     state = read_state(ws)
     recorded = state.get(STATE_KEY) or {}
-    title = args.project or recorded.get("title") or f"{default_project_title(ws)} — library review"
+    title = args.project or recorded.get("title") or f"{default_project_title(ws, state)} — library review"
     server = connect_from_args(args)
     bound = recorded.get("id") if not args.project or args.project == recorded.get("title") else None
     if bound is not None:  # another workspace's project, or one asking something else: refused before any change

@@ -145,6 +145,8 @@ def record_keys(ws: Workspace, state: dict[str, Any], items: Sequence[Item]) -> 
         if state.get("task_key_secret") not in (None, current.get("task_key_secret")):
             raise WorkbenchError(f"{ws.root / 'annotation.json'} changed while pushing (another push?); run it again")
         before = dict(current)
+        if state.get(WORKSPACE_ID) and not current.get(WORKSPACE_ID):  # the id a default title was made from
+            current[WORKSPACE_ID] = state[WORKSPACE_ID]
         secret = task_key_secret(current)
         state.update(task_key_secret=secret, pseudonym_salt=pseudonym_salt(current),
                      workspace_id=new_workspace_id(current))  # the mark its projects get (annotation.ownership)
@@ -305,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     recorded_title = (state.get("project") or {}).get("title")
     if recorded_title == f"AOR-Bench {ws.root.name}":  # the old default named the folder: renamed (by id)
         recorded_title = None
-    base = args.project or recorded_title or default_project_title(ws)
+    base = args.project or recorded_title or default_project_title(ws, state)  # record_keys writes its id
     frames = workspace_frames(ws, samples)  # reads config.yaml and the taxonomy: once
     specs = {role: arm_spec(role, frames) for role in ARMS}
 

@@ -443,7 +443,8 @@ def check_workspace(args: argparse.Namespace) -> None:
     """`start` serves the workspace's audio and keeps its data in it: a folder that is no workspace (a typo)
     is refused before anything is made. Only with both --document-root and a data dir it names nothing."""
     root = Path(args.workspace).expanduser()
-    if (root / "manifests").is_dir() or (args.document_root and (args.data_dir or os.environ.get(DATA_DIR_ENV))):
+    if (root / "manifests").is_dir() or (args.document_root and (args.data_dir or
+                                                                 os.environ.get("AOR_LABEL_STUDIO_DATA_DIR"))):
         return
     installed_version(Path(args.venv or default_venv()))  # a missing Label Studio is said first
     raise WorkbenchError(f"{root} is not a workspace ({'no manifests/ in it' if root.is_dir() else 'no such folder'});"

@@ -140,21 +140,15 @@ def made_while_edited(updated_at: str, windows: Sequence[Sequence[str | None]]) 
     return False
 
 
-def default_project_title(ws: Workspace) -> str:
+def default_project_title(ws: Workspace, state: dict[str, Any] | None = None) -> str:
     """'AOR-Bench <6 hex of the workspace's random id>': every annotator sees a project's title, and a folder's
     name (the old title) can tell them whose build, or what, it is; the id still tells workspaces apart on a
-    shared server. The id is made here when the workspace has none yet (annotation.ownership)."""
-    from annotation.ownership import WORKSPACE_ID, new_workspace_id
+    shared server. A workspace with no id yet gets one in `state` (its state as the caller read it), which the
+    push that makes the project writes (annotation.push.record_keys); nothing is written here, so a refused
+    command changes nothing."""
+    from annotation.ownership import new_workspace_id
 
-    state = read_state(ws)
-    if state.get(WORKSPACE_ID) != new_workspace_id(dict(state)):  # none yet, or not one of ours: made now
-        with ws.lock():
-            state = read_state(ws)
-            before = dict(state)
-            new_workspace_id(state)
-            if state != before:
-                write_state(ws, state)
-    return f"AOR-Bench {state[WORKSPACE_ID][:6]}"
+    return f"AOR-Bench {new_workspace_id(read_state(ws) if state is None else state)[:6]}"
 
 
 # ----------------------------------------------------------------------------------------------

@@ -311,6 +311,7 @@ def test_each_workspace_has_its_own_server_and_hints_are_commands(tmp_path, temp
     one, two = tmp_path / "one", tmp_path / "two"
     try:
         for ws in (one, two):
+            Workspace(ws)  # start refuses a folder that is no workspace
             done = _typed(f"python -m annotation.server start --workspace {ws}", env)
             assert done.returncode == 0, done.stderr
             assert f"data dir {ws / 'label-studio'}, serving {ws / 'audio'}" in done.stdout

@@ -1050,7 +1050,7 @@ def test_missing_agreement_report_and_bad_version_are_clear_errors(tmp_path):
     with pytest.raises(WorkbenchError, match="not X.Y.Z"):
         export_main(["--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(tmp_path / "o"), "--version", "v1"])
     (ws.root / "reports" / "agreement.json").unlink()
-    with pytest.raises(WorkbenchError, match="agreement.json does not exist: run the validation stage"):
+    with pytest.raises(WorkbenchError, match="agreement.json does not exist: run python -m validation.agreement"):
         export_main(["--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(tmp_path / "o")])
 
 

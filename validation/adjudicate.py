@@ -69,7 +69,7 @@ TITLE_SUFFIX = " — adjudication"
 
 
 def adjudication_title(ws: Workspace, state: dict) -> str:
-    return (state.get("project", {}).get("title") or default_project_title(ws)) + TITLE_SUFFIX
+    return (state.get("project", {}).get("title") or default_project_title(ws, state)) + TITLE_SUFFIX
 
 
 

@@ -183,7 +183,7 @@ class Workspace:
                 raise WorkbenchError(f"workspace {self.root} does not exist")
             return
         try:
-            new = not self.root.is_dir() or not any(self.root.iterdir()) or (self.root / "manifests").is_dir()
+            new = not self.root.is_dir() or not any(self.root.iterdir())  # an older workspace is left as it is
             for sub in ("manifests", "stats", "audio", "cache"):
                 (self.root / sub).mkdir(parents=True, exist_ok=True)
             ignore = self.root / ".gitignore"

@@ -258,6 +258,11 @@ def test_maintainer_builds_labels_releases_and_publishes(clone, record_property)
     controls = load_dataset(str(release), "controls", split="test")
     assert controls.num_rows > 0 and set(controls["control_of"]) <= set(expected)
     # what the page printed: the dry run, the push, and the same table loaded from the folder and the local Hub
+    # the labelling loop ended as the page says: a push that finds nothing open (and no next round to run), then
+    # a round that submits nothing; nothing stuck; the export counts what it left out
+    last_push = run.out.split("nothing is open: every pushed task is decided")
+    assert len(last_push) >= 2 and not last_push[-1].split("\n")[1].startswith("next round"), run.tail()
+    assert " submitted 0 label(s):" in last_push[-1] and "stuck:" not in run.out, run.tail()
     assert "dry run: nothing sent" in run.out
     assert re.search(r"pushed to http://127\.0\.0\.1:\d+/datasets/my-org/aor-bench .* tag 0\.1\.0", run.out), run.tail()
     rows = [int(n) for n in re.findall(r"num_rows: (\d+)", run.out)]
@@ -274,6 +279,7 @@ def test_annotation_lead_builds_for_people_invites_and_shows_what_an_annotator_m
     # status, as the page says: the three projects, the speech arm with a task per sample and nobody's answer
     status = re.findall(r"^project \d+ '(AOR-Bench [0-9a-f]{6}) — (\w+)': (\d+) tasks, (\d+) with annotations, "
                         r"(\d+) annotations$", run.out, re.M)
+    assert len(status) == 6, status  # two `status` runs, each listing the three projects and no other
     first = {arm: (int(t), int(w), int(a)) for _, arm, t, w, a in status[:3]}  # the first status, after the push
     samples = len((ws / "manifests" / "wer.jsonl").read_text().splitlines())
     assert first == {"speech": (samples, 0, 0), "scene": (0, 0, 0), "mixture": (0, 0, 0)}, status
