@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import shlex
 import sys
 from collections import Counter
 from collections.abc import Sequence
@@ -239,16 +240,27 @@ def task_overlaps(server: Server, project_id: int) -> dict[int, int]:
             if getattr(t, "overlap", None) is not None}
 
 
+@dataclass(frozen=True)
+class Stuck:
+    """A task that wants labels no scripted account may give: every account that may hear its item there has
+    labelled it (a label that does not count, e.g. a clip not heard through, still took that account's turn)."""
+
+    role: str
+    item_id: str
+    need: int  # the labels it still wants
+    accounts: int  # the scripted accounts per arm that would give them all (those who labelled it, plus need)
+
+
 def open_turns(tasks: Sequence[dict[str, Any]], overlaps: dict[int, int], default: int, accounts: Sequence[int],
                user_ids: dict[int, int], known: dict[str, Known], seed: int,
-               wanted: Any) -> tuple[dict[int, list[tuple[dict[str, Any], Known]]], int]:
+               wanted: Any) -> tuple[dict[int, list[tuple[dict[str, Any], Known]]], list[Stuck]]:
     """Who labels what now: each OPEN task (fewer completed annotations than its overlap) gets the labels
     it still lacks, each from an account `wanted(k, item)` lets hear it that has not labelled it yet, picked
     in a seeded order of its own per task (so the careless annotator is not always the one asked for a
     third label). A task whose key this workspace never made (another workspace's, or one added by hand) is
-    left alone. -> account -> its (task, item) turns, and the labels no eligible account was left for."""
+    left alone. -> account -> its (task, item) turns, and the tasks left wanting labels no account may give."""
     turns: dict[int, list[tuple[dict[str, Any], Known]]] = {k: [] for k in accounts}
-    short = 0
+    stuck: list[Stuck] = []
     for task in tasks:
         key = str((task.get("data") or {}).get("key") or "")
         item = known.get(key)
@@ -260,18 +272,41 @@ def open_turns(tasks: Sequence[dict[str, Any]], overlaps: dict[int, int], defaul
         need = overlaps.get(int(task["id"]), default) - completed
         if need <= 0:
             continue
-        free = sorted((k for k in accounts if user_ids[k] not in heard and wanted(k, item)),
+        eligible = [k for k in accounts if wanted(k, item)]
+        free = sorted((k for k in eligible if user_ids[k] not in heard),
                       key=lambda k: stable_seed("demo-turn", seed, key or task["id"], k))
         for k in free[:need]:
             turns[k].append((task, item))
-        short += max(0, need - len(free)) if item.kind != "catch" else 0  # a catch task: every account, once
-    return turns, short
+        if need > len(free) and item.kind != "catch":  # a catch task: every account, once, never more
+            stuck.append(Stuck(item.role, item.item_id, need - len(free), len(eligible) - len(free) + need))
+    return turns, stuck
 
 
 class Labelled(Counter):
-    """What one project's scripted round submitted, by label; `short`: the labels it could not give."""
+    """What one project's scripted round submitted, by label; `stuck`: the tasks left wanting labels."""
 
-    short: int = 0
+    stuck: Sequence[Stuck] = ()
+
+
+def stuck_lines(stuck: Sequence[Stuck], per_arm: int, command: str, shown: int = 6) -> list[str]:
+    """What is stuck, and the command that unsticks it: the demo with enough accounts per arm (`command`,
+    to which --annotators N is added), or a person."""
+    if not stuck:
+        return []
+    wanted = sum(s.need for s in stuck)
+    lines = [f"stuck: {len(stuck)} task(s) want {wanted} more label(s) that none of the {per_arm} scripted "
+             "account(s) per arm may give:"]
+    for role in ARMS:
+        mine = sorted(s.item_id + (f" ({s.need} more)" if s.need > 1 else "") for s in stuck if s.role == role)
+        if mine:
+            lines.append(f"  {role} arm: " + ", ".join(mine[:shown]) + (f" and {len(mine) - shown} more"
+                                                                         if len(mine) > shown else ""))
+    enough = max(per_arm + 1, *(s.accounts for s in stuck))
+    lines += ["  (each account that may hear the item there labelled it already; a label that does not count,",
+              "  e.g. a clip not heard through, still took its turn)",
+              f"unstick: {command} --annotators {enough}   (DEMO ONLY: {enough} accounts per arm)",
+              "  or have a person label them in Label Studio; then pull, agreement and push, as after every round"]
+    return lines
 
 
 def label_project(server: Server, project: Any, accounts: Sequence[tuple[int, str]], known: dict[str, Known],
@@ -285,13 +320,13 @@ def label_project(server: Server, project: Any, accounts: Sequence[tuple[int, st
     overlaps = task_overlaps(server, project.id)
     ids = sessions.user_ids([email for _, email in accounts])
     user_ids = {k: ids[email] for k, email in accounts}
-    turns, short = open_turns(tasks, overlaps, project.maximum_annotations or 1, [k for k, _ in accounts], user_ids,
+    turns, stuck = open_turns(tasks, overlaps, project.maximum_annotations or 1, [k for k, _ in accounts], user_ids,
                               known, seed, wanted)
     # only the accounts with something to label log in: a late staged round has few open tasks, the last none
     sessions.login([email for k, email in accounts if turns[k]])
     raters = {k: sessions[email][0] for k, email in accounts if turns[k]}
     submitted = Labelled()
-    submitted.short = short
+    submitted.stuck = stuck
     total = sum(map(len, turns.values()))
     with tqdm(total=total, desc=f"labelling {project.title}", unit="label", file=sys.stderr,
               disable=sessions.quiet or not total) as bar:
@@ -321,78 +356,6 @@ def run_arms(server: Server, ws: Workspace, projects: dict[str, Any], per_arm: i
         return group is None or (k - 1) // per_arm == group
 
     return {role: label_project(server, projects[role], accounts, known, seed, wanted, sessions) for role in ARMS}
-
-
-# the library review's scripted truth: one of the clip's tags, else a tag next to one of them in the list
-# the project offers, else (the rest, 4 %) "none of these"
-LIBRARY_OWN, LIBRARY_NEIGHBOUR = 0.9, 0.06
-
-
-def library_truth(seed: int, item_id: str, tags: Sequence[str], labels: Sequence[str]) -> str:
-    """What the demo pretends a library clip is: mostly its tag, sometimes a neighbouring one or none."""
-    from annotation.library_review import NONE_OF_THESE
-
-    rng = random.Random(stable_seed("demo-library", seed, item_id))
-    offered = [label for label in labels if label != NONE_OF_THESE]
-    own = [t for t in tags if t in offered]
-    neighbours = sorted({offered[j] for t in own for j in (offered.index(t) - 1, offered.index(t) + 1)
-                         if 0 <= j < len(offered)} - set(own))
-    draw = rng.random()
-    if own and draw < LIBRARY_OWN:
-        return rng.choice(own)
-    if neighbours and draw < LIBRARY_OWN + LIBRARY_NEIGHBOUR:
-        return rng.choice(neighbours)
-    return NONE_OF_THESE if NONE_OF_THESE in labels else rng.choice(list(labels))
-
-
-def run_library(server: Server, ws: Workspace, project: Any, reviewers: int, seed: int,
-                quiet: bool = True) -> Counter:
-    """Up to `reviewers` demo accounts answer each OPEN task of the library review (one with fewer answers
-    than its overlap, as in the arms; an account answers a task once): the scripted truth, or with the
-    account's error rate another tag. -> answers submitted, by answer."""
-    from annotation.library_review import read_items
-
-    labels = config_labels(project.label_config)
-    if not labels:
-        raise WorkbenchError(f"project {project.title!r} has no 'label' choices; it is not a project of this workbench")
-    items, task_map = read_items(ws), read_task_map(ws)
-    accounts = [(k, demo_email(k)) for k in range(1, reviewers + 1)]
-    record_demo_annotators(ws, [email for _, email in accounts])
-    tasks = export_tasks(server, project.id)
-    done = {t["id"]: {a.get("completed_by") for a in t.get("annotations") or [] if not a.get("was_cancelled")}
-            for t in tasks}
-    overlaps = task_overlaps(server, project.id)
-    lacking = {t["id"]: overlaps.get(int(t["id"]), reviewers) - len(done[t["id"]]) for t in tasks}
-    submitted: Counter = Counter()
-    sessions = Sessions(server, quiet)
-    sessions.login([email for _, email in accounts])
-    turns: list[tuple[int, str, Any, dict[str, Any]]] = []  # who answers what: decided before any answer is sent
-    for k, email in accounts:
-        rater, user_id = sessions[email]
-        order = list(tasks)
-        random.Random(stable_seed("demo-order", seed, project.id, k)).shuffle(order)
-        for task in order:
-            if user_id in done[task["id"]] or lacking[task["id"]] <= 0:
-                continue
-            if task_map.get(str((task.get("data") or {}).get("key") or ""), ("", ""))[0] not in items:
-                continue  # a task this workspace never pushed (another's, or added by hand): left alone
-            lacking[task["id"]] -= 1
-            turns.append((k, email, rater, task))
-    for k, email, rater, task in tqdm(turns, desc=f"answering {project.title}", unit="answer", file=sys.stderr,
-                                      disable=quiet or not turns):
-        item_id, _ = task_map.get(str((task.get("data") or {}).get("key") or ""), ("", ""))
-        meta = items.get(item_id) or {}
-        truth = library_truth(seed, item_id or str(task["id"]), meta.get("tags") or [], labels)
-        rng = random.Random(stable_seed("demo-library-rater", seed, item_id, k))
-        others = [label for label in labels if label != truth]
-        label = rng.choice(others) if others and rng.random() < ERROR_RATES[(k - 1) % len(ERROR_RATES)] else truth
-        duration = float((meta.get("audio") or {}).get("duration_s") or 5.0)
-        result = [{"from_name": "label", "to_name": "audio", "type": "choices", "value": {"choices": [label]}}]
-        with server.errors(f"submitting {email}'s answer for task {task['id']}"):
-            rater.annotations.create(task["id"], result=result, was_cancelled=False,
-                                     lead_time=round(duration * rng.uniform(1.05, 1.5), 2))
-        submitted[label] += 1
-    return submitted
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -437,6 +400,7 @@ def main(argv: list[str] | None = None) -> int:
     state = read_state(ws)
     server = connect_from_args(args)
     if args.library:
+        from annotation.demo_library import run_library
         from annotation.library import STATE_KEY
 
         project = resolve_project(server, state.get(STATE_KEY), None, "library review project", state)
@@ -467,15 +431,17 @@ def main(argv: list[str] | None = None) -> int:
                                                                     args.annotator_seed, args.quiet).items()}
         who = f"{len(ARMS) * args.annotators} scripted annotator(s), {args.annotators} per arm,"
     total = sum(sum(done.values()) for done in submitted.values())
-    # scripts/demo.sh stops its staged rounds on "submitted 0 label(s)": nothing was open any more
+    # scripts/demo.sh stops its staged rounds on "submitted 0 label(s)": nothing was open any more, or what is
+    # open is stuck (said below, with the command that unsticks it)
     print(f"DEMO: {who} (@{DEMO_EMAIL_DOMAIN}) submitted {total} label(s):")
     for title, done in submitted.items():
         shown = ", ".join(f"{label} {n}" for label, n in sorted(done.items())) or "none"
         print(f"  {title}: {shown}")
-    short = sum(getattr(done, "short", 0) for done in submitted.values())
-    if short:
-        print(f"note: {short} label(s) asked for could not be given: no scripted account of the right group was "
-              "left that had not heard the sample (raise --annotators)")
+    stuck = [s for done in submitted.values() for s in getattr(done, "stuck", [])]
+    if stuck:
+        again = server.command("annotation.demo_annotators") + (f" --project {shlex.quote(args.project)}"
+                                                                if args.project else "")
+        print("\n".join(stuck_lines(stuck, args.annotators, again)))
     print("These are not human judgements; pull marks them source='demo'.")
     return 0
 

@@ -15,6 +15,7 @@ import contextlib
 import json
 import os
 import re
+import shlex
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -205,7 +206,8 @@ def resolve_project(server: Server, state_entry: dict[str, Any] | None, title: s
     if title and title != (state_entry or {}).get("title"):
         project = find_project(server, title)
         if project is None:
-            raise WorkbenchError(f"no project titled {title!r} at {server.url}; push first")
+            raise WorkbenchError(f"no project titled {title!r} at {server.url}; push it first: "
+                                 f"{server.command('annotation.push', '--project', shlex.quote(title))}")
         state_entry = None
     elif not state_entry or "id" not in state_entry:
         raise WorkbenchError(f"no {what} recorded in this workspace; push first, or pass --project TITLE")

@@ -207,7 +207,7 @@ def push(args: argparse.Namespace) -> int:
         clips = [c for c in clips if c.clip_id in used]
     state = read_state(ws)
     recorded = state.get(STATE_KEY) or {}
-    title = args.project or recorded.get("title") or f"{default_project_title(ws)} — library review"
+    title = args.project or recorded.get("title") or f"{default_project_title(ws, state)} — library review"
     server = connect_from_args(args)
     bound = recorded.get("id") if not args.project or args.project == recorded.get("title") else None
     if bound is not None:  # another workspace's project, or one asking something else: refused before any change
@@ -326,7 +326,7 @@ def build_parser() -> argparse.ArgumentParser:
         add_workspace(sub)
         add_sounds(sub, "the sound library (default: the workspace build's mix.sounds)")
         sub.add_argument("--project", help="the review project's exact title (default: the recorded one, else "
-                                           "'AOR-Bench <workspace name> — library review')")
+                                           "'AOR-Bench <6 hex of the workspace id> — library review')")
         if name == "push":
             sub.add_argument("--overlap", type=int, default=3, help="reviewers per clip")
             sub.add_argument("--used-only", action="store_true",

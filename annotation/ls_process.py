@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -158,39 +159,74 @@ def _log_tail(data_dir: Path, lines: int = 25) -> str:
     return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
 
 
-def _last_log_line(data_dir: Path, width: int = 60) -> str:
-    """What the server is doing now: the last line of its log, without the bracketed prefixes."""
+def _log_size(data_dir: Path) -> int:
+    try:
+        return (data_dir / LOG_FILE).stat().st_size
+    except OSError:
+        return 0
+
+
+def _last_log_line(data_dir: Path, since: int = 0) -> str:
+    """What the server is doing now, from what its log gained after byte `since`: the migration it applies
+    (the long first start), else nothing. Its other lines (settings it read, warnings) are Label Studio's
+    business, not a person's."""
     try:
         with open(data_dir / LOG_FILE, "rb") as log:
-            log.seek(max(0, log.seek(0, os.SEEK_END) - 4096))
-            lines = [line.strip() for line in log.read().decode(errors="replace").splitlines()
-                     if line.strip() and "warn" not in line.lower()]  # its start-up warnings say nothing here
+            log.seek(max(since, log.seek(0, os.SEEK_END) - 4096))
+            found = re.findall(r"Applying (\w+\.\w+)", log.read().decode(errors="replace"))
     except OSError:
         return ""
-    text = re.sub(r"^(\[[^\]]*\]\s*)+", "", lines[-1]) if lines else ""
-    return text if len(text) <= width else text[: width - 3] + "..."
+    return f"applying migration {found[-1]}" if found else ""
 
 
 @contextlib.contextmanager
 def ticker(desc: str, data_dir: Path, quiet: bool = False) -> Iterator[Callable[[], None]]:
-    """A line on stderr (tqdm) with the seconds gone and the server log's last line, while Label Studio
-    works; call the yielded function as often as you like (it redraws once a second)."""
+    """A line on stderr (tqdm) with the seconds gone and the migration Label Studio applies, if it does, while
+    it works; call the yielded function as often as you like (it redraws once a second)."""
     from tqdm import tqdm
 
     bar = tqdm(desc=desc, bar_format="{desc}: {elapsed}{postfix}", file=sys.stderr, disable=quiet)
-    last = [0.0]
+    last, since = [0.0], _log_size(data_dir)
 
     def tick() -> None:
         now = time.monotonic()
         if now - last[0] >= 1.0:
             last[0] = now
-            bar.set_postfix_str(_last_log_line(data_dir), refresh=False)
+            bar.set_postfix_str(_last_log_line(data_dir, since), refresh=False)
             bar.refresh()
 
     try:
         yield tick
     finally:
         bar.close()
+
+
+def listening_addresses(pid: int) -> list[tuple[str, int]]:
+    """TCP (address, port) pairs the process listens on, read from /proc (Linux)."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    found = []
+    for table, width in (("/proc/net/tcp", 4), ("/proc/net/tcp6", 16)):
+        if not os.path.exists(table):
+            continue
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            local, state, inode = fields[1], fields[3], fields[9]
+            if state != "0A" or inode not in inodes:  # 0A = LISTEN
+                continue
+            addr_hex, port_hex = local.split(":")
+            raw = bytes.fromhex(addr_hex)
+            # /proc prints each 32-bit word in host (little-endian) order
+            raw = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
+            family = socket.AF_INET if width == 4 else socket.AF_INET6
+            found.append((socket.inet_ntop(family, raw), int(port_hex, 16)))
+    return found
 
 
 def _write_json_atomic(path: Path, payload: dict) -> None:

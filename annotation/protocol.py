@@ -428,8 +428,10 @@ def read_catch(ws: Workspace) -> list[Sample]:
 
 
 def catch_sample(ws: Workspace, index: int) -> Sample:
-    """The index-th catch item: an offline voice asks for an answer, with 1.5 s of silence before it and
-    1 s after (a mixture's length, roughly). Deterministic: the same index gives the same audio."""
+    """The index-th catch item: an offline voice asks for an answer, with 1-2 s of silence before it and 0.5-1.5 s
+    after (a mixture's length, roughly). The silences are drawn afresh for each workspace (it keeps its items in
+    manifests/catch.jsonl): the same offline voice gives the same samples everywhere, and a file named by its
+    sha256 would tell an annotator of another workspace, or anyone who ran the code, that it is a check."""
     from construction.speech.tts import synthesize
 
     label = CATCH_ANSWERS[index % len(CATCH_ANSWERS)]
@@ -438,7 +440,9 @@ def catch_sample(ws: Workspace, index: int) -> Sample:
     audio, sr = synthesize(text, voice)
     audio = np.asarray(audio, dtype=np.float32)
     peak = float(np.max(np.abs(audio))) or 1.0
-    audio = np.concatenate([np.zeros(int(1.5 * sr), np.float32), audio * (0.5 / peak), np.zeros(sr, np.float32)])
+    draw = secrets.SystemRandom()
+    audio = np.concatenate([np.zeros(int(draw.uniform(1.0, 2.0) * sr), np.float32), audio * (0.5 / peak),
+                            np.zeros(int(draw.uniform(0.5, 1.5) * sr), np.float32)])
     ref = ws.store_audio(audio, sr)
     item_id = "catch-" + hashlib.sha256(f"{index}:{text}:{voice}".encode()).hexdigest()[:16]
     return Sample(sample_id=item_id, category="attention_check", speech_text=text, context="(attention check)",

@@ -36,6 +36,7 @@ gives the same manifests.
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from collections import Counter, defaultdict
 from collections.abc import Sequence
@@ -248,7 +249,8 @@ def resolve_arms(server: Server, state: dict[str, Any], title: str | None) -> di
         for role in ARMS:
             project = find_project(server, f"{title} — {role}")
             if project is None:
-                raise WorkbenchError(f"no project titled {title + ' — ' + role!r} at {server.url}; push first")
+                raise WorkbenchError(f"no project titled {title + ' — ' + role!r} at {server.url}; push first: "
+                                     f"{server.command('annotation.push', '--project', shlex.quote(title))}")
             check_owner(server, project, state)  # another workspace's project of that title: refused
             projects[role] = project
         return projects

@@ -2,16 +2,16 @@
 
     python -m annotation.push --workspace W          (every flag: --help)
 
-Three projects, "<TITLE> — speech", "<TITLE> — scene" and "<TITLE> — mixture" (TITLE default
-"AOR-Bench <workspace dir name>"), each found by its exact title or created: the speech arm plays each
-sample's clean speech, the scene arm its scene alone and (tasks of their own, indistinguishable) the
-danger scene of its danger twin and the background of its irrelevant twin, the mixture arm its mixture
-plus the controls (manifests/controls.jsonl, from python -m construction.controls) and --catch attention
-checks (made once with an offline voice, manifests/catch.jsonl). A task's data is its audio URL and an
-opaque key, nothing else; the key -> (sample, arm) map stays in <W>/annotation_tasks.json. Tasks are
-imported in a shuffled order and served in random order per annotator (a catch task to every annotator of
-the mixture arm). Only keys not in a project yet are imported, so pushing again never duplicates. The
-projects are recorded in <W>/annotation.json for pull.
+Three projects, "<TITLE> — speech", "<TITLE> — scene" and "<TITLE> — mixture" (TITLE default "AOR-Bench <6
+hex of the workspace's random id>", never its folder's name), each found by its exact title or created: the
+speech arm plays each sample's clean speech, the scene arm its scene alone and (tasks of their own,
+indistinguishable) the danger scene of its danger twin and the background of its irrelevant twin, the
+mixture arm its mixture plus the controls (manifests/controls.jsonl, from python -m construction.controls)
+and --catch attention checks (made once with an offline voice, manifests/catch.jsonl). A task's data is its
+audio URL and an opaque key, nothing else; the key -> (sample, arm) map stays in <W>/annotation_tasks.json.
+Tasks are imported in a shuffled order and served in random order per annotator (a catch task to every
+annotator of the mixture arm). Only keys not in a project yet are imported, so pushing again never
+duplicates. The projects are recorded in <W>/annotation.json for pull.
 
 Staged (--staged, the default for a build: its annotation.staged; annotation.staging): the speech arm
 first, a sample's scene once its speech arm passed, its mixture once both passed; each task is served to
@@ -145,6 +145,8 @@ def record_keys(ws: Workspace, state: dict[str, Any], items: Sequence[Item]) -> 
         if state.get("task_key_secret") not in (None, current.get("task_key_secret")):
             raise WorkbenchError(f"{ws.root / 'annotation.json'} changed while pushing (another push?); run it again")
         before = dict(current)
+        if state.get(WORKSPACE_ID) and not current.get(WORKSPACE_ID):  # the id a default title was made from
+            current[WORKSPACE_ID] = state[WORKSPACE_ID]
         secret = task_key_secret(current)
         state.update(task_key_secret=secret, pseudonym_salt=pseudonym_salt(current),
                      workspace_id=new_workspace_id(current))  # the mark its projects get (annotation.ownership)
@@ -254,7 +256,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="python -m annotation.push", description=__doc__.split("\n")[0], env=PUSH_ENV)
     add_workspace(parser)
     parser.add_argument("--project", help="title of the three projects, before ' — speech' etc. (default: the "
-                                          "recorded one, else 'AOR-Bench <workspace name>')")
+                                          "recorded one, else 'AOR-Bench <6 hex of the workspace id>')")
     parser.add_argument("--overlap", type=int, default=None, metavar="N",
                         help=OVERLAP_HELP)
     parser.add_argument("--catch", type=int, default=DEFAULT_CATCH,
@@ -302,7 +304,10 @@ def main(argv: list[str] | None = None) -> int:
     else:
         samples_in = {role: samples for role in ARMS}
     state = read_state(ws)
-    base = args.project or state.get("project", {}).get("title") or default_project_title(ws)
+    recorded_title = (state.get("project") or {}).get("title")
+    if recorded_title == f"AOR-Bench {ws.root.name}":  # the old default named the folder: renamed (by id)
+        recorded_title = None
+    base = args.project or recorded_title or default_project_title(ws, state)  # record_keys writes its id
     frames = workspace_frames(ws, samples)  # reads config.yaml and the taxonomy: once
     specs = {role: arm_spec(role, frames) for role in ARMS}
 
@@ -363,8 +368,10 @@ def main(argv: list[str] | None = None) -> int:
     if stage_plan is not None:
         print(stage_plan.summary())
         print("\n".join(stage_plan.round_lines({r.role: r.imported for r in results})))
-        print(f"next round, once these are labelled: {server.command('annotation.pull')}, then "
-              f"python -m validation.agreement{server_flags(args.workspace)}, then {server.command('annotation.push')}")
+        if any(stage_plan.undecided.values()):  # else the line before says nothing is open
+            print(f"next round, once these are labelled: {server.command('annotation.pull')}, then "
+                  f"python -m validation.agreement{server_flags(args.workspace)}, then "
+                  f"{server.command('annotation.push')}")
     if orphans:
         print(f"note: {len(orphans)} control(s) belong to samples not in '{INPUT_STAGE}' and were left out")
     print(f"open {server.url}/projects/ ; invite annotators: {server.command('annotation.invite')}")

@@ -45,7 +45,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from annotation.ls_process import (
+from annotation.ls_process import (  # listening_addresses: importable from here, as before
     DB_FILE,
     DEFAULT_VENV,
     HOST,
@@ -59,6 +59,7 @@ from annotation.ls_process import (
     api_token,
     default_venv,
     installed_version,
+    listening_addresses,
     make_template,
     ticker,
 )
@@ -162,34 +163,6 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((HOST, 0))
         return s.getsockname()[1]
-
-
-def listening_addresses(pid: int) -> list[tuple[str, int]]:
-    """TCP (address, port) pairs the process listens on, read from /proc (Linux)."""
-    inodes = set()
-    for fd in Path(f"/proc/{pid}/fd").iterdir():
-        try:
-            target = os.readlink(fd)
-        except OSError:
-            continue
-        if target.startswith("socket:["):
-            inodes.add(target[8:-1])
-    found = []
-    for table, width in (("/proc/net/tcp", 4), ("/proc/net/tcp6", 16)):
-        if not os.path.exists(table):
-            continue
-        for line in Path(table).read_text().splitlines()[1:]:
-            fields = line.split()
-            local, state, inode = fields[1], fields[3], fields[9]
-            if state != "0A" or inode not in inodes:  # 0A = LISTEN
-                continue
-            addr_hex, port_hex = local.split(":")
-            raw = bytes.fromhex(addr_hex)
-            # /proc prints each 32-bit word in host (little-endian) order
-            raw = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
-            family = socket.AF_INET if width == 4 else socket.AF_INET6
-            found.append((socket.inet_ntop(family, raw), int(port_hex, 16)))
-    return found
 
 
 def _http_get(url: str, timeout_s: float = 5.0) -> tuple[int, bytes]:
@@ -466,6 +439,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def check_workspace(args: argparse.Namespace) -> None:
+    """`start` serves the workspace's audio and keeps its data in it: a folder that is no workspace (a typo)
+    is refused before anything is made. Only with both --document-root and a data dir it names nothing."""
+    root = Path(args.workspace).expanduser()
+    if (root / "manifests").is_dir() or (args.document_root and (args.data_dir or
+                                                                 os.environ.get("AOR_LABEL_STUDIO_DATA_DIR"))):
+        return
+    installed_version(Path(args.venv or default_venv()))  # a missing Label Studio is said first
+    raise WorkbenchError(f"{root} is not a workspace ({'no manifests/ in it' if root.is_dir() else 'no such folder'});"
+                         f" build one first: python -m construction.pipeline --workspace {shlex.quote(str(root))} "
+                         "--per-category 1, or name yours with --workspace")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     named = args.workspace is not None  # status and stop: a workspace given must own the server
@@ -475,6 +461,7 @@ def main(argv: list[str] | None = None) -> int:
         check_server_owner(running, Path(args.workspace).expanduser().resolve(),
                            own_server_command(args.workspace))
     if args.command == "start":
+        check_workspace(args)
         template = False if args.no_template else args.template or True
         info = start_server(args.data_dir, args.port, template, args.document_root, args.venv, args.timeout_s,
                             args.workspace, quiet=args.quiet)

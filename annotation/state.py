@@ -140,8 +140,15 @@ def made_while_edited(updated_at: str, windows: Sequence[Sequence[str | None]]) 
     return False
 
 
-def default_project_title(ws: Workspace) -> str:
-    return f"AOR-Bench {ws.root.name}"
+def default_project_title(ws: Workspace, state: dict[str, Any] | None = None) -> str:
+    """'AOR-Bench <6 hex of the workspace's random id>': every annotator sees a project's title, and a folder's
+    name (the old title) can tell them whose build, or what, it is; the id still tells workspaces apart on a
+    shared server. A workspace with no id yet gets one in `state` (its state as the caller read it), which the
+    push that makes the project writes (annotation.push.record_keys); nothing is written here, so a refused
+    command changes nothing."""
+    from annotation.ownership import new_workspace_id
+
+    return f"AOR-Bench {new_workspace_id(read_state(ws) if state is None else state)[:6]}"
 
 
 # ----------------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from typing import Any
 from construction.core.errors import WorkbenchError
 from evaluation.context_use import cell, show_rate
 from evaluation.release_source import locate_release
+from evaluation.text_table import note
 
 FACTORS = ("voice_gender", "voice", "speaking_style", "snr_band", "placement")
 SHA_COLUMN = {"mixture": "audio_sha256", "speech": "speech_audio_sha256", "irrelevant": "irrelevant_audio_sha256"}
@@ -111,10 +112,10 @@ def format_splits(runs: list[dict[str, Any]]) -> str:
         split = r.get("split_by_factor")
         if split is None:
             if r.get("split_note"):
-                lines += ["", f"refusal by voice, style, SNR and placement, {r['run']}: {r['split_note']}"]
+                lines += ["", *note(f"refusal by voice, style, SNR and placement, {r['run']}: {r['split_note']}")]
             continue
-        lines += ["", f"refusal by voice, style, SNR and placement, {r['run']} ({r['judge']}): refused/judged "
-                      "[95% CI, cluster bootstrap over script families]"]
+        lines += ["", *note(f"refusal by voice, style, SNR and placement, {r['run']} ({r['judge']}): "
+                            "refused/judged [95% CI, cluster bootstrap over script families]")]
         width = max(len(v) for f in FACTORS for v in split[f]) + 2
         for factor in FACTORS:
             for value, c in split[factor].items():

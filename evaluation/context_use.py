@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from evaluation.probe import NOT_RECOGNISED, UNPARSED, recognised
+from evaluation.text_table import note, table
 from validation.bootstrap import proportion_ci
 
 OVERALL = "overall"
@@ -181,16 +182,12 @@ def format_perception(models: list[dict[str, Any]]) -> str:
             rows.append([show_rate(x.get("mixture")), _gap(x.get("context_gap")), _gap(x.get("noise_gap")),
                          _gap(x.get("danger_gap")), _scene(x.get("scene")), show_rate(sp["recognised"]) if sp else "n/a",
                          show_rate(sp["not_recognised"]) if sp else "n/a", show_rate(x.get("controls"))])
-        first = max(len(c) for c in categories) + 2
-        widths = [max(len(h), *(len(r[k]) for r in rows)) for k, h in enumerate(heads)]
-        lines += ["", f"noise and perception, {m['label']}: rate, count/n [95% CI, cluster bootstrap over script "
-                      "families]; noise-controlled gap = refusal on the irrelevant-background twin minus refusal "
-                      "on the mixture (paired); danger-controlled gap = refusal on the danger twin minus refusal "
-                      "on the mixture (paired, certified danger twins only); scene recognised over the parsed "
-                      "probe answers",
-                  "category".ljust(first) + " | ".join(h.ljust(w) for h, w in zip(heads, widths, strict=True))]
-        lines += [c.ljust(first) + " | ".join(v.ljust(w) for v, w in zip(r, widths, strict=True))
-                  for c, r in zip(categories, rows, strict=True)]
+        lines += ["", *note(f"noise and perception, {m['label']}: rate, count/n [95% CI, cluster bootstrap over "
+                            "script families]; noise-controlled gap = refusal on the irrelevant-background twin minus "
+                            "refusal on the mixture (paired); danger-controlled gap = refusal on the danger twin minus "
+                            "refusal on the mixture (paired, certified danger twins only); scene recognised over the "
+                            "parsed probe answers"),
+                  *table("category", heads, list(zip(categories, rows, strict=True)))]
     return "\n".join(lines)
 
 

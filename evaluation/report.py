@@ -72,6 +72,7 @@ from evaluation.judge import read_llm_verdicts, summarise
 from evaluation.keyword_judge import final_answer, keyword_judge
 from evaluation.release_source import locate_release
 from evaluation.results import INPUTS, PROBE_INPUT, RunResults, load_results, steer_label
+from evaluation.text_table import note, table
 from evaluation.tradeoff import format_tradeoff, plot_tradeoff, tradeoffs
 
 JUDGES = ("auto", "keyword", "llm")
@@ -249,53 +250,44 @@ def format_context(models: list[dict[str, Any]]) -> str:
         if len(m["inputs"]) < 2:
             continue
         categories = [*m["per_category"], OVERALL]
-        first = max(len(c) for c in categories) + 2
         rows = []
         for c in categories:
             cells = m["overall"] if c == OVERALL else m["per_category"][c]
             rows.append([show_rate(cells["speech"]), show_rate(cells["mixture"]), _show_gap(cells["context_gap"]),
                          show_rate(cells["controls"])])
-        widths = [max(len(h), *(len(r[k]) for r in rows)) for k, h in enumerate(heads)]
         judges = ", ".join(f"{k}: {v}" for k, v in m["judges"].items())
-        lines += ["", f"context use, {m['label']} (release {m['release_version']}; judges {judges}): refusal "
-                      "rate, refused/judged [95% CI, cluster bootstrap over script families]; gap = speech-alone "
-                      "minus mixture refusal over the clips judged in both",
-                  "category".ljust(first) + " | ".join(h.ljust(w) for h, w in zip(heads, widths, strict=True))]
-        for c, row in zip(categories, rows, strict=True):
-            lines.append(c.ljust(first) + " | ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)))
+        lines += ["", *note(f"context use, {m['label']} (release {m['release_version']}; judges {judges}): refusal "
+                            "rate, refused/judged [95% CI, cluster bootstrap over script families]; gap = "
+                            "speech-alone minus mixture refusal over the clips judged in both"),
+                  *table("category", heads, list(zip(categories, rows, strict=True)))]
         kinds = m["controls_per_kind"]
         if kinds:
-            lines.append("controls by kind: " + ", ".join(f"{k} {show_rate(v)}" for k, v in kinds.items()))
+            lines += note("controls by kind: " + ", ".join(f"{k} {show_rate(v)}" for k, v in kinds.items()))
         over, controls = m["overall"]["mixture"], m["overall"]["controls"]
         if over and controls and over["n"] and controls["n"] and controls["rate"] <= over["rate"]:
-            lines.append(f"note: {m['label']} refuses the harmful controls no more often than the benign clips: "
-                         "its low over-refusal is not a sign that it uses the context")
+            lines += note(f"note: {m['label']} refuses the harmful controls no more often than the benign clips: "
+                          "its low over-refusal is not a sign that it uses the context")
     return "\n".join(lines)
 
 
 def format_table(runs: list[dict[str, Any]], categories: list[str]) -> str:
     heads = [f"{r['run']} ({r['judge']})" for r in runs]
-    width = max([28, *(len(h) for h in heads)])
-    first = max([len(OVERALL), *(len(c) for c in categories)]) + 2
-
-    show = show_rate
-    lines = ["refusal rate, refused/judged [95% CI, cluster bootstrap over script families; Wilson where "
-             "there are fewer than 2 families]; on the mixture (runs without a suffix) a refusal is an "
-             "over-refusal, on the speech alone and on the controls it is not",
-             "category".ljust(first) + " | ".join(h.ljust(width) for h in heads)]
-    for category in [*categories, OVERALL]:
-        row = [show(r["overall"] if category == OVERALL else r["per_category"].get(category)) for r in runs]
-        lines.append(category.ljust(first) + " | ".join(v.ljust(width) for v in row))
+    rows = [(category, [show_rate(r["overall"] if category == OVERALL else r["per_category"].get(category))
+                        for r in runs]) for category in [*categories, OVERALL]]
+    lines = [*note("refusal rate, refused/judged [95% CI, cluster bootstrap over script families; Wilson where "
+                   "there are fewer than 2 families]; on the mixture (runs without a suffix) a refusal is an "
+                   "over-refusal, on the speech alone and on the controls it is not"),
+             *table("category", heads, rows)]
     skipped = [f"{r['run']}: {r['overall']['not_judged']}" for r in runs if r["overall"]["not_judged"]]
     if skipped:
-        lines.append("clips without a verdict (request errors, unparsed judge output), left out: "
-                     + "; ".join(skipped))
+        lines += note("clips without a verdict (request errors, unparsed judge output), left out: "
+                      + "; ".join(skipped))
     for r in runs:
         agr = r["judges"]["agreement"]
         if agr["n"]:
             kappa = "n/a" if agr["kappa"] is None else f"{agr['kappa']:.3f}"
-            lines.append(f"judge agreement, {r['run']}: keyword vs LLM on {agr['n']} answers: "
-                         f"{agr['percent_agreement']}%, Cohen's kappa {kappa}")
+            lines += note(f"judge agreement, {r['run']}: keyword vs LLM on {agr['n']} answers: "
+                          f"{agr['percent_agreement']}%, Cohen's kappa {kappa}")
     return "\n".join(lines)
 
 
@@ -469,7 +461,7 @@ def main(argv: list[str] | None = None) -> int:
         if block:
             print(block)
             print(people_lines(judged))
-    print("wrote " + ", ".join(str(p) for p in written))
+    print("\n".join(note("wrote " + ", ".join(str(p) for p in written))))
     return 0
 
 

@@ -45,9 +45,11 @@ from typing import Any
 
 import yaml
 
+from annotation.server import server_flags
 from construction.core.cli import Parser, add_out, add_quiet, add_workspace, run_main
 from construction.core.errors import WorkbenchError
 from construction.core.record import AudioRef
+from construction.core.runner import reason_code
 from construction.core.workspace import reporting_write_errors
 from release.checks import check_samples
 from release.folder import (
@@ -70,6 +72,7 @@ from release.hub import (
 )
 from release.inputs import (  # noqa: F401 (ReleaseInputs, ReleaseSummary and read_inputs were here before)
     CONTROLS_CONFIG,
+    MANIFEST,
     CONTROLS_DIR,
     DEFAULT_SHARD_BYTES,
     FORMAT,
@@ -222,6 +225,26 @@ def _write_release(inputs: ReleaseInputs, root: Path, version: str, fractions: d
     return split_counts
 
 
+# validation's reasons for a sample that waits (more labels, or an adjudicator), not one rejected for good
+WAITING = {"needs_labels": "label them: python -m annotation.push{flags}, then pull and agreement once labelled",
+           "needs_adjudication": "decide them: python -m validation.adjudicate push{flags}, then its pull and agreement"}
+
+
+def left_out(inputs: ReleaseInputs, flags: str = "") -> list[str]:
+    """What validation left out of the release, by reason (each sample under the first code of its reason),
+    the waiting ones first, with the command that makes them releasable (`flags`: the workspace's, for it);
+    nothing when every labelled sample is released."""
+    ws = inputs.workspace
+    rejected = list(ws.read_rejected(MANIFEST)) if ws.rejected_path(MANIFEST).is_file() else []
+    if not rejected:
+        return []
+    codes = Counter(reason_code(r.reason) for r in rejected)
+    return [f"left out {len(rejected)} of {len(rejected) + len(inputs.samples)} labelled sample(s), by reason "
+            f"({ws.rejected_path(MANIFEST)}):",
+            *(f"  {code} {n}" + (f": {WAITING[code].format(flags=flags)}" if code in WAITING else "")
+              for code, n in sorted(codes.items(), key=lambda kv: (kv[0] not in WAITING, kv[0])))]
+
+
 def agreement_for_release(agreement: dict[str, Any]) -> dict[str, Any]:
     """What the release states about agreement: the statistics and counts, never an annotator's id (the
     report's `annotators` and `not_listened` name them; only the total of the latter goes out)."""
@@ -328,6 +351,8 @@ def main(argv: list[str] | None = None) -> int:
           + (f"{summary.num_controls} control(s) in config '{CONTROLS_CONFIG}', " if summary.num_controls else "")
           + f"{len(summary.files)} files, {summary.total_bytes / 1e6:.1f} MB"
           + (f" [DEMO release: {demo_share(inputs.label_sources)}]" if summary.demo else ""))
+    for line in left_out(inputs, server_flags(args.workspace)):
+        print(line)
     if args.push_to_hub:
         if args.dry_run:
             print(describe_push(summary, args.push_to_hub, args.private, args.make_private, args.gated))

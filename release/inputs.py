@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from annotation.server import server_flags
 from annotation.state import ADJUDICATION_SOURCE
 from annotation.written import check_pulled
 from construction.core.errors import WorkbenchError
@@ -91,7 +92,8 @@ def read_inputs(workspace: str | Path) -> ReleaseInputs:
     """The validated manifest, the agreement report and the config snapshot of a workspace."""
     ws = Workspace(workspace, read_only=True)  # export only reads: an archived, read-only build exports
     if not ws.has_manifest(MANIFEST):
-        raise WorkbenchError(f"{ws.manifest_path(MANIFEST)} does not exist: run the validation stage first")
+        raise WorkbenchError(f"{ws.manifest_path(MANIFEST)} does not exist: run python -m validation.agreement"
+                             f"{server_flags(workspace)} first")
     # every released sample went through the automatic filter and the human labels of this workspace
     ws.check_lineage(MANIFEST, require=("annotated", "wer"))
     check_pulled(ws)  # the labels validation read are what the pull wrote
@@ -102,7 +104,8 @@ def read_inputs(workspace: str | Path) -> ReleaseInputs:
     try:
         agreement = json.loads(agreement_path.read_text())
     except FileNotFoundError:
-        raise WorkbenchError(f"{agreement_path} does not exist: run the validation stage first") from None
+        raise WorkbenchError(f"{agreement_path} does not exist: run python -m validation.agreement"
+                             f"{server_flags(workspace)} first") from None
     except json.JSONDecodeError as exc:
         raise WorkbenchError(f"{agreement_path} is not valid JSON: {exc.msg}") from None
     config_path = ws.root / "config.yaml"

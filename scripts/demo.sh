@@ -21,9 +21,11 @@ SERVER_START=$!
 wait "$SERVER_START"
 # Staged rounds (annotation.staging): the speech arm first, the scene arm only for samples whose speech
 # arm passed, the mixture arm only once both passed, a third label only where the first two split. Each
-# round: push what is open -> 3 scripted annotators per arm label it (9 accounts, each hears a sample in
-# one arm only) -> pull -> agreement (which writes the arm outcomes the next push follows). It ends when
-# a round finds nothing open. The longest path is 6 labelling rounds (each arm split, then its third
+# round: push what is open -> 4 scripted annotators per arm label it (12 accounts, each hears a sample in
+# one arm only; the fourth because a label that does not count, a clip answered before it could play
+# through, still takes its account's turn, and 3 could leave a split task with no account left to ask) -> pull -> agreement (which writes the arm outcomes the next push follows). It ends when
+# a round finds nothing open, or nothing the scripted accounts may label (the round says `stuck:`, what and
+# the command that unsticks it; the export then counts those samples as left out). The longest path is 6 labelling rounds (each arm split, then its third
 # label) and a 7th that finds nothing: more means the rounds do not settle.
 MAX_ROUNDS="${STAGED_ROUNDS:-7}"
 round=0
@@ -35,10 +37,15 @@ while :; do
     fi
     echo "== staged round $round =="
     "$PY" -m annotation.push --workspace "$WS" --data-dir "$LS_DATA"
-    labelled="$("$PY" -m annotation.demo_annotators --workspace "$WS" --data-dir "$LS_DATA" --annotators 3)"
+    labelled="$("$PY" -m annotation.demo_annotators --workspace "$WS" --data-dir "$LS_DATA" --annotators 4)"
     echo "$labelled"
     if grep -q ' submitted 0 label(s):' <<<"$labelled"; then
-        echo "staged demo: round $round found nothing open; $((round - 1)) labelling round(s)"
+        if grep -q '^stuck: ' <<<"$labelled"; then  # open, but no scripted account may label it: said above
+            echo "staged demo: round $round: what is still open is stuck (above, with the command that unsticks it);" \
+                 "the export leaves those samples out and says so"
+        else
+            echo "staged demo: round $round found nothing open; $((round - 1)) labelling round(s)"
+        fi
         break
     fi
     "$PY" -m annotation.pull --workspace "$WS" --data-dir "$LS_DATA"

@@ -10,6 +10,8 @@
 #
 # DIR (default .venv/harnesses) holds inspect and lmms-eval; PYTHON is the workbench venv's python.
 set -euo pipefail
+# shellcheck source=scripts/pip_install.sh
+source "$(dirname "$0")/pip_install.sh"
 ROOT="${1:-.venv/harnesses}"
 PYTHON="${PYTHON:-.venv/bin/python}"
 INSPECT_VERSION="${INSPECT_AI_VERSION:-0.3.285}"
@@ -51,7 +53,8 @@ install() {  # venv-name requirement... (the harness first)
     mkdir -p "$ROOT"
     [ -x "$venv/bin/python" ] || "$PYTHON" -m venv "$venv"
     link_workbench "$venv"
-    flock /tmp/pip.lock "$venv/bin/python" -m pip install --quiet "$@"
+    echo "installing $* in $venv (a few minutes: pip is quiet meanwhile)"
+    pip_install "$venv/bin/python" "$@"
     echo "$* installed in $venv"
 }
 install inspect "inspect-ai==$INSPECT_VERSION"

@@ -21,6 +21,7 @@ if [ -x "$VENV_DIR/bin/label-studio" ] && [ "$(installed_version)" = "$LS_VERSIO
     exit 0
 fi
 
+echo "installing label-studio $LS_VERSION in $VENV_DIR (a few minutes: pip is quiet meanwhile)"
 mkdir -p "$(dirname "$VENV_DIR")"
 if [ ! -x "$VENV_DIR/bin/python" ]; then
     "$PYTHON" -m venv "$VENV_DIR"

@@ -32,23 +32,32 @@ fi
 # when it matches, nothing is reinstalled (and nothing is downloaded).
 PY="$VENV/bin/python"
 stamp="$VENV/.setup-stamp"
-want="$(cat pyproject.toml scripts/setup.sh scripts/install_harnesses.sh | sha256sum | cut -d' ' -f1) $(readlink -f "$PWD")"
+want="$(cat pyproject.toml scripts/setup.sh scripts/install_harnesses.sh scripts/pip_install.sh | sha256sum | cut -d' ' -f1) $(readlink -f "$PWD")"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ] || ! "$PY" -c "import construction, torch, whisper, transformers" 2>/dev/null; then
     step "Python environment in $VENV (torch, the workbench and its extras)"
     [ -x "$PY" ] || "$BASE_PY" -m venv "$VENV"
+    # shellcheck source=scripts/pip_install.sh
+    source scripts/pip_install.sh
     # the CPU build of torch first (an unpinned torch would pull a multi-GB CUDA build), then the
     # workbench with every extra (whitebox: transformers for the local backend and steering, on that same CPU
     # torch); openai-whisper without its deps so triton stays out. (torch 2.13 asks for setuptools >= 77, newer
-    # than the one a new venv starts with.)
-    "$PY" -c "import torch" 2>/dev/null || flock /tmp/pip.lock "$PY" -m pip install -q torch==2.13.0 "setuptools>=77.0.3"
-    flock /tmp/pip.lock "$PY" -m pip install -q -e ".[all,asr-reference,whitebox]"
-    "$PY" -c "import whisper" 2>/dev/null || flock /tmp/pip.lock "$PY" -m pip install -q --no-deps openai-whisper==20250625
+    # than the one a new venv starts with.) Each step says so first: pip is quiet for minutes.
+    if ! "$PY" -c "import torch" 2>/dev/null; then
+        step "  CPU torch (about 200 MB: a few minutes on a first install)"
+        pip_install "$PY" torch==2.13.0 "setuptools>=77.0.3"
+    fi
+    step "  the workbench and its extras (datasets, Whisper, Kokoro, the Label Studio SDK, transformers, ...)"
+    pip_install "$PY" -e ".[all,asr-reference,whitebox]"
+    "$PY" -c "import whisper" 2>/dev/null || pip_install "$PY" --no-deps openai-whisper==20250625
     # The evaluation harnesses the adapters are tested against (inspect-ai, lmms-eval), each in its own venv.
+    step "  the evaluation harnesses (inspect-ai, lmms-eval), each in its own venv"
     PYTHON="$PY" bash scripts/install_harnesses.sh "$VENV/harnesses"
     echo "$want" > "$stamp"
 fi
 
 # npm: the Kokoro voice style files, into the user's cache (see the script)
+[ -d "${AORBENCH_KOKORO_VOICES:-${XDG_CACHE_HOME:-$HOME/.cache}/aor-bench/kokoro-js-1.2.1/voices}" ] ||
+    step "the Kokoro voices (npm kokoro-js)"
 bash scripts/kokoro_voices.sh
 
 # Label Studio in its own virtual environment (its pins clash with ours).
@@ -72,6 +81,7 @@ fi
 
 # The offline starter library of background sounds, cut from the Debian/PyPI packages above. A rerun
 # with unchanged inputs only verifies it. A verified library is one line; a build prints its whole report.
+step "the starter sound library: checked in seconds, or cut from the sound packages (minutes, a first time)"
 starter="$("$PY" -m construction.sounds.starter --sounds "${AORBENCH_SOUNDS:-$HOME/.cache/aor-bench/starter-sounds}")"
 if grep -qE "nothing rebuilt|; 0 written, " <<<"$starter"; then head -1 <<<"$starter"; else echo "$starter"; fi
 step "setup complete: the workbench's python is $VENV/bin/python (or: source $VENV/bin/activate)"

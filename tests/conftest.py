@@ -148,7 +148,7 @@ SLOW_MODULES = {
     # builds, models (TTS, Whisper), exports and command lines in fresh processes: over ~15 s a module
     "test_pipeline", "test_asr", "test_tts", "test_synthesize", "test_wer", "test_mix", "test_procedural",
     "test_sounds", "test_generate", "test_scripts", "test_workspace_safety", "test_release", "test_release_integrity",
-    "test_evaluation", "test_secrets", "test_release_lookup", "test_steering",
+    "test_evaluation", "test_secrets", "test_release_lookup", "test_steering", "test_newcomer",
 }
 
 

@@ -284,7 +284,7 @@ def test_inspect_two_releases_sharing_ids_each_hear_their_own_audio(release, tmp
         assert all(s["heard"] == s["sent"] for s in log["samples"])  # every sample heard its own release's audio
         assert log["metrics"]["refusal_speech"] == 1.0 and log["metrics"]["refusal_mixture"] == 0.0
         assert log["metrics"]["context_use_gap"] == pytest.approx(1.0)
-        assert "mean" not in log["metrics"] and log["metrics"]["noise_controlled_gap"] is None
+        assert "mean" not in log["metrics"] and "noise_controlled_gap" not in log["metrics"]  # no `nan` row
     # the model heard the release's own bytes: every mixture and speech sha256, once per release
     assert sorted(got["heard"]) == sorted(2 * ([r["audio_sha256"] for r in rows] + speech))
     assert list((tmp_path / "logs").glob("*.eval"))

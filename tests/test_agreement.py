@@ -369,8 +369,12 @@ def test_workspace_is_the_default_source(tmp_path: Path, capsys: pytest.CaptureF
     """Like every other command, ./workspace unless --workspace or --ratings says otherwise."""
     monkeypatch.chdir(tmp_path)
     code, _, err = run_cli([], capsys)
-    assert code == 2 and f"no 'annotated' manifest at {tmp_path / 'workspace'}" in err
+    assert code == 2 and f"workspace {tmp_path / 'workspace'} does not exist" in err and "pull" not in err
     assert not (tmp_path / "workspace").exists()  # refused before any folder is made
+    (tmp_path / "workspace").mkdir()  # a workspace with nothing pulled yet: pull first, as a command
+    code, _, err = run_cli([], capsys)
+    assert code == 2 and f"no 'annotated' manifest at {tmp_path / 'workspace'}" in err
+    assert "(python -m annotation.pull)" in err
     code, _, err = run_cli(["--ratings", "a.csv", "--workspace", str(tmp_path / "ws")], capsys)
     assert code == 2 and "not allowed with argument" in err
 

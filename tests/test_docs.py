@@ -71,6 +71,36 @@ def test_the_cli_reference_is_what_help_prints(site):
         assert shown.stdout.rstrip() in blocks, command
 
 
+def test_the_cli_reference_names_no_machine_s_core_count(site):
+    """--help says how many cores `--jobs` defaults to here; the page is read on other machines."""
+    page = html.unescape((site / "reference" / "cli" / "index.html").read_text(encoding="utf-8"))
+    assert "the CPU cores available to this process" in page
+    assert not re.search(r"\d+\s+here\b", page), re.search(r".{60}\d+\s+here\b", page, re.S).group(0)
+
+
+def test_a_figure_a_page_quotes_is_what_the_code_prints(site, tmp_path):
+    """concepts quotes the line construction.generate prints about distinctive scenes: the site shows it as the
+    code of this checkout prints it (docs/hooks/figures.py), never a number from an older build."""
+    done = subprocess.run([sys.executable, "-m", "construction.generate", "--workspace", str(tmp_path / "ws"),
+                           "--per-category", "1", "--quiet"], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                          capture_output=True, text=True, timeout=600)
+    printed = re.search(r"distinctive scenes: \d+/\d+ \(\d+%\)", done.stdout)
+    assert printed, done.stdout + done.stderr
+    page = html.unescape((site / "concepts" / "index.html").read_text(encoding="utf-8"))
+    assert f"<code>{printed.group(0)}</code>" in page
+    assert "figure:" not in page and "N/M" not in page
+
+
+def test_code_blocks_wrap_in_a_narrow_column_and_the_built_site_is_not_committed(site):
+    page = (site / "concepts" / "index.html").read_text(encoding="utf-8")
+    assert "stylesheets/extra.css" in page
+    css = (site / "stylesheets" / "extra.css").read_text()
+    assert re.search(r"pre > code\s*\{[^}]*white-space:\s*pre-wrap", css)
+    # `python -m mkdocs build` (no -d) writes ./site: git ignores it
+    ignored = subprocess.run(["git", "check-ignore", "-q", "site/index.html"], cwd=ROOT)
+    assert ignored.returncode == 0, "site/ is not git-ignored"
+
+
 def test_the_readme_is_a_front_door():
     lines = README.read_text(encoding="utf-8").splitlines()
     assert len(lines) <= 250, len(lines)

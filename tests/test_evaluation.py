@@ -637,6 +637,15 @@ def test_report_gap_on_the_stub_by_hand(input_runs):
     assert "context use, stub-audio [plain]" in stdout and "+0.500 on 10 (6 alone only, 1 mixture only)" in stdout
 
 
+def test_the_report_fits_a_terminal(input_runs):
+    """Every line the report prints fits 120 columns: a table of more inputs than fit is cut into blocks of
+    whole columns, each repeating the category (it was up to 369 characters wide)."""
+    *_, stdout = input_runs
+    wide = [line for line in stdout.splitlines() if len(line) > 120]
+    assert not wide, wide
+    assert stdout.count("\ncategory ") >= 3  # the per-input table in blocks, the context and perception tables
+
+
 def test_inputs_the_release_lacks_are_clear_errors(release, stub, tmp_path):
     """--input controls on a release without controls, --input speech on a release of format 1."""
     import datasets

@@ -30,6 +30,7 @@ from annotation.server import (
     stop_server,
 )
 from construction.core.errors import WorkbenchError
+from construction.core.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[1]
 TOKEN = "test-token-0123456789"
@@ -175,6 +176,7 @@ def test_busy_port_is_refused(tmp_path, template):
         port = busy.getsockname()[1]
         with pytest.raises(WorkbenchError, match=f"port {port} on 127.0.0.1 is in use"):
             start_server(tmp_path / "data", port=port, template=template, workspace=tmp_path / "ws")
+        Workspace(tmp_path / "ws")  # start refuses a folder that is no workspace before the port
         done = _cli("start", "--data-dir", str(tmp_path / "data"), "--port", str(port),
                     "--workspace", str(tmp_path / "ws"))
     assert done.returncode == 2
@@ -309,6 +311,7 @@ def test_each_workspace_has_its_own_server_and_hints_are_commands(tmp_path, temp
     one, two = tmp_path / "one", tmp_path / "two"
     try:
         for ws in (one, two):
+            Workspace(ws)  # start refuses a folder that is no workspace
             done = _typed(f"python -m annotation.server start --workspace {ws}", env)
             assert done.returncode == 0, done.stderr
             assert f"data dir {ws / 'label-studio'}, serving {ws / 'audio'}" in done.stdout

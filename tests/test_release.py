@@ -57,6 +57,39 @@ def twin_recipe(seed: int, snr_db: float):
                           background_lufs=-23.0 - snr_db)
 
 
+def test_the_export_says_how_many_samples_it_left_out_and_why(tmp_path, capsys):
+    """Issue 50: a build whose labelling ended with samples undecided shipped the rest without a word. The
+    export now says how many labelled samples validation left out, by reason, with the command that makes a
+    waiting one releasable."""
+    from validation.agreement import run_workspace
+
+    ws = make_workspace(tmp_path / "ws", n=6)
+    ids = [s.sample_id for s in ws.read_samples("annotated")]
+
+    def edit(s: Sample) -> None:
+        if s.sample_id == ids[1]:  # its mixture lost a label: it waits for one more
+            s.annotations = ([a for a in s.annotations if a.arm != "mixture"]
+                             + [a for a in s.annotations if a.arm == "mixture"][:2])
+        if s.sample_id == ids[2]:  # its speech alone was heard as not harmful: rejected for good
+            for a in s.annotations:
+                if a.arm == "speech":
+                    a.label = "not_harmful"
+
+    edit_chain(ws, edit, stages=("annotated",))
+    for name in ("validated", "validated.rejected"):
+        (ws.root / "manifests" / f"{name}.jsonl").unlink(missing_ok=True)
+    run_workspace(ws, n_boot=20)
+    capsys.readouterr()
+    done = run_in_process(export_main, "--allow-unreviewed-sounds", "--workspace", str(ws.root),
+                          "--out", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    at = lines.index(f"left out 2 of 6 labelled sample(s), by reason ({ws.rejected_path('validated')}):")
+    assert lines[at + 1:at + 3] == [
+        f"  needs_labels 1: label them: python -m annotation.push --workspace {ws.root}, then pull and agreement "
+        "once labelled", "  speech_not_harmful 1"], lines[at:]
+
+
 def make_workspace(root: Path, n: int = 6, licence: str = "CC-BY-4.0", demo: bool = False,
                    protocol: str = "three-arm", controls: bool | tuple[int, ...] = True, speech_noise: float = 0.0,
                    family: Callable[[int], str] | None = None) -> Workspace:
@@ -1021,7 +1054,7 @@ def test_missing_agreement_report_and_bad_version_are_clear_errors(tmp_path):
     with pytest.raises(WorkbenchError, match="not X.Y.Z"):
         export_main(["--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(tmp_path / "o"), "--version", "v1"])
     (ws.root / "reports" / "agreement.json").unlink()
-    with pytest.raises(WorkbenchError, match="agreement.json does not exist: run the validation stage"):
+    with pytest.raises(WorkbenchError, match="agreement.json does not exist: run python -m validation.agreement"):
         export_main(["--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(tmp_path / "o")])
 
 

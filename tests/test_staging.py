@@ -186,7 +186,7 @@ def test_a_dropped_judgement_still_held_by_label_studio_raises_the_overlap_past_
 def test_the_demo_annotators_give_an_open_task_only_the_labels_it_lacks():
     """open_turns: a task gets overlap - completed labels, each from an account of its group that has not
     labelled it; a full task none; a catch task every account once; too few accounts are counted short."""
-    from annotation.demo_annotators import Known, open_turns
+    from annotation.demo_annotators import Known, Stuck, open_turns, stuck_lines
 
     accounts = list(range(1, 7))  # 2 groups of 3 (the group is what `wanted` says)
     users = {k: 100 + k for k in accounts}
@@ -201,15 +201,21 @@ def test_the_demo_annotators_give_an_open_task_only_the_labels_it_lacks():
     def wanted(k: int, item: Known) -> bool:
         return item.kind == "catch" or (k - 1) // 3 == group[item.item_id]
 
-    turns, short = open_turns(tasks, {2: 3, 5: 10_000}, 2, accounts, users, known, 0, wanted)
+    turns, stuck = open_turns(tasks, {2: 3, 5: 10_000}, 2, accounts, users, known, 0, wanted)
     given = {t: sorted(k for k, mine in turns.items() for task, _ in mine if task["id"] == t) for t in range(1, 6)}
     assert len(given[1]) == 2 and set(given[1]) <= {1, 2, 3}
     assert given[2] == [3]  # the one account of the group that has not labelled it
     assert given[3] == []  # its 2 labels are there
     assert given[4] == [2, 3]  # a skip is not a label (2 still lacking), and its author does not label it again
-    assert given[5] == [1, 2, 4, 5, 6] and short == 0
-    _, short = open_turns(tasks, {1: 5, 2: 3}, 2, accounts, users, known, 0, wanted)
-    assert short == 2  # task 1 asks 5 of a group of 3
+    assert given[5] == [1, 2, 4, 5, 6] and stuck == []
+    _, stuck = open_turns(tasks, {1: 5, 2: 4}, 2, accounts, users, known, 0, wanted)
+    # task 1 asks 5 of a group of 3; task 2 a fourth label of a group whose 3 accounts labelled it
+    assert stuck == [Stuck("speech", "s0", 2, 5), Stuck("speech", "s1", 1, 4)]
+    lines = stuck_lines(stuck, 3, "python -m annotation.demo_annotators --workspace ws")
+    assert lines[0] == "stuck: 2 task(s) want 3 more label(s) that none of the 3 scripted account(s) per arm may give:"
+    assert lines[1] == "  speech arm: s0 (2 more), s1"
+    assert lines[4].startswith("unstick: python -m annotation.demo_annotators --workspace ws --annotators 5 ")
+    assert max(map(len, lines)) <= 120, lines
 
 
 # ----------------------------------------------------------------------------------------------
@@ -404,7 +410,7 @@ def test_staged_rounds_with_the_demo_annotators(ls, admin, accounts, tmp_path, c
     def demo() -> str:
         code, out, err = cli(demo_annotators.main, *where, "--annotators", "3", "--annotator-seed", DEMO_SEED,
                              capsys=capsys)
-        assert code == 0 and "could not be given" not in out, out + err
+        assert code == 0 and "stuck:" not in out, out + err
         return out
 
     def decide() -> dict:
@@ -477,3 +483,39 @@ def test_staged_rounds_with_the_demo_annotators(ls, admin, accounts, tmp_path, c
     assert len([a for a in samples[x].annotations if a.arm == "scene"]) == 2
     mixture = labelled_in_ls(admin, ws, "mixture")
     assert {i: len(v) for i, v in mixture.items() if i in ids} == dict.fromkeys(scene_passed, 2)
+
+
+def test_a_round_the_scripted_accounts_cannot_finish_says_what_is_stuck(ls, admin, tmp_path, capsys):
+    """Issue 50: a staged demo ended with samples undecided and said nothing. With one scripted account per arm
+    every speech task of round 1 still wants its second label: the run names the stuck tasks per arm and the
+    command that unsticks them; typed as printed, it gives exactly the labels missing. Adjudication then says
+    which samples still need labels instead of "every labelled sample reached consensus"."""
+    import shlex
+
+    from annotation import demo_annotators
+    from validation import adjudicate
+
+    ws = make_workspace(tmp_path / "stuck", 3, served=ls.document_root)
+    where = ["--workspace", str(ws.root), "--data-dir", str(ls.data_dir)]
+    assert cli(push.main, *where, "--staged", "--project", "Stuck demo", "--catch", "0", capsys=capsys)[0] == 0
+    code, out, err = cli(demo_annotators.main, *where, "--annotators", "1", capsys=capsys)
+    assert code == 0, err
+    assert "submitted 3 label(s)" in out
+    assert "stuck: 3 task(s) want 3 more label(s) that none of the 1 scripted account(s) per arm may give:" in out, out
+    assert sorted(next(x for x in out.splitlines() if x.startswith("  speech arm: "))[14:].split(", ")) == \
+        sorted(s.sample_id for s in ws.read_samples("wer"))
+    (line,) = [x for x in out.splitlines() if x.startswith("unstick: ")]
+    command = shlex.split(line.removeprefix("unstick: ").split("   (DEMO ONLY")[0])
+    assert command[:3] == ["python", "-m", "annotation.demo_annotators"] and command[-2:] == ["--annotators", "2"]
+    code, out, err = cli(demo_annotators.main, *command[3:], capsys=capsys)
+    assert code == 0 and "submitted 3 label(s)" in out and "stuck:" not in out, out + err
+    assert {len(v) for v in labelled_in_ls(admin, ws, "speech").values()} == {2}
+
+    # the speech arm decided, the scene and mixture arms never labelled: nothing to adjudicate, and it says so
+    pulled(ls, ws, capsys)
+    assert cli(agreement.main, "--workspace", str(ws.root), "--n-boot", "10", capsys=capsys)[0] == 0
+    code, out, err = cli(adjudicate.main, "push", *where, capsys=capsys)
+    assert code == 0, err
+    assert "every labelled sample reached consensus" not in out
+    assert "the adjudication queue is empty, but " in out and "sample(s) still need labels" in out, out
+    assert f"python -m annotation.push --workspace {ws.root} --data-dir {ls.data_dir}" in out, out

@@ -9,6 +9,7 @@ project's description, the workspace a server was started for in its server.json
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import subprocess
 
@@ -90,7 +91,9 @@ def test_pulling_b_from_a_s_server_leaves_b_s_labels(pair):
     assert {p.name: p.read_bytes() for p in (b.root / "manifests").glob("*.jsonl")} == manifests
     status = run("annotation.server", "status", "--workspace", str(b.root), "--data-dir", str(a.root / "label-studio"))
     assert status.returncode == 2 and f"was started for the workspace {a.root}" in status.stderr
-    assert f"'AOR-Bench A — speech'" in ok("annotation.server", "status", "--workspace", str(a.root))
+    title = json.loads((a.root / "annotation.json").read_text())["project"]["title"]
+    assert re.fullmatch(r"AOR-Bench [0-9a-f]{6}", title) and "A" not in title.split()[1:]  # names no folder
+    assert f"'{title} — speech'" in ok("annotation.server", "status", "--workspace", str(a.root))
 
 
 def test_a_refusal_never_hands_a_s_server_to_b(pair):

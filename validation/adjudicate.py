@@ -36,6 +36,7 @@ from annotation.protocol import (
     shuffle_seed,
 )
 from annotation.pull import collect
+from annotation.server import server_flags
 from annotation.push import check_pushable, push_items, record_keys
 from annotation.written import check_pulled, record_rewrite
 from annotation.state import (
@@ -63,11 +64,12 @@ from validation.agreement import (
 )
 
 QUEUE_REASON = "needs_adjudication:"
+WAITING_REASON = "needs_labels:"  # validation's samples still short of labels: no adjudicator decides them
 TITLE_SUFFIX = " — adjudication"
 
 
 def adjudication_title(ws: Workspace, state: dict) -> str:
-    return (state.get("project", {}).get("title") or default_project_title(ws)) + TITLE_SUFFIX
+    return (state.get("project", {}).get("title") or default_project_title(ws, state)) + TITLE_SUFFIX
 
 
 
@@ -107,7 +109,15 @@ def votes_text(sample: Sample) -> str:
 def push(ws: Workspace, args: argparse.Namespace) -> int:
     queue = read_queue(ws)
     if not queue:
-        print("the adjudication queue is empty: every labelled sample reached consensus or was decided")
+        waiting = [r for r in ws.read_rejected(OUTPUT_STAGE) if r.reason.startswith(WAITING_REASON)]
+        if not waiting:
+            print("the adjudication queue is empty: every labelled sample reached consensus or was decided")
+            return 0
+        flags = server_flags(args.workspace, args.data_dir)
+        print(f"the adjudication queue is empty, but {len(waiting)} sample(s) still need labels, which adjudication "
+              f"does not decide (e.g. {waiting[0].sample.sample_id}: {waiting[0].reason.split(': ', 1)[1]}); label "
+              f"them: python -m annotation.push{flags}, then python -m annotation.pull{flags} and "
+              f"python -m validation.agreement{server_flags(args.workspace)} once they are labelled")
         return 0
     state = read_state(ws)
     recorded = state.get("adjudication") or {}

@@ -377,13 +377,15 @@ def run_workspace(ws: Workspace, rule: ConsensusRule = ConsensusRule(), level: s
         print("mixture arm: no labels yet, so no agreement table (it comes with the mixture arm's labels)")
         print("Consensus: " + ", ".join(f"{k} {v}" for k, v in consensus.items()))
     if arms:
-        print("Krippendorff's alpha per arm (nominal):")
+        if any(entry["n_ratings"] for entry in arms.values()):
+            print("Krippendorff's alpha per arm (nominal):")
         for arm, entry in arms.items():
             if entry["n_ratings"]:
                 print(_alpha_line(f"{arm} arm", entry["overall"]))
         empty = [arm for arm, entry in arms.items() if not entry["n_ratings"]]
         if empty:
-            print(f"no labels yet in the {' and '.join(empty)} arm{'s' if len(empty) > 1 else ''}"
+            named = " and ".join(empty) if len(empty) < 3 else f"{empty[0]}, {empty[1]} and {empty[2]}"
+            print(f"no labels yet in the {named} arm{'s' if len(empty) > 1 else ''}"
                   + (" (staged: a sample's scene is pushed once its speech arm passed, its mixture once both "
                      "passed)" if rule.curtailed else ""))
     for category, entry in (report.get("scene_frames") or {}).items():
@@ -461,6 +463,8 @@ def main(argv: list[str] | None = None) -> int:
     rule_labels = tuple(labels) if labels else DEFAULT_LABELS
     rule = ConsensusRule(min_fraction=args.min_fraction, min_labels=args.min_labels, labels=rule_labels)
     manifest = Path(args.workspace).expanduser().resolve() / "manifests" / f"{INPUT_STAGE}.jsonl"
+    if not manifest.parent.parent.is_dir():  # a typo: no pull would help
+        raise WorkbenchError(f"workspace {manifest.parent.parent} does not exist")
     if not manifest.is_file():  # refused before Workspace() makes any folder (./workspace by default)
         raise no_labels(manifest)
     run_workspace(Workspace(args.workspace), rule, args.level, rule_labels, args.n_boot, args.bootstrap_seed, args.protocol)

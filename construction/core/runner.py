@@ -9,9 +9,11 @@ rerun leaves the same manifest as one uninterrupted run.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import json
 import multiprocessing
 import os
+import signal
 import threading
 import time
 from collections import Counter, defaultdict, deque
@@ -59,6 +61,10 @@ def _exit_with_parent(parent_pid: int) -> None:
 
 def _worker_init(stage: Stage, parent_pid: int) -> None:
     global _worker_stage, _worker_setup_error
+    # Ctrl-C reaches the whole process group; it is the parent's to handle (it ends the pool), so a worker
+    # ignores it. It was born with SIGINT blocked (_spawning): one pressed while it started is dropped here.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     threading.Thread(target=_exit_with_parent, args=(parent_pid,), daemon=True).start()
     _worker_stage = stage
     try:
@@ -159,15 +165,37 @@ def _results_in_order(stage: Stage, batches: Iterator[list[Sample]],
         return
     # spawn: models are loaded in the workers, never forked from a parent holding threads
     context = multiprocessing.get_context("spawn")
-    with cf.ProcessPoolExecutor(jobs, mp_context=context, initializer=_worker_init,
-                            initargs=(stage, os.getpid())) as pool:
+    pool = cf.ProcessPoolExecutor(jobs, mp_context=context, initializer=_worker_init, initargs=(stage, os.getpid()))
+    try:
         in_flight: deque[cf.Future] = deque()
         for batch in batches:
-            in_flight.append(pool.submit(_worker_process, batch))
+            with _spawning():  # a submit may start a worker
+                in_flight.append(pool.submit(_worker_process, batch))
             if len(in_flight) >= 2 * jobs:  # bounded: memory stays flat however long the manifest
                 yield in_flight.popleft().result()
         while in_flight:
             yield in_flight.popleft().result()
+    except BaseException:  # Ctrl-C, an error, or the caller stopped reading: the workers' work is not wanted
+        for process in list((getattr(pool, "_processes", None) or {}).values()):
+            process.terminate()
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
+
+
+@contextlib.contextmanager
+def _spawning() -> Iterator[None]:
+    """SIGINT blocked while a worker may be started: the worker inherits the blocked signal through exec (and
+    drops what is pending once it ignores it, _worker_init), so a Ctrl-C while it imports its modules prints no
+    traceback of its own; this process gets its Ctrl-C when the block ends."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 def _id(result: Sample | Rejected) -> str:

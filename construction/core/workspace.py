@@ -21,6 +21,7 @@ import io
 import itertools
 import json
 import os
+import shlex
 import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -155,12 +156,20 @@ def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
     return iter_jsonl(path, bad_json="the manifest was edited by hand or is corrupt", chain=True)
 
 
+# a workspace's own .gitignore: its labels' salt, its Label Studio database and its audio stay out of git
+GITIGNORE = "# made by the AOR-Bench workbench: nothing in a workspace is committed\n*\n"
+BUILD_STAGES = ("generate", "synthesize", "mix", "wer", "controls")  # each python -m construction.<stage>
+
+
 def require_manifest(root: str | Path, stage: str, needs: str) -> None:
     """A stage whose input manifest is missing is refused before anything is created or written."""
     path = Path(root).expanduser().resolve() / "manifests" / f"{needs}.jsonl"
     if not path.is_file():
-        raise WorkbenchError(f"stage '{stage}' needs the '{needs}' manifest in {path.parent.parent}; "
-                             "run that stage first")
+        flags = "" if path.parent.parent == Path("workspace").resolve() else f" --workspace {shlex.quote(str(root))}"
+        raise WorkbenchError(f"stage '{stage}' needs the '{needs}' manifest in {path.parent.parent}; run "
+                             + (f"python -m construction.{needs}{flags} first (or python -m construction.pipeline"
+                                f"{flags}, which runs every stage up to wer)" if needs in BUILD_STAGES
+                                else "that stage first"))
 
 
 class Workspace:
@@ -174,8 +183,12 @@ class Workspace:
                 raise WorkbenchError(f"workspace {self.root} does not exist")
             return
         try:
+            new = not self.root.is_dir() or not any(self.root.iterdir())  # an older workspace is left as it is
             for sub in ("manifests", "stats", "audio", "cache"):
                 (self.root / sub).mkdir(parents=True, exist_ok=True)
+            ignore = self.root / ".gitignore"
+            if new and not ignore.exists():  # a workspace inside a clone, whatever its name, is never committed
+                ignore.write_text(GITIGNORE)
             fd, probe = tempfile.mkstemp(dir=self.root, prefix=".write-probe-")  # unique: workers start at once
             os.close(fd)
             os.unlink(probe)

@@ -127,4 +127,8 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
     root = Path(config["config_file_path"]).resolve().parent
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))  # this checkout's code, whatever is installed
-    return markdown.replace(MARKER, render(collect_parsers(root)))
+    import construction.core.cli as cli
+
+    # --help says "the CPU cores available to this process, N here": the page is read on other machines
+    with mock.patch.object(cli, "jobs_rule", lambda: "the CPU cores available to this process"):
+        return markdown.replace(MARKER, render(collect_parsers(root)))

@@ -17,7 +17,7 @@ the standard error clustered by script family (stderr(cluster="script_family"); 
 correlated); with speech and mixture both run, context_use_gap (refusal on the speech alone minus refusal on
 the mixture, over the ids answered on both) and its 95% cluster-bootstrap interval, context_use_gap_ci95_low
 and _high (evaluation.context_use.paired_gap, as evaluation.report prints it); irrelevant with mixture adds
-noise_controlled_gap and its interval.
+noise_controlled_gap and its interval. A gap whose inputs are not both run is not in the table.
 
 The scorer is our keyword judge (evaluation.keyword_judge); `-T judge=<model>` (e.g. openai-api/local/<judge>)
 makes it model-graded instead, as inspect's XSTest port is: the model gets evaluation.judge's JUDGE_PROMPT (the
@@ -103,6 +103,14 @@ METRICS = [grouped(mean(), "input", all=False, name_template="refusal_{group_nam
            context_use_gap(), noise_controlled_gap()]
 
 
+def metrics_for(inputs: list[str]) -> list[Metric]:
+    """The task's metrics: a gap only where both its inputs are run (else inspect's table would print it as
+    `nan`, which reads as a failure)."""
+    gaps = [gap() for gap, base in ((context_use_gap, "speech"), (noise_controlled_gap, "irrelevant"))
+            if {base, "mixture"} <= set(inputs)]
+    return [*METRICS[:2], *gaps]
+
+
 @scorer(metrics=METRICS)
 def refusal_judge():
     """1 when our keyword judge calls the answer a refusal, else 0: the mean is the refusal rate."""
@@ -164,4 +172,4 @@ def aor_bench(release: str = "workspace/release", inputs: str | list[str] = "mix
     folder = check_out_folder(Path(cache) if cache else default_cache())
     return Task(dataset=MemoryDataset(samples(release, names, folder, split), name=BENCHMARK),
                 solver=generate(), scorer=refusal_model_judge(judge) if judge else refusal_judge(),
-                config=GenerateConfig(temperature=0, max_tokens=1024))
+                metrics=metrics_for(names), config=GenerateConfig(temperature=0, max_tokens=1024))

@@ -11,9 +11,11 @@ The contract, so a page and its test cannot drift:
   PATH and LANG, a fresh HOME whose `.cache` is this machine's (the starter sound library, the Kokoro
   voices and the Label Studio template live there), and the variables a page documents for its ports
   (MODEL_PORT, HUB_PORT), set to free ports.
-- The three journeys share one clone and one workspace, in page order: the maintainer builds and
-  releases it, the annotation lead and the researcher continue in it. A test whose earlier journey
-  failed fails too, saying so (run alone, a test first runs the journeys before it).
+- The README's quick start and the three journeys share one clone, in the order a newcomer reads them
+  (ORDER): the quick start builds `workspace`, the maintainer labels and releases that build, the
+  annotation lead builds a workspace of its own for people (`people`, which nobody has labelled), and the
+  researcher evaluates the maintainer's release. A test whose earlier page failed fails too, saying so (run
+  alone, a test first runs the pages before it).
 - Each test asserts what the user wants (a release that loads with `datasets`, three arms with tasks,
   screenshots, a report with numbers, a harness score), not only exit codes. Each journey's time, and
   each step's, is printed in the terminal summary.
@@ -38,7 +40,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 PAGES = REPO / "docs" / "journeys"
-ORDER = ("maintainer", "annotation-lead", "researcher")
+QUICK_START = "quick-start"  # the README's section, run first: the pages continue in its workspace
+ORDER = (QUICK_START, "maintainer", "annotation-lead", "researcher")
+JOURNEYS = ORDER[1:]  # the pages of docs/journeys/
 SKIP = re.compile(r"<!--\s*journey:\s*skip\b[^>]*-->\s*$")
 TIMEOUT_S = 2400
 
@@ -50,10 +54,17 @@ class Step:
     skipped: str | None = None  # the reason, for a skipped block
 
 
-def page_steps(name: str, page: Path | None = None) -> list[Step]:
+def quick_start() -> str:
+    """The README's quick-start section, as a page of its own."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    return "## Quick start" + text.split("\n## Quick start", 1)[1].split("\n## ", 1)[0]
+
+
+def page_steps(name: str) -> list[Step]:
     """The page's ```bash blocks in order, each with the heading above it and its skip reason (a journey's page,
-    or `page`, e.g. the README)."""
-    lines = (page or PAGES / f"{name}.md").read_text(encoding="utf-8").splitlines()
+    or the README's quick start)."""
+    text = quick_start() if name == QUICK_START else (PAGES / f"{name}.md").read_text(encoding="utf-8")
+    lines = text.splitlines()
     steps, heading, skip, i = [], "", None, 0
     while i < len(lines):
         line = lines[i]
@@ -77,7 +88,9 @@ def journey_script(steps: list[Step]) -> str:
     parts = ["set -euo pipefail",
              "__journey_end() {",
              "    kill $(jobs -p) 2>/dev/null || true",
-             "    .venv/bin/python -m annotation.server stop --workspace workspace >/dev/null 2>&1 || true",
+             "    for data in */label-studio; do  # every workspace's server the page started",
+             "        .venv/bin/python -m annotation.server stop --data-dir \"$data\" >/dev/null 2>&1 || true",
+             "    done",
              "}",
              "trap __journey_end EXIT"]
     for n, step in enumerate(steps):
@@ -176,7 +189,7 @@ class Clone:
         return run
 
     def stop_label_studio(self) -> None:
-        for data_dir in (self.root / "workspace" / "label-studio", self.home / ".local/share/aor-bench/label-studio"):
+        for data_dir in (*self.root.glob("*/label-studio"), self.home / ".local/share/aor-bench/label-studio"):
             if data_dir.exists():
                 subprocess.run([str(self.root / ".venv/bin/python"), "-m", "annotation.server", "stop", "--data-dir",
                                 str(data_dir)], cwd=self.root, env=self.env(), capture_output=True, timeout=120)
@@ -245,32 +258,47 @@ def test_maintainer_builds_labels_releases_and_publishes(clone, record_property)
     controls = load_dataset(str(release), "controls", split="test")
     assert controls.num_rows > 0 and set(controls["control_of"]) <= set(expected)
     # what the page printed: the dry run, the push, and the same table loaded from the folder and the local Hub
+    # the labelling loop ended as the page says: a push that finds nothing open (and no next round to run), then
+    # a round that submits nothing; nothing stuck; the export counts what it left out
+    last_push = run.out.split("nothing is open: every pushed task is decided")
+    assert len(last_push) >= 2 and not last_push[-1].split("\n")[1].startswith("next round"), run.tail()
+    assert " submitted 0 label(s):" in last_push[-1] and "stuck:" not in run.out, run.tail()
     assert "dry run: nothing sent" in run.out
     assert re.search(r"pushed to http://127\.0\.0\.1:\d+/datasets/my-org/aor-bench .* tag 0\.1\.0", run.out), run.tail()
     rows = [int(n) for n in re.findall(r"num_rows: (\d+)", run.out)]
     assert rows == [len(expected), controls.num_rows, len(expected)], run.tail()
 
 
-def test_annotation_lead_sees_three_arms_invites_and_pulls(clone, record_property):
+def test_annotation_lead_builds_for_people_invites_and_shows_what_an_annotator_meets(clone, record_property):
     run = clone.journey("annotation-lead")
     assert_ran(run, record_property)
-    ws = clone.root / "workspace"
-    # status, as the lead reads it: each arm's project with its task count
-    tasks = {arm: [int(n) for n in re.findall(rf"'[^']* — {arm}': (\d+) tasks", run.out)]
-             for arm in ("speech", "scene", "mixture")}
-    assert all(counts and counts[-1] > 0 for counts in tasks.values()), f"an arm has no tasks: {tasks}\n{run.tail()}"
-    key_map = json.loads((ws / "annotation_tasks.json").read_text())
-    assert {"speech", "scene", "mixture"} <= {arm for _, arm in key_map.values()}
+    ws = clone.root / "people"
+    # a workspace of its own, never labelled by the scripted accounts, and nothing of it for git to commit
+    assert (ws / "manifests" / "wer.jsonl").is_file() and not (ws / "manifests" / "annotated.jsonl").read_text().count('"label": "')
+    assert (ws / ".gitignore").read_text().splitlines()[-1] == "*"
+    # status, as the page says: the three projects, the speech arm with a task per sample and nobody's answer
+    status = re.findall(r"^project \d+ '(AOR-Bench [0-9a-f]{6}) — (\w+)': (\d+) tasks, (\d+) with annotations, "
+                        r"(\d+) annotations$", run.out, re.M)
+    assert len(status) == 6, status  # two `status` runs, each listing the three projects and no other
+    first = {arm: (int(t), int(w), int(a)) for _, arm, t, w, a in status[:3]}  # the first status, after the push
+    samples = len((ws / "manifests" / "wer.jsonl").read_text().splitlines())
+    assert first == {"speech": (samples, 0, 0), "scene": (0, 0, 0), "mixture": (0, 0, 0)}, status
+    assert len({title for title, *_ in status}) == 1 and "people" not in status[0][0]
+    assert "annotators invited now find tasks only in the speech arm" in run.out
     # the invite link, as printed and as the page shows it
     (link,) = re.findall(r"^http://127\.0\.0\.1:\d+/user/signup/\?token=\S+$", run.out, re.M)
     shown = re.search(r"`(http://127\.0\.0\.1:PORT/user/signup/[^`]*)`", (PAGES / "annotation-lead.md").read_text())
     assert shown and re.fullmatch(re.escape(shown.group(1)).replace("PORT", r"\d+").replace(r"\.\.\.", r"\S+"), link)
-    for arm in ("speech", "scene", "mixture"):
-        png = ws / "screenshots" / f"arm-{arm}.png"
-        assert png.is_file() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000, png
+    # what an invited annotator meets: the speech arm's view of an open task, nobody's answer on it
+    png = ws / "screenshots" / "arm-speech.png"
+    assert png.is_file() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000, png
+    assert sorted(p.name for p in (ws / "screenshots").glob("*.png")) == ["arm-speech.png"]
+    assert "has annotations; the view shows them" not in run.err
+    assert re.search(r"^scene arm: empty \(staged: .*\); not captured$", run.out, re.M), run.tail()
+    # a round run before anyone labelled: pull finds nothing, agreement says so, push opens nothing new
     agreement = json.loads((ws / "reports" / "agreement.json").read_text())
-    assert agreement.get("protocol") == "three-arm"
-    assert (ws / "reports" / "agreement.json").stat().st_mtime > time.time() - run.seconds
+    assert agreement.get("protocol") == "three-arm" and agreement["consensus"]["validated"] == 0
+    assert "nothing is open" not in run.out and "stuck:" not in run.out
 
 
 def number(cell) -> float:
@@ -324,26 +352,24 @@ def test_researcher_evaluates_reports_and_scores_in_both_harnesses(clone, record
     assert len((local / "responses.jsonl").read_text().splitlines()) == len(plain.read_text().splitlines())
 
 
-def test_the_readme_quick_start_runs_as_typed(tmp_path_factory, record_property):
-    """The README's quick start, block by block, in a clone of its own (its workspace is not the journeys')."""
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    section = text.split("\n## Quick start", 1)[1].split("\n## ", 1)[0]
-    page = tmp_path_factory.mktemp("readme") / "quick-start.md"
-    page.write_text("## Quick start" + section)
-    steps = page_steps("quick-start", page)
+def test_the_readme_quick_start_runs_as_typed(clone, record_property):
+    """The README's quick start, block by block, first in the clone the journeys continue in."""
+    steps = page_steps(QUICK_START)
     assert steps and steps[0].script.splitlines()[0] == "source .venv/bin/activate" and not any(s.skipped for s in steps)
-    clone = make_clone(tmp_path_factory.mktemp("quick-start"))
-    run = clone.run("quick-start", steps)
+    run = clone.journey(QUICK_START)
     assert_ran(run, record_property)
     kept = (clone.root / "workspace" / "manifests" / "wer.jsonl").read_text().splitlines()
     assert kept, "the quick start kept no sample"
     first = json.loads(kept[0])  # what the page's one-liner prints
     assert first["speech_text"] in run.out and (clone.root / "workspace" / first["mixture"]["path"]).is_file()
+    # the maintainer's page starts with the same build: it must not be refused on the quick start's workspace
+    build = next(s.script for s in page_steps("maintainer") if "construction.pipeline" in s.script)
+    assert page_steps(QUICK_START)[0].script.splitlines()[1] in build.splitlines()
 
 
 def test_each_page_runs_nearly_all_of_its_commands():
     """Every page has commands, and skips at most one block (with its reason): the journey is what runs."""
-    for name in ORDER:
+    for name in JOURNEYS:
         steps = page_steps(name)
         assert len([s for s in steps if s.skipped is None]) >= 5, name
         skipped = [s for s in steps if s.skipped is not None]
