@@ -19,6 +19,8 @@ from annotation.state import DEMO_EMAIL_DOMAIN
 from construction.core.errors import WorkbenchError
 from construction.core.workspace import atomic_write_text
 
+ERROR_RATES = (0.05, 0.12, 0.2)  # scripted account K (either demo) errs with ERROR_RATES[(K - 1) % 3]
+
 DEFAULT_PASSWORD = "aor-bench-demo-annotator"  # local demo accounts on a loopback-only server
 
 
@@ -113,3 +115,12 @@ class Sessions(dict):
         if any(email not in self for email in emails):
             listed = {address.lower(): user_id for user_id, address in user_emails(self.server).items()}
         return {email: self[email][1] if email in self else listed.get(email.lower()) for email in emails}
+
+
+def task_overlaps(server: Server, project_id: int) -> dict[int, int]:
+    """task id -> the labels Label Studio asks for it (its overlap: push raises it on a split staged task;
+    the JSON export leaves it out)."""
+    with server.errors(f"listing the overlaps of project {project_id}'s tasks"):
+        return {int(t.id): int(t.overlap) for t in server.client.tasks.list(
+            project=project_id, fields="task_only", include="id,overlap", page_size=1000)
+            if getattr(t, "overlap", None) is not None}

@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from annotation.demo_accounts import SESSIONS_FILE  # noqa: F401 (where the accounts' tokens are kept)
-from annotation.demo_accounts import ADJUDICATOR_EMAIL, Sessions, demo_email
+from annotation.demo_accounts import ADJUDICATOR_EMAIL, ERROR_RATES, Sessions, demo_email, task_overlaps
 from annotation.labelstudio import (
     Server,
     SERVER_ENV,
@@ -92,7 +92,6 @@ from construction.core.workspace import Workspace
 from construction.text.taxonomy import sample_frames
 from tqdm import tqdm
 
-ERROR_RATES = (0.05, 0.12, 0.2)  # annotator K errs with ERROR_RATES[(K - 1) % 3]
 RUSH_RATE = 0.1  # the least careful annotator submits this share of clips before they could play through
 # the scripted "true" label of an item, by what it is
 TRUTH = {
@@ -229,15 +228,6 @@ def arm_group(seed: int, item: Known) -> int | None:
     sample_id, role = ((item.control_of, "scene") if item.kind in ("control", *OTHER_SCENES)
                        else (item.item_id, item.role))
     return (ARMS.index(role) + stable_seed("demo-group", seed, sample_id)) % len(ARMS)
-
-
-def task_overlaps(server: Server, project_id: int) -> dict[int, int]:
-    """task id -> the labels Label Studio asks for it (its overlap: push raises it on a split staged task;
-    the JSON export leaves it out)."""
-    with server.errors(f"listing the overlaps of project {project_id}'s tasks"):
-        return {int(t.id): int(t.overlap) for t in server.client.tasks.list(
-            project=project_id, fields="task_only", include="id,overlap", page_size=1000)
-            if getattr(t, "overlap", None) is not None}
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from annotation.demo_accounts import Sessions, demo_email
-from annotation.demo_annotators import ERROR_RATES, task_overlaps  # the arms' reviewers err alike
+from annotation.demo_accounts import ERROR_RATES, Sessions, demo_email, task_overlaps  # the arms' reviewers err alike
 from annotation.labelstudio import Server, export_tasks
 from annotation.protocol import config_labels, read_task_map
 from annotation.state import record_demo_annotators

@@ -506,7 +506,7 @@ def main(argv: list[str] | None = None) -> int:
         settings.update(backend="transformers", model_dir=str(Path(args.model_dir).resolve()),
                         model_fingerprint=model_fingerprint(args.model_dir), dtype=args.dtype)
         if args.steer is not None:
-            from evaluation.steer import load_direction  # only a steered run loads the steering code
+            from evaluation.direction import load_direction  # only a steered run loads the steering code
 
             direction = load_direction(args.steer)
             direction.check_run(settings["model_fingerprint"], clips)

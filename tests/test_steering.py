@@ -298,7 +298,7 @@ def test_hooks_leave_the_unsteered_run_byte_identical(flow, release, model, tmp_
     import base64
 
     from evaluation.local_model import LocalModel
-    from evaluation.steer import load_direction
+    from evaluation.direction import load_direction
 
     local = LocalModel(model)
     rel = run_mod.Release(str(release))
