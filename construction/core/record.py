@@ -275,3 +275,9 @@ def stable_seed(*parts: object) -> int:
     """A 32-bit seed from any values: per-sample randomness that does not depend on run order."""
     digest = hashlib.sha256(json.dumps([str(p) for p in parts]).encode()).digest()
     return int.from_bytes(digest[:4], "big")
+
+
+def line_of(sample: Sample) -> str:
+    """The line a sample speaks: the variants of one line (construction.speech.variants) share it; a build
+    without variants makes each sample its own line."""
+    return (sample.custom.get("variant") or {}).get("line_id") or sample.sample_id
