@@ -124,8 +124,6 @@ def plot_paired(runs: list[dict[str, Any]], path: Path) -> bool:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from evaluation.context_use import save_figure
-
     fig, ax = plt.subplots(figsize=(7.0, 1.0 + 0.45 * len(rows)))
     for y, (_, e) in enumerate(rows):
         ci = e["ci95_lines"] or [e["difference"], e["difference"]]
@@ -134,7 +132,9 @@ def plot_paired(runs: list[dict[str, Any]], path: Path) -> bool:
     ax.axvline(0.0, color="grey", linewidth=0.8)
     ax.set_yticks(range(len(rows)), [label for label, _ in rows], fontsize="small")
     ax.set_xlim(-1.05, 1.05)
-    ax.set_xlabel("paired refusal difference A - B within a line (95% CI, bootstrap over lines)")
+    ax.set_xlabel("paired refusal difference A - B within a line\n(95% CI, cluster bootstrap over lines)")
     ax.set_title("Voice factors on the same line and scene", fontsize="medium")
-    save_figure(fig, ax, path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120, bbox_inches="tight")  # no legend: each row is labelled
+    plt.close(fig)
     return True
