@@ -74,6 +74,7 @@ from construction.mixing.mix_stats import CLICKED, mix_stats, print_mix_summary
 from construction.sounds.library import loudness_lufs
 from construction.sounds.scenes import Pick, scene_sounds, take_span
 from construction.sounds.variation import change_rate, colour
+from construction.mixing.lines import line_guard, line_windows, place_on_line
 from construction.mixing.placement import place_sounds
 from construction.mixing.tracks import (  # noqa: F401
     MAX_REPEATS,
@@ -100,20 +101,6 @@ log = logging.getLogger(__name__)
 
 MAX_REDRAWS = 3  # draws of a recipe before a sample whose defining sounds never dominate is rejected
 PLACE_TAIL_DB = -32.0  # a copy counts as sounding (for spacing the next) until it falls this far under its peak
-
-
-def line_windows(samples: list[Sample], sample_rate: int) -> dict[str, dict[str, Any]]:
-    """line_id -> {"window": its longest variant's speech (samples), "speech": every variant's speech}: what
-    a variant's mix needs to render its line's one scene (a variants build's synthesize manifest)."""
-    lines: dict[str, dict[str, Any]] = {}
-    for sample in samples:
-        if sample.speech is None:
-            continue
-        line = lines.setdefault(line_of(sample), {"window": 0, "speech": []})
-        # duration_s is rounded: a few samples of slack, the same for every worker
-        line["window"] = max(line["window"], int(np.ceil(sample.speech.duration_s * sample_rate)) + 16)
-        line["speech"].append(sample.speech)
-    return lines
 
 
 class MixStage:
@@ -412,34 +399,15 @@ class MixStage:
         return sample.model_copy(update=update)
 
     def _placed(self, sample: Sample, speech: np.ndarray, recipe: MixRecipe) -> tuple:
-        """placed_speech; a variant's on its line's timeline: the scene alone after its speech lasts until
-        the line's longest speech has ended and the same time after, and the scene is ducked over that
-        whole window, so every variant of the line hears the same scene, sample for sample."""
+        """placed_speech, or a variant's on its line's timeline (construction.mixing.lines)."""
         line = self.lines.get(line_of(sample))
         if line is None:
             return placed_speech(speech, recipe, self.config.sample_rate)
-        sr = self.config.sample_rate
-        alone, after = int(recipe.scene_alone_s * sr), int(recipe.scene_after_s * sr)
-        if speech.size > line["window"] + after:
-            raise WorkbenchError(f"{sample.sample_id}: its speech is longer than its line's window")
-        if not recipe.voiced_s:  # a fresh recipe (not a stored one): the tail takes the window this voice leaves
-            recipe.scene_after_s = (after + line["window"] - speech.size + 0.5) / sr
-        track, alone, _ = placed_speech(speech, recipe, sr)
-        return track, alone, [(alone, alone + line["window"])]
+        return place_on_line(sample.sample_id, speech, recipe, line["window"], self.config.sample_rate)
 
     def _line_guard(self, sample: Sample, recipe: MixRecipe, heard: np.ndarray, peak_dbfs: float) -> float:
-        """The peak guard (dB) every variant of the line needs over this scene: the lowest of theirs."""
-        from construction.mixing.levels import peak_limit
-
-        sr, lowest = self.config.sample_rate, 0.0
-        for ref in self.lines[line_of(sample)]["speech"]:
-            speech = self.ws.load_audio(ref)
-            track, _, _ = placed_speech(speech, recipe.model_copy(
-                update={"scene_after_s": (heard.size - int(recipe.scene_alone_s * sr) - speech.size + 0.5) / sr}), sr)
-            peak = float(np.max(np.abs(track + heard)))
-            if peak > 0:
-                lowest = min(lowest, 20 * float(np.log10(min(1.0, peak_limit(peak_dbfs) / peak))))
-        return lowest
+        speeches = [self.ws.load_audio(ref) for ref in self.lines[line_of(sample)]["speech"]]
+        return line_guard(speeches, recipe, heard, peak_dbfs, self.config.sample_rate)
 
     def _pending(self, sample: Sample) -> tuple | None:
         """The twins' inputs of a mixture made with twins_after_gate: its scene from the cache, the rest

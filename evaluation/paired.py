@@ -89,15 +89,16 @@ def _ci(ci: list[float] | None) -> str:
 
 
 def format_paired(runs: list[dict[str, Any]]) -> str:
-    """One block per run whose release pairs variants; a note where the release has none."""
+    """One block per run whose release pairs variants; one note where no run's release has any."""
     lines: list[str] = []
-    for r in runs:
-        paired = (r.get("split_by_factor") or {}).get("paired")
-        if paired is None:
-            continue
+    read = [r for r in runs if (r.get("split_by_factor") or {}).get("paired") is not None]
+    if read and not any(r["split_by_factor"]["paired"] for r in read):  # said once, not per run
+        return ("\nvoice factors within a line (paired): none: each line of the release has one variant (build "
+                "with synthesize.variants for a paired reading)")
+    for r in read:
+        paired = r["split_by_factor"]["paired"]
         if not paired:
-            lines += ["", f"voice factors within a line (paired), {r['run']}: none: each line has one variant "
-                          "(build with synthesize.variants for a paired reading)"]
+            lines += ["", f"voice factors within a line (paired), {r['run']}: none: its release has one variant a line"]
             continue
         lines += ["", f"voice factors within a line (paired: the same words over the same scene), {r['run']} "
                       f"({r['judge']}): A - B, 95% CI cluster bootstrap over lines and over script families, "
