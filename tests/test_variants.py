@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+import yaml
 
 from construction.core.config import load_config
 from construction.core.errors import WorkbenchError
@@ -128,6 +129,9 @@ def variant_workspace(root: Path, n: int = 12) -> Workspace:
 
     for stage in ("wer", "annotated", "validated"):
         ws.write_manifest(stage, [regroup(s) for s in ws.read_samples(stage)])
+    config = yaml.safe_load((ws.root / "config.yaml").read_text())
+    config["synthesize"]["variants"] = {"genders": ["female", "male"], "rates": {"slow": 0.9, "fast": 1.15}}
+    ws.snapshot_config(config)
     return ws
 
 
@@ -171,6 +175,7 @@ def test_the_release_carries_the_voice_columns(release):
         assert r["speaker_style"] == f"rate {rate:g}x"  # never "excited": the voice spoke no style
     card = (out / "README.md").read_text()
     assert "`line_id`" in card and "`emotion_rendered`" in card
+    assert "every line was rendered in 4 variants" in card and "3 lines ship, 3 of them with every variant" in card
 
 
 def test_the_report_reads_the_voice_factors_within_a_line(release, monkeypatch):
@@ -202,3 +207,30 @@ def test_the_report_reads_the_voice_factors_within_a_line(release, monkeypatch):
     assert "UNPAIRED" in proc.stdout and "voice factors within a line (paired" in proc.stdout
     assert "voice_gender   female        male               6      3" in proc.stdout
     assert (base / "report" / "voice_factors.png").stat().st_size > 0
+
+
+def test_an_offline_voice_asked_for_an_emotion_records_it_as_not_rendered(tmp_path):
+    """The design says what the voice could not do instead of pretending: asked, not rendered."""
+    from tests.conftest import MINI_TAXONOMY, noise_library
+
+    (tmp_path / "taxonomy.yaml").write_text(yaml.safe_dump(MINI_TAXONOMY))
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(yaml.safe_dump({
+        "generate": {"taxonomy": str(tmp_path / "taxonomy.yaml")},
+        "synthesize": {"voices": ["flite:slt", "flite:rms"],
+                       "variants": {"rates": {"normal": 1.0}, "emotions": ["angry"]}},
+        "mix": {"sounds": str(noise_library(tmp_path / "sounds")), "min_clips_per_defining_tag": 1}}))
+    ws = tmp_path / "ws"
+    run_module("construction.generate", "--workspace", str(ws), "--config", str(cfg), "--per-category", "1",
+               "--quiet", check=True)
+    run_module("construction.synthesize", "--workspace", str(ws), "--quiet", check=True)  # the workspace's config
+    spoken = list(Workspace(ws).read_samples("synthesize"))
+    assert sorted(s.custom["variant"]["name"] for s in spoken) == ["female-us-normal-angry"] * 2 + \
+        ["male-us-normal-angry"] * 2
+    for s in spoken:
+        synth = s.provenance["synthesize"]
+        assert (synth["style_requested"], synth["style_rendered"], synth["speed"]) == ("angry", False, 1.0)
+    from release.voice_factors import columns, shown_style
+
+    assert columns(spoken[0])["emotion"] == "angry" and columns(spoken[0])["emotion_rendered"] is False
+    assert shown_style(spoken[0]) == "rate 1x"
