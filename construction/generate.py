@@ -401,7 +401,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def print_generate_summary(stats: dict[str, Any]) -> None:
-    print(f"generate ({stats['backend']}): {stats['kept']} scripts, {stats['rejected']} rejected")
+    variants = stats.get("variants_per_line", 1)
+    each = f" (each in {variants} voice variants: {stats['kept'] * variants} rows)" if variants > 1 else ""
+    print(f"generate ({stats['backend']}): {stats['kept']} scripts, {stats['rejected']} rejected{each}")
     for cat, c in stats["per_category"].items():
         note = f"  SHORT BY {c['shortfall']}" if c["shortfall"] > 0 else ""
         if c.get("exhausted"):
