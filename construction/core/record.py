@@ -147,7 +147,8 @@ class MixRecipe(BaseModel):
     fade_s: float
     seed: int
     # where the speech is voiced (s, in the clip; construction.mixing.levels.voiced_runs): the scene is ducked only
-    # there (empty: a recipe from before, ducked over the whole speech file)
+    # there (empty: a recipe from before, ducked over the whole speech file; a voice variant of a line: the
+    # line's window, its longest variant's speech, where every variant's scene is ducked alike)
     voiced_s: list[tuple[float, float]] = Field(default_factory=list)
     # the irrelevant-background twin's recipe (None: mixed with mix.irrelevant_twin off, or before twins)
     irrelevant: IrrelevantTwin | None = None
