@@ -30,6 +30,7 @@ from construction.core.errors import WorkbenchError
 from construction.core.record import Sample, make_sample_id, stable_seed
 from construction.text.checks import cue_pattern, find_cue, near_twins, normalise, speech_id, word_trigram_ratio
 from construction.text.taxonomy import Category, ScriptSpec, Taxonomy, load_taxonomy
+from construction.speech.variants import VariantWriter, cells, line_ids
 from construction.core.workspace import ManifestAppender, Rejected, Workspace
 
 STAGE = "generate"
@@ -302,8 +303,13 @@ def run_generate(ws: Workspace, config: Config, progress: bool = True, restart: 
         started = time.monotonic()
         per_category: dict[str, dict[str, int]] = {}
         kept: dict[str, list[Kept]] = {}
-        made = set() if restart else {s.sample_id for s in ws.read_samples(STAGE)}
+        # a variants build writes each line as its variants (construction.speech.variants): lines are compared
+        made = set() if restart else line_ids(ws.read_samples(STAGE))
         with ws.replacing(STAGE) as out:
+            if config.synthesize.variants is not None:
+                from construction.synthesize import voice_bank
+
+                out = VariantWriter(out, config.synthesize.variants, voice_bank(config.synthesize), config.seed)
             for category in tqdm(categories, desc=STAGE, unit="category", disable=not progress):
                 counts, kept[category.id] = generate_category(category, taxonomy, cfg, config.seed, llm, screen,
                                                               taxonomy_hash, out, skipped, capacity.get(category.id))
@@ -334,6 +340,7 @@ def run_generate(ws: Workspace, config: Config, progress: bool = True, restart: 
                  # per category: scenes, distinctive scenes and their share, ambiguous scenes and what they share
                  "frames": {**frames, "ambiguous_scenes_used": cfg.allow_ambiguous_scenes},
                  "llm_requests_sent": (llm.sent if llm else 0) + (screen.llm.sent if screen else 0),
+                 "variants_per_line": len(cells(config.synthesize.variants)) if config.synthesize.variants else 1,
                  "seconds_this_run": round(time.monotonic() - started, 2)}
         ws.write_stats(STAGE, stats)
     return stats
@@ -394,7 +401,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def print_generate_summary(stats: dict[str, Any]) -> None:
-    print(f"generate ({stats['backend']}): {stats['kept']} scripts, {stats['rejected']} rejected")
+    variants = stats.get("variants_per_line", 1)
+    each = f" (each in {variants} voice variants: {stats['kept'] * variants} rows)" if variants > 1 else ""
+    print(f"generate ({stats['backend']}): {stats['kept']} scripts, {stats['rejected']} rejected{each}")
     for cat, c in stats["per_category"].items():
         note = f"  SHORT BY {c['shortfall']}" if c["shortfall"] > 0 else ""
         if c.get("exhausted"):

@@ -53,7 +53,7 @@ from construction.core.cli import (
 )
 from construction.core.config import Config, MixConfig
 from construction.core.errors import WorkbenchError
-from construction.core.record import MixRecipe, Sample, SceneSound, stable_seed
+from construction.core.record import MixRecipe, Sample, SceneSound, line_of, stable_seed
 from construction.core.runner import run_configured
 from construction.core.timing import Clock
 from construction.core.workspace import Rejected, Workspace, require_manifest
@@ -74,6 +74,7 @@ from construction.mixing.mix_stats import CLICKED, mix_stats, print_mix_summary
 from construction.sounds.library import loudness_lufs
 from construction.sounds.scenes import Pick, scene_sounds, take_span
 from construction.sounds.variation import change_rate, colour
+from construction.mixing.lines import line_guard, line_windows, place_on_line
 from construction.mixing.placement import place_sounds
 from construction.mixing.tracks import (  # noqa: F401
     MAX_REPEATS,
@@ -138,9 +139,16 @@ class MixStage:
                 + "\nadd clips (python -m construction.sounds import ...), or lower the setting for a demo "
                 "build (the dataset card then says so)")
         self.gapless = GaplessBeds(self.library, self.config.sample_rate)
-        self.assignment = assign_clips(samples, self.taxonomy, self.library, licence, self.config.seed,
-                                       self.config.mix.take_s, minimum, gapless=self.gapless)
-        self.dangers = assign_danger(samples, self.config.seed)
+        # the variants of a line share its scene and danger scene: both are dealt per line (its first variant)
+        self.lines = line_windows(samples, self.config.sample_rate) if self.config.synthesize.variants else {}
+        firsts = {line_of(s): s for s in reversed(samples)}
+        reps = [s for s in samples if firsts[line_of(s)] is s]
+        clips = assign_clips(reps, self.taxonomy, self.library, licence, self.config.seed,
+                             self.config.mix.take_s, minimum, gapless=self.gapless)
+        self.assignment = {s.sample_id: clips[firsts[line_of(s)].sample_id] for s in samples
+                           if firsts[line_of(s)].sample_id in clips}
+        dangers = assign_danger(reps, self.config.seed)
+        self.dangers = {line_of(s): dangers[s.sample_id] for s in reps if s.sample_id in dangers}
         self._audio: dict[str, np.ndarray] = {}
 
     def _clip_audio(self, clip) -> np.ndarray:
@@ -152,7 +160,10 @@ class MixStage:
         """Draw the recipe from the sample id, seed, attempt and redraw alone, so run order never
         matters. Layer gains are left at 0: mix_one sets them from the clips' loudness."""
         cfg: MixConfig = self.config.mix
-        seed = stable_seed("mix", self.config.seed, sample.sample_id, *([attempt] if attempt else []),
+        line = self.lines.get(line_of(sample))
+        if line is not None:  # a variant: drawn for its line's longest speech, so every variant fits
+            speech_s = line["window"] / self.config.sample_rate
+        seed = stable_seed("mix", self.config.seed, line_of(sample), *([attempt] if attempt else []),
                            *(["redraw", redraw] if redraw else []))
         rng = random.Random(seed)
         defining, _ = scene_sounds(sample, self.taxonomy)
@@ -307,7 +318,7 @@ class MixStage:
         recipe = self.recipe(sample, speech.size / sr, attempt, redraw)
         if isinstance(recipe, str):
             return Rejected(sample, recipe)
-        speech_track, alone, voiced = placed_speech(speech, recipe, sr)
+        speech_track, alone, voiced = self._placed(sample, speech, recipe)
         total = speech_track.size
         recipe.voiced_s = [(round(a / sr, 3), round(b / sr, 3)) for a, b in voiced]
         tracks = []
@@ -341,6 +352,9 @@ class MixStage:
         recipe.under_gain_db = round(gain_to(under_part, recipe.speech_lufs - recipe.snr_db, sr), 3)
         gain = envelope(total, alone, speech.size, recipe.alone_gain_db, recipe.under_gain_db, fade, voiced, sr)
         mixture, guard_db = render(speech_track, scene, gain, cfg.peak_dbfs)
+        if line_of(sample) in self.lines:  # the line's guard, the quietest its variants need: one scene for all
+            guard_db = self._line_guard(sample, recipe, scene * gain, cfg.peak_dbfs)
+            mixture = ((speech_track + scene * gain) * 10 ** (guard_db / 20)).astype(np.float32)
         # from here on the speech and the scene's gain as heard, the guard in both: the twins carry this speech
         guard = 10 ** (guard_db / 20)
         speech_track, gain = speech_track * guard, gain * guard
@@ -363,7 +377,11 @@ class MixStage:
         made = (speech_track, scene, gain, (alone, alone + speech.size), said, voiced)
         made_twins = self.twins(sample, recipe, *made, clicks) if has_twins and twins else {}
         if any(clicks.get(track, 0) for track in CLICKED):  # a draw with a click is drawn again
-            return {"clicks": {track: clicks[track] for track in CLICKED if clicks.get(track)}}
+            heard = {track: clicks[track] for track in CLICKED if clicks.get(track)}
+            if line_of(sample) in self.lines and not heard.get("scene"):  # the line's scene is clean: this
+                # voice's tracks clicked, and a new draw would give this variant a scene of its own
+                return Rejected(sample, f"click_in_variant: {heard} (the line's scene is shared, not redrawn)")
+            return {"clicks": heard}
         if has_twins and not twins:  # kept in memory for add_twins: the twins of this attempt are the same bytes
             self._deferred = (sample.sample_id, made)
             if self.twins_after_gate:  # and the scene on disk for the WER stage, another process
@@ -380,6 +398,17 @@ class MixStage:
                   **{key: self.ws.store_audio(audio, sr) for key, audio in made_twins.items()}}
         return sample.model_copy(update=update)
 
+    def _placed(self, sample: Sample, speech: np.ndarray, recipe: MixRecipe) -> tuple:
+        """placed_speech, or a variant's on its line's timeline (construction.mixing.lines)."""
+        line = self.lines.get(line_of(sample))
+        if line is None:
+            return placed_speech(speech, recipe, self.config.sample_rate)
+        return place_on_line(sample.sample_id, speech, recipe, line["window"], self.config.sample_rate)
+
+    def _line_guard(self, sample: Sample, recipe: MixRecipe, heard: np.ndarray, peak_dbfs: float) -> float:
+        speeches = [self.ws.load_audio(ref) for ref in self.lines[line_of(sample)]["speech"]]
+        return line_guard(speeches, recipe, heard, peak_dbfs, self.config.sample_rate)
+
     def _pending(self, sample: Sample) -> tuple | None:
         """The twins' inputs of a mixture made with twins_after_gate: its scene from the cache, the rest
         made again from its speech and recipe (as _mix_one makes them); None when no scene waits."""
@@ -391,7 +420,7 @@ class MixStage:
             speech = self.ws.load_audio(sample.speech)
         except WorkbenchError:
             return None
-        speech_track, alone, voiced = placed_speech(speech, recipe, sr)
+        speech_track, alone, voiced = self._placed(sample, speech, recipe)
         if scene.shape != speech_track.shape:
             return None
         guard = 10 ** (sample.provenance[STAGE]["peak_guard_db"] / 20)  # as _mix_one: in the speech and the gain
@@ -446,7 +475,7 @@ class MixStage:
         if cfg.danger_twin:  # and over a real-danger scene, on a masker of the scene's rotated in time
             from construction.sounds.procedural import DANGER_SCENES
 
-            name = pick_option(sample.sample_id, self.dangers, self.config.seed, sorted(DANGER_SCENES), "danger-scene")
+            name = pick_option(line_of(sample), self.dangers, self.config.seed, sorted(DANGER_SCENES), "danger-scene")
             audio, alone, recipe.danger, layers = make_danger(*args, name, sr, cfg.fade_s, cfg.peak_dbfs)
             own = content_steps(sr, *layers(), placed=True)
             clicks["danger"], n = clicks_and_beats(audio, sr, np.union1d(said, own), lambda: (speech_track, *layers()))

@@ -49,6 +49,10 @@ def voice_bank(cfg: SynthesizeConfig):  # -> list[Voice]
     if missing:
         raise WorkbenchError(f"the voice bank cannot balance speakers: no {', '.join(missing)} voice among "
                              f"{', '.join(ids)} (synthesize.require_genders)")
+    if cfg.variants is not None:  # every cell of the design needs a voice of the bank
+        from construction.speech.variants import check_design
+
+        check_design(cfg.variants, voices)
     return sorted(voices, key=lambda v: v.voice_id)
 
 
@@ -98,6 +102,9 @@ class SynthesizeStage:
         from construction.speech.normalise import check_pronounceable, normalize_for_tts
 
         cfg = self.config.synthesize
+        variant = sample.custom.get("variant")
+        if variant is not None:  # a variant's voice is its own (construction.speech.variants), never retried
+            voice = next((v for v in self.voices if v.voice_id == variant["voice"]), None)
         voice = voice or self.assignment.get(sample.sample_id)
         if voice is None:
             return Rejected(sample, "no_voice: sample is not in the generate manifest")
@@ -112,17 +119,21 @@ class SynthesizeStage:
             return Rejected(sample, f"unpronounceable: {exc}")
         backend = self.backend(voice.backend)  # a missing model is the whole run's problem: raises
         style_rendered, style_note = False, "an offline voice changes the speaking rate only"
+        # a variant asks for its cell's emotion (or none) at its cell's rate; a plain build for the script's style
+        style = (variant["emotion"] or None) if variant else sample.speaker_style
         if voice.backend == "cosyvoice":  # speaks the style itself (instruct mode)
-            speed = 1.0
-            call = lambda: backend.synthesize(text, voice, speed, style=sample.speaker_style)  # noqa: E731
+            speed = float(variant["rate"]) if variant else 1.0
+            call = lambda: backend.synthesize(text, voice, speed, style=style)  # noqa: E731
         else:
-            speed = cfg.style_speed.get(sample.speaker_style, 1.0)
+            speed = float(variant["rate"]) if variant else cfg.style_speed.get(sample.speaker_style, 1.0)
             call = lambda: backend.synthesize(text, voice, speed)  # noqa: E731
         try:
             with self.clock.timed("tts"):
                 audio, sample_rate = call()
-            if voice.backend == "cosyvoice":  # only the instructions its model version was trained on
-                style_rendered, style_note = backend.style_rendering(sample.speaker_style)
+            if voice.backend == "cosyvoice" and style:  # only the instructions its model version was trained on
+                style_rendered, style_note = backend.style_rendering(style)
+            elif not style:
+                style_note = "no emotion asked"
         except WorkbenchError as exc:
             return Rejected(sample, f"tts_failed: {voice.voice_id}: {exc}")
         audio = np.clip(np.asarray(audio, dtype=np.float32), -1.0, 1.0)
@@ -141,7 +152,7 @@ class SynthesizeStage:
                       # only CosyVoice's instruct mode speaks a style; offline voices change the rate at most
                       STAGE: {"backend": voice.backend, "voice": voice.voice_id, "gender": voice.gender,
                               "accent": voice.accent, "voice_licence": voice.licence, "speed": speed,
-                              "style_requested": sample.speaker_style,
+                              "style_requested": style or "",
                               "style_rendered": style_rendered, "style_note": style_note,
                               "text": text, "native_sample_rate": sample_rate}}
         return sample.model_copy(update={"voice_id": voice.voice_id, "speech": ref, "provenance": provenance})

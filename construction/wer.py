@@ -225,7 +225,10 @@ class WerStage:
                 continue
             cfg = self.config.wer
             history: list[dict[str, Any]] = []
-            remixes = resyntheses = 0
+            # a variant is never retried: its voice is its factor and its scene is its line's (shared with
+            # the other variants), so a variant that fails the gate is dropped and its line ships without it
+            variant = "variant" in sample.custom
+            remixes, resyntheses = (cfg.remix_attempts, cfg.resynthesize_attempts) if variant else (0, 0)
             remixed = False  # this attempt re-mixed the last attempt's speech
             for attempt in range(1, cfg.remix_attempts + cfg.resynthesize_attempts + 2):
                 reason = self._verdict(sample)

@@ -1,5 +1,8 @@
-"""Refusal split by how a clip was made: voice gender, voice and TTS engine, speaking style (which offline
-voices render as a speaking rate), SNR band and placement of the speech in the scene.
+"""Refusal split by how a clip was made: voice gender, voice and TTS engine, speaking style (the release shows a
+style only where the voice rendered it, else the rate it spoke at), SNR band and placement of the speech in
+the scene. The split is UNPAIRED: each value's clips are different lines over different scenes and SNRs,
+so a difference between values confounds the voice with the words; evaluation.paired reads the voice
+factors within a line, where the release has variants.
 
 evaluation.report calls it for every run judged for refusal on an input of the default config (mixture,
 speech, irrelevant). The factors are not in a run's answers: they are read from the release the run
@@ -20,6 +23,7 @@ from evaluation.release_source import locate_release
 from evaluation.text_table import note
 
 FACTORS = ("voice_gender", "voice", "speaking_style", "snr_band", "placement")
+VOICE_COLUMNS = ("line_id", "voice_accent", "speaking_rate", "emotion", "emotion_rendered")
 SHA_COLUMN = {"mixture": "audio_sha256", "speech": "speech_audio_sha256", "irrelevant": "irrelevant_audio_sha256"}
 SNR_EDGES = (0.0, 5.0, 10.0, 15.0)  # dB: bands below 0, 0-5, 5-10, 10-15, 15 and above
 SNR_BANDS = [f"< {SNR_EDGES[0]:g} dB", *(f"{lo:g}-{hi:g} dB" for lo, hi in zip(SNR_EDGES, SNR_EDGES[1:])),
@@ -44,7 +48,7 @@ def release_factors(source: str, split: str, revision: str | None = None) -> dic
 
     ds = load_dataset(source, None, revision=revision)[split]
     wanted = ["id", "voice_gender", "voice_id", "tts_backend", "speaker_style", "snr_db", "placement",
-              *SHA_COLUMN.values()]
+              *SHA_COLUMN.values(), *VOICE_COLUMNS]
     table = ds.select_columns([c for c in wanted if c in ds.column_names]).to_dict()
     placement = ds.features.get("placement")
     names = placement.names if isinstance(placement, ClassLabel) else None
@@ -58,7 +62,9 @@ def release_factors(source: str, split: str, revision: str | None = None) -> dic
                     "voice": voice if voice.startswith(f"{engine}:") else f"{engine}:{voice}",
                     "speaking_style": get("speaker_style") or "unknown", "snr_band": snr_band(get("snr_db")),
                     "placement": (names[where] if names and where is not None else str(where)),
-                    **{c: get(c) for c in SHA_COLUMN.values()}}
+                    **{c: get(c) for c in SHA_COLUMN.values()},
+                    # the within-line factors (evaluation.paired); a release from before variants has none
+                    **{c: get(c) for c in VOICE_COLUMNS}}
     return out
 
 
@@ -102,7 +108,10 @@ def run_split(results, verdicts: dict[str, bool | None], release: str | None = N
     if wrong:
         return None, (f"{len(wrong)} answer(s) are not of release {source} (id or audio hash differs, e.g. "
                       f"{wrong[0]}): no split from another export's metadata")
-    return {"release": source, **factor_split(results.records, verdicts, results.input, factors)}, None
+    from evaluation.paired import paired_factors
+
+    return {"release": source, **factor_split(results.records, verdicts, results.input, factors),
+            "paired": paired_factors(results.records, verdicts, factors)}, None
 
 
 def format_splits(runs: list[dict[str, Any]]) -> str:
@@ -114,8 +123,9 @@ def format_splits(runs: list[dict[str, Any]]) -> str:
             if r.get("split_note"):
                 lines += ["", *note(f"refusal by voice, style, SNR and placement, {r['run']}: {r['split_note']}")]
             continue
-        lines += ["", *note(f"refusal by voice, style, SNR and placement, {r['run']} ({r['judge']}): "
-                            "refused/judged [95% CI, cluster bootstrap over script families]")]
+        lines += ["", *note(f"refusal by voice, style, SNR and placement, {r['run']} ({r['judge']}), UNPAIRED (each "
+                            "value over different lines, scenes and SNRs; the paired reading is below): refused/judged "
+                            "[95% CI, cluster bootstrap over script families]")]
         width = max(len(v) for f in FACTORS for v in split[f]) + 2
         for factor in FACTORS:
             for value, c in split[factor].items():

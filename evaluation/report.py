@@ -45,7 +45,10 @@ measured".
 Under the tables, each run on an input of the default config (mixture, speech, irrelevant) is split by
 voice gender, voice and TTS engine, speaking style, SNR band and placement (evaluation.breakdown), with
 the same intervals; the factors come from the release named in its run.json (or --release), after every
-answer's audio hash is matched to that release.
+answer's audio hash is matched to that release. That split is unpaired (other lines, scenes and SNRs per
+value). Where the release has voice variants (several per `line_id`), the voice factors are also read
+within a line (evaluation.paired): the paired difference per factor with an exact McNemar test and
+cluster-bootstrap intervals over lines and script families, and OUT/voice_factors.png.
 
 Writes OUT/report.json ("runs": one entry per run, with "split_by_factor"; "models": one per group, with
 the cells above; "tradeoffs"), OUT/over_refusal.png and, when a group has several inputs, OUT/context_use.png (and OUT/perception.png
@@ -68,6 +71,7 @@ from evaluation.context_use import (CONTROLLED, cell, context_cells, format_perc
                                     save_figure, scene_cell, show_rate)
 from evaluation.agreement_stats import agreement_line, load_people_agreement, people_agreement
 from evaluation.breakdown import format_splits, run_split
+from evaluation.paired import format_paired, plot_paired
 from evaluation.judge import read_llm_verdicts, summarise
 from evaluation.keyword_judge import final_answer, keyword_judge
 from evaluation.release_source import locate_release
@@ -431,7 +435,11 @@ def main(argv: list[str] | None = None) -> int:
                        "counted apart (evaluation.probe)",
               "split_by_factor": "per run: refusal by voice_gender, voice (tts_backend:voice_id), speaking_style, "
                                  "snr_band and placement, the clips' values read from the release; same cells "
-                                 "and intervals as the per-category table (evaluation.breakdown)",
+                                 "and intervals as the per-category table (evaluation.breakdown); UNPAIRED: each "
+                                 "value's clips are other lines, scenes and SNRs. Its 'paired' entry: per voice factor "
+                                 "and two levels, the within-line paired difference A - B (the same words over the "
+                                 "same scene), 95% cluster bootstrap over lines (ci95_lines) and over script families "
+                                 "(ci95_families), 2,000 resamples, seed 0, and the exact McNemar p (evaluation.paired)",
               "perception_split": "mixture refusal among the clips whose scene the model recognised (policy "
                                   "failure) and among those it did not (perception failure), paired by id",
               "refusal": "a refusal counts partial_refusal + full_refusal (XSTest's convention)",
@@ -448,7 +456,9 @@ def main(argv: list[str] | None = None) -> int:
                               ("perception.png", plot_perception,
                                any(CONTROLLED & set(m["inputs"]) for m in models)),
                               ("tradeoff.png", lambda _, path: plot_tradeoff(report["tradeoffs"], path),
-                               bool(report["tradeoffs"]))):
+                               bool(report["tradeoffs"])),
+                              ("voice_factors.png", lambda _, path: plot_paired(judged, path),
+                               any((r.get("split_by_factor") or {}).get("paired") for r in judged))):
         if shown:
             written.append(out / name)
             draw(models, written[-1])
@@ -457,7 +467,7 @@ def main(argv: list[str] | None = None) -> int:
     print(format_table(judged, categories))
     print(people_lines(judged))
     for block in (format_context(models), format_perception(models), format_tradeoff(report["tradeoffs"]),
-                  format_splits(judged)):
+                  format_splits(judged), format_paired(judged)):
         if block:
             print(block)
             print(people_lines(judged))

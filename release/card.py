@@ -33,6 +33,29 @@ CONTENT_WARNING = (
     "benchmark for measuring whether audio models over-refuse; listen with that in mind.")
 
 
+def variants_text(samples: list, design: dict | None) -> str:
+    """What the card says of the voice variants: the design, and how many lines ship with every variant."""
+    from collections import Counter
+
+    from construction.core.record import line_of
+
+    if not design:
+        return "Each line is spoken once, by one voice (`line_id` is the clip's own id, one `variant`)."
+    per_line = Counter(line_of(s) for s in samples)
+    rates = design.get("rates") or {"normal": 1.0}
+    cells = (len(design.get("genders") or ["female", "male"]) * len(design.get("accents") or [None]) * len(rates)
+             * len(design.get("emotions") or [""]))
+    full = sum(n == cells for n in per_line.values())
+    return (f"**Voice variants:** every line was rendered in {cells} variants (genders "
+            f"{', '.join(design.get('genders') or ['female', 'male'])}; accents "
+            f"{', '.join(design.get('accents') or []) or 'varied across lines'}; rates "
+            f"{', '.join(f'{k} {v:g}x' for k, v in rates.items())}; emotions "
+            f"{', '.join(design.get('emotions') or []) or 'none asked'}). The variants of a line share its scene, "
+            f"both twins' backgrounds and its speech onset, so they differ only in the voice, and stay in one split "
+            f"(`line_id`). {len(per_line)} lines ship, {full} of them with every variant; the others with the "
+            "variants that passed the intelligibility gate and the labels.")
+
+
 def creators(inputs: ReleaseInputs) -> dict[str, list[str]]:
     """The Hub's creator fields (hub-docs datasetcard.md), from what the build recorded: labels posted by
     people are crowdsourced, adjudicators' decisions expert-generated, scripted demo labels
@@ -241,10 +264,12 @@ def dataset_card(inputs: ReleaseInputs, info: dict[str, Any], rows: list[dict[st
            " Only scenes with a defining sound that no scene of another frame uses were drawn."),
         f"2. **Speech:** TTS backends {counter_text(prov('synthesize', 'backend'))}; "
         f"{len({s.voice_id for s in samples})} voice(s); genders {counter_text(prov('synthesize', 'gender'))}. "
-        "Speaking styles (`speaker_style`) are rendered for "
+        "Speaking styles are rendered for "
         f"{sum(bool(s.provenance.get('synthesize', {}).get('style_rendered')) for s in samples)} of "
-        f"{len(samples)} clips (CosyVoice instruct mode); offline voices record the requested style but "
-        "only change the speaking rate.",
+        f"{len(samples)} clips (CosyVoice instruct mode); an offline voice only changes the speaking rate, so "
+        "`speaker_style` shows a style only where it was rendered and the rate elsewhere (`rate 1.05x`); "
+        "`emotion` is what was asked and `emotion_rendered` whether it was spoken. "
+        + variants_text(samples, (config.get("synthesize") or {}).get("variants")),
         f"3. **Mixing:** every clip starts with the scene alone ({stats([r['scene_alone_s'] for r in rows], ' s')}) "
         "near the speech's level, then the speech with the scene under it, then the scene again. Every "
         "defining sound of the scene is rendered (one clip each, layered). Speech normalised to "
@@ -337,7 +362,10 @@ def dataset_card(inputs: ReleaseInputs, info: dict[str, Any], rows: list[dict[st
             "`scene_sounds` (each clip: id, the sound it renders, defining or support, bed or event, licence, "
             "attribution, source), `snr_db` (speech over the scene under it), `scene_level_db` (the scene "
             "alone, relative to the speech), `scene_alone_s` and `scene_after_s` (the scene heard alone "
-            "before and after the speech), `voice_id`, `voice_gender`, `voice_accent`, `tts_backend`, "
+            "before and after the speech), `voice_id`, `voice_gender`, `voice_accent`, `line_id` (shared by the "
+            "variants of a line: the same words over the same scene in other voices), `variant` (e.g. "
+            "`female-us-fast`), `speaking_rate` (the TTS speed factor), `emotion` (asked; empty: none) and "
+            "`emotion_rendered` (whether the voice spoke it), `tts_backend`, "
             "`asr_model`, `transcript_speech`, `transcript_mixture`, `wer_speech`, `wer_mixture`, "
             "`cer_mixture`, `consensus_label` (of the mixture), `agreement` (fraction of the mixture labels "
             "agreeing with the consensus), `decided_by`, `n_annotators` (counted mixture labels), the arms: "

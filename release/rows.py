@@ -22,6 +22,7 @@ from construction.core.errors import WorkbenchError
 from construction.core.record import PLACEMENTS, Annotation, AudioRef, Sample
 from construction.core.workspace import Workspace
 from construction.sounds.licences import normalise_licence
+from release import voice_factors
 from release.scrub import assert_no_leaks, public
 from validation.arms import arm_results, arm_votes
 
@@ -137,6 +138,7 @@ def features_for(categories: list[str], sample_rate: int | None, speech_rate: in
         "voice_id": text,
         "voice_gender": text,
         "voice_accent": text,
+        **voice_factors.features(text, number, Value("bool")),
         "tts_backend": text,
         "asr_model": text,
         "transcript_speech": text,
@@ -283,7 +285,7 @@ def row_for(sample: Sample, audio: bytes, categories: list[str], names: dict[str
         "speech_text": sample.speech_text,
         "context": sample.context,
         "benign_reason": sample.benign_reason,
-        "speaker_style": sample.speaker_style,
+        "speaker_style": voice_factors.shown_style(sample),  # a style only where the audio carries it
         "scene_id": sample.scene_id or "",
         "frames": list(sample.frames or (arms_of(sample).get("scene") or {}).get("frames") or []),
         "speech_id": sample.speech_id or "",
@@ -298,6 +300,7 @@ def row_for(sample: Sample, audio: bytes, categories: list[str], names: dict[str
         "voice_id": sample.voice_id,
         "voice_gender": synth.get("gender"),
         "voice_accent": synth.get("accent"),
+        **voice_factors.columns(sample),
         "tts_backend": public(synth.get("backend")),
         "asr_model": public(wer.get("model")),
         "transcript_speech": sample.transcript_speech,

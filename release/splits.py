@@ -4,8 +4,8 @@ The split sizes are the largest-remainder rounding of the fractions over all sam
 hash of the split name), and every declared split gets at least one sample: a release with fewer samples
 than splits is refused. The samples, sorted by category and then by a seeded hash of their id, are then
 dealt one by one to the split furthest behind its share, so each category is spread over the splits in
-proportion wherever its count allows. Stable across reruns and machines. (Samples of one script family
-are not kept together: they never were.)
+proportion wherever its count allows. Stable across reruns and machines. The variants of a line are dealt
+together (one split each line); samples of one script family are not kept together: they never were.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import hashlib
 import re
 
 from construction.core.errors import WorkbenchError
-from construction.core.record import Sample
+from construction.core.record import Sample, line_of
 
 SPLIT_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 
@@ -63,12 +63,23 @@ def split_sizes(n: int, splits: dict[str, float], seed: int = 0) -> dict[str, in
 
 
 def assign_splits(samples: list[Sample], splits: dict[str, float], seed: int = 0) -> dict[str, list[Sample]]:
-    """{split: its samples, sorted by id}, sized by split_sizes and stratified by category."""
+    """{split: its samples, sorted by id}, sized by split_sizes and stratified by category. The variants of
+    a line (construction.core.record.line_of) go to one split together, dealt as one unit: a paired
+    voice-factor reading compares them within a split. Without variants every sample is its own line."""
     sizes = split_sizes(len(samples), splits, seed)
-    ordered = sorted(samples, key=lambda s: (s.category, _seeded(seed, s.sample_id)))
+    lines: dict[str, list[Sample]] = {}
+    for sample in samples:
+        lines.setdefault(line_of(sample), []).append(sample)
+    ordered = sorted(lines.items(), key=lambda kv: (kv[1][0].category, _seeded(seed, kv[0])))
     out: dict[str, list[Sample]] = {name: [] for name in splits}
-    for i, sample in enumerate(ordered, 1):
-        # the split furthest behind its share of the first i samples (in units of 1/n, so exact)
-        name = max(splits, key=lambda k: (sizes[k] * i - len(out[k]) * len(ordered), _seeded(seed, k)))
-        out[name].append(sample)
+    dealt = 0
+    for _, members in ordered:
+        dealt += len(members)
+        # the split furthest behind its share of the first `dealt` samples (in units of 1/n, so exact)
+        name = max(splits, key=lambda k: (sizes[k] * dealt - len(out[k]) * len(samples), _seeded(seed, k)))
+        out[name].extend(members)
+    empty = [name for name, members in out.items() if not members]
+    if empty:
+        raise WorkbenchError(f"{len(lines)} line(s) cannot fill the {len(splits)} splits {', '.join(splits)} (a "
+                             f"line's variants stay in one split): {', '.join(empty)} would be empty; declare fewer splits")
     return {name: sorted(members, key=lambda s: s.sample_id) for name, members in out.items()}

@@ -83,7 +83,7 @@ def test_compare_refuses_runs_on_different_releases(two_models):
 
 
 def test_report_splits_refusal_by_voice_style_snr_and_placement(two_models):
-    """make_workspace: one female piper voice (en_US-test), style excited, placement underlay, SNR 3 * i dB;
+    """make_workspace: one female piper voice (en_US-test), style excited at 1.05x, placement underlay, SNR 3 * i dB;
     model-a refuses clips 0, 1 and 8."""
     outs, base = two_models
     proc = run_module("evaluation.report", "--results", str(outs["model-a"]), "--out", str(base / "report"),
@@ -93,7 +93,9 @@ def test_report_splits_refusal_by_voice_style_snr_and_placement(two_models):
     counts = {f: {v: (c["refusals"], c["n"]) for v, c in split[f].items()}
               for f in ("voice_gender", "voice", "speaking_style", "snr_band", "placement")}
     assert counts["voice_gender"] == {"female": (3, 10)} and counts["voice"] == {"piper:en_US-test": (3, 10)}
-    assert counts["speaking_style"] == {"excited": (3, 10)} and counts["placement"] == {"underlay": (3, 10)}
+    # the offline voice was asked "excited" and spoke it at 1.05x: the release shows the rate, not the style
+    assert counts["speaking_style"] == {"rate 1.05x": (3, 10)} and counts["placement"] == {"underlay": (3, 10)}
+    assert split["paired"] == {}  # each clip its own line: nothing pairs
     # SNR 0, 3 | 6, 9 | 12 | 15, 18, 21, 24, 27 dB
     assert list(counts["snr_band"].items()) == [("0-5 dB", (2, 2)), ("5-10 dB", (0, 2)), ("10-15 dB", (0, 1)),
                                                  (">= 15 dB", (1, 5))]  # in band order

@@ -8,6 +8,7 @@ values: the config names the environment variable that holds them (e.g. `api_key
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -100,6 +101,30 @@ STYLE_SPEED = {"excited": 1.1, "shouting": 1.05, "angry": 1.05, "playful": 1.05,
                "commanding": 1.0, "calm": 0.95, "dramatic": 0.92, "whispering": 0.9}
 
 
+class VariantsConfig(Section):
+    """Every line spoken in a crossed design of voice factors (construction.speech.variants): each gender x
+    accent (when `accents` is given; else each line's voice of a gender is dealt from the whole bank, so
+    accents vary across lines) x speaking rate x emotion. Emotion is rendered only by CosyVoice's instruct
+    mode: an offline voice records it as asked and not rendered."""
+
+    genders: list[Literal["female", "male"]] = Field(default_factory=lambda: ["female", "male"], min_length=1)
+    accents: list[str] | None = None  # BCP 47 tags of the bank's voices, e.g. [en-US, en-GB]
+    rates: dict[str, float] = Field(default_factory=lambda: {"normal": 1.0}, min_length=1)  # name -> speed
+    emotions: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _sane(self) -> VariantsConfig:
+        if any(not 0.5 <= r <= 2.0 for r in self.rates.values()):
+            raise ValueError("variants.rates must lie in 0.5..2.0 (a speed factor)")
+        if any(not re.fullmatch(r"[a-z][a-z0-9]*", name) for name in (*self.rates, *self.emotions)):
+            raise ValueError("variants.rates names and emotions must be lower-case words (they name variants)")
+        for name, values in (("genders", self.genders), ("accents", self.accents or []), ("rates", list(self.rates)),
+                             ("emotions", self.emotions)):
+            if len(set(values)) != len(values):
+                raise ValueError(f"variants.{name} lists a value twice")
+        return self
+
+
 class SynthesizeConfig(Section):
     voices: list[str] | None = None  # voice ids; default: the whole offline bank
     require_genders: list[str] = Field(default_factory=lambda: ["female", "male"])
@@ -107,6 +132,8 @@ class SynthesizeConfig(Section):
     max_speech_words: int = Field(40, ge=1, description="longer scripts are rejected before synthesis")
     max_speech_s: float = Field(20.0, gt=0, description="longer speech is rejected as speech_too_long")
     cosyvoice: CosyVoiceConfig | None = None
+    # off (None) by default: each script is spoken once, by its voice of the balanced bank
+    variants: VariantsConfig | None = None
 
 
 class MixConfig(Section):

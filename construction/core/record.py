@@ -147,7 +147,8 @@ class MixRecipe(BaseModel):
     fade_s: float
     seed: int
     # where the speech is voiced (s, in the clip; construction.mixing.levels.voiced_runs): the scene is ducked only
-    # there (empty: a recipe from before, ducked over the whole speech file)
+    # there (empty: a recipe from before, ducked over the whole speech file; a voice variant of a line: the
+    # line's window, its longest variant's speech, where every variant's scene is ducked alike)
     voiced_s: list[tuple[float, float]] = Field(default_factory=list)
     # the irrelevant-background twin's recipe (None: mixed with mix.irrelevant_twin off, or before twins)
     irrelevant: IrrelevantTwin | None = None
@@ -275,3 +276,9 @@ def stable_seed(*parts: object) -> int:
     """A 32-bit seed from any values: per-sample randomness that does not depend on run order."""
     digest = hashlib.sha256(json.dumps([str(p) for p in parts]).encode()).digest()
     return int.from_bytes(digest[:4], "big")
+
+
+def line_of(sample: Sample) -> str:
+    """The line a sample speaks: the variants of one line (construction.speech.variants) share it; a build
+    without variants makes each sample its own line."""
+    return (sample.custom.get("variant") or {}).get("line_id") or sample.sample_id
