@@ -54,13 +54,16 @@ def scene_cap(per_category: int, share: float, scenes: int) -> int:
 
 def catalog_candidates(category: Category, taxonomy: Taxonomy, seed: int,
                        unrenderable: Collection[str] = (), kept: Sequence[Sample] | None = None,
-                       max_per_scene: int | None = None, capacity: Mapping[str, int] | None = None
-                       ) -> Iterator[tuple[ScriptSpec, dict[str, Any]]]:
+                       max_per_scene: int | None = None, capacity: Mapping[str, int] | None = None,
+                       target: int | None = None) -> Iterator[tuple[ScriptSpec, dict[str, Any]]]:
     """Deterministic draws (same seed and the same kept scripts -> same sequence). Each serves the
     scene of the category with the fewest `kept` scripts (ties in a seeded order) that is under
     `max_per_scene`, whose sounds are under their `capacity` (tag -> the samples its recordings can serve,
     for a sound with no procedural class) and whose last SCENE_STALL draws brought something new; within
-    a scene every line paired with it comes once, in a seeded order, before any comes again. Slot fills,
+    a scene every line paired with it comes once, in a seeded order, before any comes again. A scene that is
+    spent (stalled, or its sounds at capacity) short of its share leaves the rest of the category's `target`
+    to the scenes still drawing, evenly: the cap rises to that even share, so a small taxonomy still gives its
+    count and a large one is balanced as before. Slot fills,
     placement and style are drawn per script. Ends when no scene is left. Scenes in `unrenderable` (the
     library cannot render them, or they are ambiguous) are never drawn."""
     by_scene: dict[str, list] = defaultdict(list)
@@ -91,9 +94,13 @@ def catalog_candidates(category: Category, taxonomy: Taxonomy, seed: int,
         if last is not None and len(kept) == seen:
             stale[last] += 1
         seen = len(kept)
-        open_ = [scene for scene in ids if stale[scene] < SCENE_STALL
-                 and (max_per_scene is None or count[scene] < max_per_scene)
-                 and all(tag_uses[t] + n <= capacity[t] for t, n in weight[scene].items() if t in capacity)]
+        live = [scene for scene in ids if stale[scene] < SCENE_STALL
+                and all(tag_uses[t] + n <= capacity[t] for t, n in weight[scene].items() if t in capacity)]
+        cap = max_per_scene
+        if cap is not None and target is not None and live:  # what spent scenes left, over the live ones
+            left = target - sum(count[scene] for scene in ids if scene not in live)
+            cap = max(cap, math.ceil(left / len(live)))
+        open_ = [scene for scene in live if cap is None or count[scene] < cap]
         if not open_:
             return
         last = min(open_, key=lambda scene: (count[scene], rank[scene]))
@@ -164,7 +171,8 @@ def generate_category(category: Category, taxonomy: Taxonomy, cfg: GenerateConfi
     if llm is None:
         scenes = len({scene.id for _, _, scene in taxonomy.pairs(category.id, skip=unrenderable)})
         candidates = catalog_candidates(category, taxonomy, seed, unrenderable, kept,
-                                        scene_cap(cfg.per_category, cfg.max_scene_share, scenes), capacity)
+                                        scene_cap(cfg.per_category, cfg.max_scene_share, scenes), capacity,
+                                        cfg.per_category)
     else:
         candidates = llm_candidates(category, taxonomy, llm, cfg, kept, rejects, unrenderable)
     max_draws = cfg.per_category * cfg.max_draws_per_sample

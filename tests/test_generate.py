@@ -197,3 +197,21 @@ def test_example_config_is_valid_and_complete():
     from tests.conftest import REPO
 
     assert load_config(REPO / "configs" / "example.yaml") == Config()
+
+
+def test_a_spent_scene_leaves_its_share_to_the_scenes_still_drawing(tmp_path):
+    """The mini taxonomy's vg_raid has one line whose fills are near duplicates of each other: it is spent
+    short of its even share (15 of 30), so vg_shooter takes the rest instead of the category coming up short
+    (the scene balance must not cost a small taxonomy its count)."""
+    from collections import Counter
+
+    from tests.conftest import MINI_TAXONOMY
+
+    (tmp_path / "taxonomy.yaml").write_text(yaml.safe_dump(MINI_TAXONOMY))
+    done = run_module("construction.generate", "--workspace", str(tmp_path / "ws"), "--per-category", "30",
+                      "--quiet", "--taxonomy", str(tmp_path / "taxonomy.yaml"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = [json.loads(line) for line in (tmp_path / "ws" / "manifests" / "generate.jsonl").read_text().splitlines()]
+    per_scene = Counter((r["category"], r["scene_id"]) for r in rows)
+    assert Counter(r["category"] for r in rows) == {"video_games": 30, "cooking_household": 30}
+    assert per_scene[("video_games", "vg_raid")] < 15 < per_scene[("video_games", "vg_shooter")], per_scene
