@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from validation.bootstrap import proportion_ci
+from evaluation.text_table import WIDTH, note, table
 
 FACTORS = ("voice_gender", "voice_accent", "speaking_rate", "emotion")
 MATCH = {"voice_gender": ("speaking_rate", "emotion"),
@@ -93,23 +94,23 @@ def format_paired(runs: list[dict[str, Any]]) -> str:
     lines: list[str] = []
     read = [r for r in runs if (r.get("split_by_factor") or {}).get("paired") is not None]
     if read and not any(r["split_by_factor"]["paired"] for r in read):  # said once, not per run
-        return ("\nvoice factors within a line (paired): none: each line of the release has one variant (build "
-                "with synthesize.variants for a paired reading)")
+        return "\n" + "\n".join(note("voice factors within a line (paired): none: each line of the release has one "
+                                     "variant (build with synthesize.variants for a paired reading)"))
     for r in read:
         paired = r["split_by_factor"]["paired"]
         if not paired:
-            lines += ["", f"voice factors within a line (paired), {r['run']}: none: its release has one variant a line"]
+            lines += ["", *note(f"voice factors within a line (paired), {r['run']}: none: its release has one "
+                                "variant a line")]
             continue
-        lines += ["", f"voice factors within a line (paired: the same words over the same scene), {r['run']} "
-                      f"({r['judge']}): A - B, 95% CI cluster bootstrap over lines and over script families, "
-                      "exact McNemar"]
-        lines.append(f"  {'factor':<15}{'A':<14}{'B':<14}{'pairs':>6}{'lines':>7}  {'A':>6}{'B':>7}  "
-                     f"{'A - B':>7}  {'CI lines':<17}{'CI families':<17}{'McNemar p':>10}")
-        for factor, entries in paired.items():
-            for e in entries:
-                lines.append(f"  {factor:<15}{e['a']:<14}{e['b']:<14}{e['n']:>6}{e['n_lines']:>7}  {e['a_rate']:>6.2f}"
-                             f"{e['b_rate']:>7.2f}  {e['difference']:>+7.2f}  {_ci(e['ci95_lines']):<17}"
-                             f"{_ci(e['ci95_families']):<17}{e['mcnemar_exact_p']:>10.4f}")
+        lines += ["", *note(f"voice factors within a line (paired: the same words over the same scene), {r['run']} "
+                            f"({r['judge']}): A - B, 95% CI cluster bootstrap over lines and over script families, "
+                            "exact McNemar")]
+        rows = [(factor, [e["a"], e["b"], str(e["n"]), str(e["n_lines"]), f"{e['a_rate']:.2f}", f"{e['b_rate']:.2f}",
+                          f"{e['difference']:+.2f}", _ci(e["ci95_lines"]), _ci(e["ci95_families"]),
+                          f"{e['mcnemar_exact_p']:.4f}"])
+                for factor, entries in paired.items() for e in entries]
+        lines += ["  " + line for line in table("factor", ["A", "B", "pairs", "lines", "A", "B", "A - B", "CI lines",
+                                                            "CI families", "McNemar p"], rows, WIDTH - 2)]
     return "\n".join(lines)
 
 
