@@ -306,6 +306,10 @@ def test_a_scene_of_procedural_sounds_mixes_stores_its_draws_and_regenerates(tmp
         p = event.procedural["params"][0]
         assert np.array_equal(CLASSES["whistle"].render_params(p, SR), draw("whistle", p["seed"], 0, SR)[0])
     assert len(set(whistles)) == len(whistles)  # no two uses share a waveform
+    # a class is a new draw each time: the stats count it apart from the real recordings' share
+    use = json.loads(ws.stats_path("mix").read_text())["clips_per_category"]["video_games"]
+    assert use["distinct_recordings"] == 0 and use["top_recording"] is None and use["top_recording_share"] == 0
+    assert use["top_procedural_class"].startswith("procedural-") and use["top_procedural_share"] == 1.0
 
 
 def test_the_spectrogram_sheet_script_writes_a_grid(tmp_path):

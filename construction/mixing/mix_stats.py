@@ -25,14 +25,16 @@ CLICK_TRACKS = tuple(f"clicks_{track}" for track in CLICKED)  # and in stats/mix
 def mix_stats(ws: Workspace, config: Config, procedural: frozenset[str] = frozenset(),
               twins_after_gate: bool = False) -> dict[str, Any]:
     """What was mixed: per category and scene the distinct clips, RECORDINGS (clips cut from one recording
-    count once) and TAKES, and the top clip's and top recording's share of the samples; per category and
-    defining sound the recordings, takes and procedural draws (`procedural`: the clip ids that are
-    procedural classes); levels and scene-alone time; the scenes' silences in the lead-in and under the
-    speech; the twins' figures (construction.mixing.twin.twin_stats), unless the WER stage makes them
-    (`twins_after_gate`: stats/wer.json has them)."""
+    count once) and TAKES, and the top clip's and top real recording's share of the samples (a procedural
+    class, a new draw each time, apart: its top one and share); per category and defining sound the
+    recordings, takes and procedural draws (`procedural`: the clip ids that are procedural classes); levels
+    and scene-alone time; the scenes' silences in the lead-in and under the speech; the twins' figures
+    (construction.mixing.twin.twin_stats), unless the WER stage makes them (`twins_after_gate`: stats/wer.json
+    has them)."""
     per_category: dict[str, Counter] = defaultdict(Counter)
     per_scene: dict[str, Counter] = defaultdict(Counter)
     recordings: dict[str, Counter] = defaultdict(Counter)
+    classes: dict[str, Counter] = defaultdict(Counter)  # category -> procedural class -> samples
     takes: dict[str, set] = defaultdict(set)
     defining: dict[str, dict[str, dict[str, set]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(set)))
     n_category: Counter = Counter()
@@ -66,7 +68,8 @@ def mix_stats(ws: Workspace, config: Config, procedural: frozenset[str] = frozen
             per_category[s.category][clip] += 1
             per_scene[s.mix.scene_id or "-"][clip] += 1
         for recording in {sound.recording or sound.clip_id for sound in s.mix.sounds}:
-            recordings[s.category][recording] += 1
+            # a procedural class is a fresh draw each time, not a recording heard again: counted apart
+            (classes if recording in procedural else recordings)[s.category][recording] += 1
         for sound in s.mix.sounds:
             take = (sound.clip_id, sound.take)
             if sound.role == "defining":
@@ -85,9 +88,12 @@ def mix_stats(ws: Workspace, config: Config, procedural: frozenset[str] = frozen
 
     by_category = use(per_category, n_category)
     for category, row in by_category.items():
-        top, n = recordings[category].most_common(1)[0]
+        top, n = (recordings[category].most_common(1) or [(None, 0)])[0]
         row.update({"distinct_recordings": len(recordings[category]), "distinct_takes": len(takes[category]),
                     "top_recording": top, "top_recording_share": round(n / n_category[category], 3)})
+        if classes[category]:  # what the share of real recordings leaves out
+            top, n = classes[category].most_common(1)[0]
+            row.update({"top_procedural_class": top, "top_procedural_share": round(n / n_category[category], 3)})
     per_sound = {category: {tag: {"recordings": len(u["recordings"]), "takes": len(u["takes"]),
                                   "procedural_classes": len(u["procedural"]), "procedural_draws": len(u["draws"])}
                             for tag, u in sorted(tags.items())}
@@ -126,5 +132,7 @@ def mix_stats(ws: Workspace, config: Config, procedural: frozenset[str] = frozen
 def print_mix_summary(stats: dict[str, Any]) -> None:
     print_summary(stats)
     for category, use in stats.get("clips_per_category", {}).items():
+        drawn = (f"; procedural {use['top_procedural_class']} (a new draw each time) in "
+                 f"{100 * use['top_procedural_share']:.0f} %" if "top_procedural_class" in use else "")
         print(f"  {category:<24} {use['distinct_recordings']:>4} recordings, {use['distinct_takes']:>4} takes, top "
-              f"recording {use['top_recording']} in {100 * use['top_recording_share']:.0f} % of its samples")
+              f"recording {use['top_recording']} in {100 * use['top_recording_share']:.0f} % of its samples{drawn}")
