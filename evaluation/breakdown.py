@@ -124,8 +124,8 @@ def format_splits(runs: list[dict[str, Any]]) -> str:
                 lines += ["", *note(f"refusal by voice, style, SNR and placement, {r['run']}: {r['split_note']}")]
             continue
         lines += ["", *note(f"refusal by voice, style, SNR and placement, {r['run']} ({r['judge']}), UNPAIRED (each "
-                            "value over different lines, scenes and SNRs; the paired reading is below): refused/judged "
-                            "[95% CI, cluster bootstrap over script families]")]
+                            "value over different lines, scenes and SNRs; a paired reading follows where lines have "
+                            "variants): refused/judged [95% CI, cluster bootstrap over script families]")]
         width = max(len(v) for f in FACTORS for v in split[f]) + 2
         for factor in FACTORS:
             for value, c in split[factor].items():

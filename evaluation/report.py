@@ -467,9 +467,14 @@ def main(argv: list[str] | None = None) -> int:
     print(format_table(judged, categories))
     print(people_lines(judged))
     for block in (format_context(models), format_perception(models), format_tradeoff(report["tradeoffs"]),
-                  format_splits(judged), format_paired(judged)):
+                  format_splits(judged)):
         if block:
             print(block)
+            print(people_lines(judged))
+    paired = format_paired(judged)
+    if paired:
+        print(paired)
+        if any((r.get("split_by_factor") or {}).get("paired") for r in judged):  # a table, not the "none" note
             print(people_lines(judged))
     print("\n".join(note("wrote " + ", ".join(str(p) for p in written))))
     return 0
