@@ -162,29 +162,32 @@ def irrelevant_of(sample: Sample, pulled: Mapping[str, Sample]) -> Sample | None
     return pulled.get(sample.sample_id) or sample.model_copy(update={"annotations": []})
 
 
+def certification_counts(decisions: Sequence[Any], arm: str, total_key: str,
+                         tallies: dict[str, str]) -> dict[str, int]:
+    """How many of the scene arm's catch items of one kind (`arm`: a danger scene, an irrelevant twin's
+    background) were certified, were not, or have too few labels; `tallies`: output key -> the per-item
+    label count summed under it."""
+    rows = [(d.outcome, d.sample.provenance["validation.agreement"]["arms"].get(arm)) for d in decisions]
+    rows = [(outcome, r) for outcome, r in rows if r is not None]
+    return {total_key: len(rows), "certified": sum(r["certified"] is True for _, r in rows),
+            "not_certified": sum(r["certified"] is False for _, r in rows),
+            "needs_labels": sum(r["certified"] is None for _, r in rows),
+            "certified_validated": sum(r["certified"] is True and o == "validated" for o, r in rows),
+            "labels": sum(r["n"] for _, r in rows),
+            **{key: sum(r[field] for _, r in rows) for key, field in tallies.items()}}
+
+
 def danger_counts(decisions: Sequence[Any]) -> dict[str, int]:
     """How many danger scenes the scene arm certified as real danger (a danger twin ships only then, and
     only with a validated sample), did not, or has too few labels for."""
-    dangers = [(d.outcome, d.sample.provenance["validation.agreement"]["arms"].get("danger")) for d in decisions]
-    dangers = [(outcome, r) for outcome, r in dangers if r is not None]
-    return {"danger_scenes": len(dangers), "certified": sum(r["certified"] is True for _, r in dangers),
-            "not_certified": sum(r["certified"] is False for _, r in dangers),
-            "needs_labels": sum(r["certified"] is None for _, r in dangers),
-            "certified_validated": sum(r["certified"] is True and o == "validated" for o, r in dangers),
-            "labels": sum(r["n"] for _, r in dangers), "real_danger_labels": sum(r["real_danger"] for _, r in dangers)}
+    return certification_counts(decisions, "danger", "danger_scenes", {"real_danger_labels": "real_danger"})
 
 
 def irrelevant_counts(decisions: Sequence[Any]) -> dict[str, int]:
     """How many irrelevant twins' backgrounds the scene arm certified neutral (no frame heard: the twin
     ships only then, and only with a validated sample), did not, or has too few labels for."""
-    heard = [(d.outcome, d.sample.provenance["validation.agreement"]["arms"].get("irrelevant")) for d in decisions]
-    heard = [(outcome, r) for outcome, r in heard if r is not None]
-    return {"irrelevant_backgrounds": len(heard), "certified": sum(r["certified"] is True for _, r in heard),
-            "not_certified": sum(r["certified"] is False for _, r in heard),
-            "needs_labels": sum(r["certified"] is None for _, r in heard),
-            "certified_validated": sum(r["certified"] is True and o == "validated" for o, r in heard),
-            "labels": sum(r["n"] for _, r in heard), "no_frame_labels": sum(r["no_frame"] for _, r in heard),
-            "real_danger_labels": sum(r["real_danger"] for _, r in heard)}
+    return certification_counts(decisions, "irrelevant", "irrelevant_backgrounds",
+                                {"no_frame_labels": "no_frame", "real_danger_labels": "real_danger"})
 
 
 def _rate(count: int, total: int) -> float | None:
