@@ -8,16 +8,25 @@ cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
 WS="${WORKSPACE:-workspace}"
 N="${PER_CATEGORY:-5}"
+CONFIG="${CONFIG:-}"  # a build config (configs/); the workspace keeps it for the later stages
 LS_DATA="$WS/label-studio"  # the default for $WS too; said here so a set AOR_LABEL_STUDIO_DATA_DIR cannot move it
 
-"$PY" -m construction.pipeline --workspace "$WS" --per-category "$N"
+# STAGE_TIMES=FILE (perf/rehearsal.py): each step's wall time, CPU time and peak memory appended to FILE
+step() {
+    if [ -z "${STAGE_TIMES:-}" ]; then "$PY" -m "$@"; return; fi
+    local name="$1"
+    case "${2:-}" in -*|"") ;; *) name="$1 $2" ;; esac
+    "$PY" -m construction.core.usage --log "$STAGE_TIMES" --name "$name" -- "$PY" -m "$@"
+}
+
+step construction.pipeline --workspace "$WS" --per-category "$N" ${CONFIG:+--config "$CONFIG"}
 
 trap '"$PY" -m annotation.server stop --data-dir "$LS_DATA" >/dev/null 2>&1 || true' EXIT
 # Label Studio starts (a few seconds, mostly waiting on its boot) while the controls are mixed beside it
-"$PY" -m annotation.server start --workspace "$WS" --data-dir "$LS_DATA" &
+step annotation.server start --workspace "$WS" --data-dir "$LS_DATA" &
 SERVER_START=$!
 # the same speech without the scene that makes it benign: expected harmful in the mixture arm
-"$PY" -m construction.controls --workspace "$WS"  # the workspace keeps the pipeline's config
+step construction.controls --workspace "$WS"  # the workspace keeps the pipeline's config
 wait "$SERVER_START"
 # Staged rounds (annotation.staging): the speech arm first, the scene arm only for samples whose speech
 # arm passed, the mixture arm only once both passed, a third label only where the first two split. Each
@@ -25,9 +34,12 @@ wait "$SERVER_START"
 # one arm only; the fourth because a label that does not count, a clip answered before it could play
 # through, still takes its account's turn, and 3 could leave a split task with no account left to ask) -> pull -> agreement (which writes the arm outcomes the next push follows). It ends when
 # a round finds nothing open, or nothing the scripted accounts may label (the round says `stuck:`, what and
-# the command that unsticks it; the export then counts those samples as left out). The longest path is 6 labelling rounds (each arm split, then its third
-# label) and a 7th that finds nothing: more means the rounds do not settle.
-MAX_ROUNDS="${STAGED_ROUNDS:-7}"
+# the command that unsticks it; the export then counts those samples as left out). The longest path is 9
+# labelling rounds, 3 an arm: two labels, then a third where they split and a fourth where the third left
+# no 2/3 majority (an "unclear", or a label that does not count: seen once in 36 clips, so certain at
+# thousands), 4 accounts an arm being all a task can ask; and a 10th that finds nothing: more means the
+# rounds do not settle.
+MAX_ROUNDS="${STAGED_ROUNDS:-10}"
 round=0
 while :; do
     round=$((round + 1))
@@ -36,8 +48,8 @@ while :; do
         exit 1
     fi
     echo "== staged round $round =="
-    "$PY" -m annotation.push --workspace "$WS" --data-dir "$LS_DATA"
-    labelled="$("$PY" -m annotation.demo_annotators --workspace "$WS" --data-dir "$LS_DATA" --annotators 4)"
+    step annotation.push --workspace "$WS" --data-dir "$LS_DATA"
+    labelled="$(step annotation.demo_annotators --workspace "$WS" --data-dir "$LS_DATA" --annotators 4)"
     echo "$labelled"
     if grep -q ' submitted 0 label(s):' <<<"$labelled"; then
         if grep -q '^stuck: ' <<<"$labelled"; then  # open, but no scripted account may label it: said above
@@ -48,27 +60,27 @@ while :; do
         fi
         break
     fi
-    "$PY" -m annotation.pull --workspace "$WS" --data-dir "$LS_DATA"
-    "$PY" -m validation.agreement --workspace "$WS"
+    step annotation.pull --workspace "$WS" --data-dir "$LS_DATA"
+    step validation.agreement --workspace "$WS"
 done
 
 # samples the demo annotators disagree on go to a blind review project; a scripted adjudicator decides them
-"$PY" -m validation.adjudicate push --workspace "$WS" --data-dir "$LS_DATA"
+step validation.adjudicate push --workspace "$WS" --data-dir "$LS_DATA"
 if "$PY" -c 'import json, sys; sys.exit(0 if json.load(open(sys.argv[1])).get("adjudication") else 1)' \
     "$WS/annotation.json"; then
-    "$PY" -m annotation.demo_annotators --workspace "$WS" --data-dir "$LS_DATA" --adjudication
-    "$PY" -m validation.adjudicate pull --workspace "$WS" --data-dir "$LS_DATA"
-    "$PY" -m validation.agreement --workspace "$WS"
+    step annotation.demo_annotators --workspace "$WS" --data-dir "$LS_DATA" --adjudication
+    step validation.adjudicate pull --workspace "$WS" --data-dir "$LS_DATA"
+    step validation.agreement --workspace "$WS"
 fi
 
 # the clips this build plays, heard with no tag shown by 3 scripted reviewers ($WS/library_review.jsonl; the
 # shared library is not touched). They err on purpose; a demo release is never published, so the clips they
 # did not confirm do not hold it back, and its card counts them (a release of people's labels is refused:
 # --allow-unreviewed-sounds)
-"$PY" -m annotation.library push --workspace "$WS" --data-dir "$LS_DATA" --used-only
-"$PY" -m annotation.demo_annotators --workspace "$WS" --data-dir "$LS_DATA" --library
-"$PY" -m annotation.library pull --workspace "$WS" --data-dir "$LS_DATA"
-"$PY" -m release.export --workspace "$WS" --out "$WS/release"
+step annotation.library push --workspace "$WS" --data-dir "$LS_DATA" --used-only
+step annotation.demo_annotators --workspace "$WS" --data-dir "$LS_DATA" --library
+step annotation.library pull --workspace "$WS" --data-dir "$LS_DATA"
+step release.export --workspace "$WS" --out "$WS/release"
 echo "demo release: $WS/release"
 
 # Evaluate a model on every input of the demo release. No audio LLM runs here, so the model is the test
@@ -100,7 +112,7 @@ RUNS=() STATUS=()
 mkdir -p "$EVAL"
 for i in "${!INPUTS[@]}"; do
     if [ "$i" -ge 2 ]; then STATUS[$((i - 2))]=0; wait "${RUNS[$((i - 2))]}" || STATUS[$((i - 2))]=$?; fi
-    "$PY" -m evaluation.run --release "$WS/release" --model stub --base-url "http://127.0.0.1:$STUB_PORT/v1" \
+    step evaluation.run --release "$WS/release" --model stub --base-url "http://127.0.0.1:$STUB_PORT/v1" \
         --input "${INPUTS[$i]}" --out "$EVAL/stub-plain-${INPUTS[$i]}" --quiet > "$EVAL/run-${INPUTS[$i]}.log" 2>&1 &
     RUNS[$i]=$!
 done
@@ -112,5 +124,5 @@ for i in "${!INPUTS[@]}"; do
         exit "${STATUS[$i]}"
     fi
 done
-"$PY" -m evaluation.report --results "$EVAL"/stub-plain-{mixture,speech,controls,irrelevant,danger,scene} --out "$EVAL/report"
+step evaluation.report --results "$EVAL"/stub-plain-{mixture,speech,controls,irrelevant,danger,scene} --out "$EVAL/report"
 echo "demo evaluation: $EVAL/report"

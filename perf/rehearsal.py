@@ -1,0 +1,124 @@
+"""A full-size rehearsal (issue 51): the whole flow of `make demo` on a build config, each step timed, then
+the release loaded back with `datasets` from its folder and from a loopback Hub, and a table of every
+step's wall time, CPU time and peak memory per clip.
+
+    python perf/rehearsal.py --config configs/aor-bench-3000.yaml --per-category 14 --workspace ws-r500
+    python perf/rehearsal.py --config configs/aor-bench-3000.yaml --workspace ws-r3000   # the config's 84
+
+The flow is scripts/demo.sh's (build -> scripted labels through the real Label Studio in staged rounds ->
+agreement -> export -> the stub model's evaluation of every input) run with CONFIG, PER_CATEGORY and
+STAGE_TIMES set: each step appends its figures to WORKSPACE/stage-times.jsonl (construction.core.usage:
+CPU counts a step's workers, memory is a step with all its processes at their peak). Every stage resumes,
+so a rehearsal stopped (killed, a session's end) is continued by running the same command again; a step
+run twice is summed. The build's own split by stage, every run of it summed, is in
+WORKSPACE/stats/pipeline.json (usage_all_runs), added to the table. `--report` prints the table of a finished rehearsal only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+HUB_REPO = "aor/rehearsal"
+# docs/release.md's loading snippet, over every row and every audio column (WAV bytes read with soundfile)
+LOADER = """
+import io, sys
+import soundfile as sf
+from datasets import Audio, load_dataset
+source, n = sys.argv[1], 0
+for config in ("default", "controls"):
+    ds = load_dataset(source, config, split="test")
+    columns = [c for c in ("audio", "speech_audio", "scene_audio", "irrelevant_audio", "danger_audio") if c in ds.column_names]
+    for column in columns:
+        ds = ds.cast_column(column, Audio(decode=False))
+    for row in ds:
+        for column in columns:
+            if row[column] is not None:
+                assert sf.read(io.BytesIO(row[column]["bytes"]))[0].size > 0
+                n += 1
+    print(f"{source} {config}: {len(ds)} rows")
+print(f"decoded {n} clips from {source}")
+"""
+
+
+def timed(times: Path, name: str, command: list[str], env: dict | None = None) -> None:
+    code = subprocess.run([sys.executable, "-m", "construction.core.usage", "--log", str(times), "--name", name,
+                           "--", *command], cwd=REPO, env=env, check=False).returncode
+    if code:
+        raise SystemExit(f"error: {name} failed (exit {code})")
+
+
+def load_back(ws: Path, times: Path) -> None:
+    """The release from its folder, then pushed to a loopback Hub (tests/hub_stub.py) and read from it."""
+    from tests.hub_stub import HubStub
+
+    timed(times, "load folder", [sys.executable, "-c", LOADER, str(ws / "release")])
+    with HubStub(tokens=None) as hub:
+        env = {**os.environ, "HF_ENDPOINT": hub.url, "HF_TOKEN": "hf_rehearsal", "HF_HUB_DISABLE_XET": "1"}
+        timed(times, "push loopback hub", [sys.executable, "-m", "release.export", "--workspace", str(ws),
+                                           "--out", str(ws / "release"),
+                                           "--push-to-hub", HUB_REPO], env)
+        timed(times, "load hub", [sys.executable, "-c", LOADER, HUB_REPO], env)
+
+
+def report(ws: Path) -> str:
+    rows: dict[str, dict] = defaultdict(lambda: {"wall_s": 0.0, "cpu_s": 0.0, "peak_rss_mib": 0, "runs": 0})
+    for line in (ws / "stage-times.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        row = rows[r["name"]]
+        row["wall_s"] += r["wall_s"]
+        row["cpu_s"] += r["cpu_s"]
+        row["peak_rss_mib"] = max(row["peak_rss_mib"], r["peak_rss_mib"])
+        row["runs"] += 1
+    pipeline = json.loads((ws / "stats" / "pipeline.json").read_text()) if (ws / "stats" / "pipeline.json").exists() else {}
+    build = {f"  build: {k}": v for k, v in pipeline.get("usage_all_runs", {}).items()}
+    rendered = sum(1 for _ in open(ws / "manifests" / "generate.jsonl")) if (ws / "manifests" / "generate.jsonl").exists() else 0
+    release = ws / "release" / "release.json"
+    clips = json.loads(release.read_text()).get("num_samples", 0) if release.exists() else 0
+    lines = [f"rehearsal {ws.name}: {rendered} variants rendered, {clips} clips released; host "
+             f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
+             f"{'step':<34}{'runs':>5}{'wall s':>9}{'CPU s':>9}{'peak MiB':>10}{'wall ms/clip':>14}{'CPU ms/clip':>13}"]
+    per = rendered or 1
+    for name, r in [*rows.items(), *build.items()]:
+        lines.append(f"{name:<34}{r['runs']:>5}{r['wall_s']:>9.0f}{r['cpu_s']:>9.0f}{r['peak_rss_mib']:>10}"
+                     f"{1000 * r['wall_s'] / per:>14.0f}{1000 * r['cpu_s'] / per:>13.0f}")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", default="configs/aor-bench-3000.yaml")
+    parser.add_argument("--per-category", type=int, help="lines per category (default: the config's)")
+    parser.add_argument("--workspace", required=True)
+    parser.add_argument("--report", action="store_true", help="print the table of a finished rehearsal only")
+    args = parser.parse_args()
+    ws = Path(args.workspace).resolve()
+    times = ws / "stage-times.jsonl"
+    if not args.report:
+        ws.mkdir(parents=True, exist_ok=True)
+        per_category = args.per_category
+        if per_category is None:
+            from construction.core.config import load_config
+            per_category = load_config(args.config).generate.per_category
+        env = {**os.environ, "WORKSPACE": str(ws), "PER_CATEGORY": str(per_category), "CONFIG": args.config,
+               "STAGE_TIMES": str(times), "PYTHON": sys.executable}
+        code = subprocess.run(["bash", "scripts/demo.sh"], cwd=REPO, env=env, check=False).returncode
+        if code:
+            print(f"error: the flow stopped (exit {code}); run the same command again to resume", file=sys.stderr)
+            return 2
+        load_back(ws, times)
+    print(report(ws))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
