@@ -87,7 +87,7 @@ from annotation.state import (
 )
 from construction.core.cli import Parser, add_workspace, old_spelling, run_main
 from construction.core.errors import WorkbenchError
-from construction.core.record import ARMS, AudioRef, Sample, stable_seed
+from construction.core.record import ARMS, AudioRef, Sample, line_of, stable_seed
 from construction.core.workspace import Workspace
 from construction.text.taxonomy import sample_frames
 from tqdm import tqdm
@@ -119,6 +119,7 @@ class Known:
     audio: AudioRef | None = None
     control_of: str | None = None  # a control's sample; a danger scene's and an irrelevant background's too
     frames: tuple[str, ...] = ()  # the scene arm: the benign frames the sample accepts
+    line: str | None = None  # the line its sample speaks (voice variants share one: construction.core.record.line_of)
 
 
 def _pick(rng: random.Random, weights: dict[str, float], labels: Sequence[str]) -> str:
@@ -215,19 +216,20 @@ def known_items(ws: Workspace) -> dict[str, Known]:
         audio = other_audio(kind, s) if kind in OTHER_SCENES else getattr(s, audio_field(role))
         frames = tuple(sample_frames(s, taxonomy)) if kind in ("sample", "irrelevant") else ()
         of = s.sample_id if kind in OTHER_SCENES else s.custom.get("control_of")
-        out[key] = Known(item_id, role, kind, s.category, s.custom.get("expected"), audio, of, frames)
+        line = line_of(samples[of] if of in samples else s) if kind != "catch" else None
+        out[key] = Known(item_id, role, kind, s.category, s.custom.get("expected"), audio, of, frames, line)
     return out
 
 
 def arm_group(seed: int, item: Known) -> int | None:
-    """Which of the three groups labels the item (None: every group). Each group hears a sample in one arm
-    only; a control, a danger scene and an irrelevant background go to the group that heard only its sample's
-    scene."""
+    """Which of the three groups labels the item (None: every group). Each group hears a line (a sample, or
+    all the voice variants of one) in one arm only, as pull counts it; a control, a danger scene and an
+    irrelevant background go to the group that heard only its line's scene."""
     if item.kind == "catch":
         return None
     sample_id, role = ((item.control_of, "scene") if item.kind in ("control", *OTHER_SCENES)
                        else (item.item_id, item.role))
-    return (ARMS.index(role) + stable_seed("demo-group", seed, sample_id)) % len(ARMS)
+    return (ARMS.index(role) + stable_seed("demo-group", seed, item.line or sample_id)) % len(ARMS)
 
 
 @dataclass(frozen=True)

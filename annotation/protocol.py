@@ -46,6 +46,7 @@ from construction.core.record import (
     SPEECH_LABELS,
     AudioRef,
     Sample,
+    line_of,
 )
 from construction.core.workspace import Workspace, atomic_write_text
 from construction.text.taxonomy import NOT_A_FRAME, REAL_DANGER, Taxonomy, load_taxonomy
@@ -352,6 +353,24 @@ class Item:
 
 def sample_items(samples: Sequence[Sample], role: str) -> list[Item]:
     return [Item(s.sample_id, role, "sample", getattr(s, audio_field(role))) for s in samples]
+
+
+def line_heads(samples: Sequence[Sample]) -> dict[str, str]:
+    """sample id -> the id of its line's head: the first of the line's variants (by id) among `samples` (the
+    wer manifest, so a push and a pull agree). The variants of a line (construction.speech.variants) share
+    its scene and their twins' backgrounds (one seed, one danger scene; the under-speech gain follows each
+    variant's glimpse match, a fraction of a dB): the scene arm hears them once, as the head's tasks, and
+    pull gives every variant those labels. A build without variants: every sample is its own head."""
+    heads: dict[str, str] = {}
+    for s in sorted(samples, key=lambda s: s.sample_id):
+        heads.setdefault(line_of(s), s.sample_id)
+    return {s.sample_id: heads[line_of(s)] for s in samples}
+
+
+def heads_only(samples: Sequence[Sample]) -> list[Sample]:
+    """The samples that head their line among `samples` (one a line)."""
+    heads = line_heads(samples)
+    return [s for s in samples if heads[s.sample_id] == s.sample_id]
 
 
 @dataclass(frozen=True)

@@ -61,6 +61,7 @@ from annotation.protocol import (
     audio_field,
     config_changed,
     other_audio,
+    line_heads,
     other_item_id,
     read_catch,
     read_controls,
@@ -171,16 +172,20 @@ def with_listened(annotation: Annotation, audio: AudioRef | None) -> Annotation:
     return annotation.model_copy(update={"listened": annotation.lead_time_s >= audio.duration_s})
 
 
-def one_arm_per_person(sample_id: str, chosen: dict[str, list[Annotation]],
-                       found: dict[str, ProjectAnnotations]) -> tuple[dict[str, list[Annotation]], list[dict[str, str]]]:
+def one_arm_per_person(sample_id: str, chosen: dict[str, list[Annotation]], found: dict[str, ProjectAnnotations],
+                       heard: dict[str, Sequence[str]] | None = None
+                       ) -> tuple[dict[str, list[Annotation]], list[dict[str, str]]]:
     """A person's judgements of one sample in two arms are not both counted: the arm they met first
-    (earliest annotation of any kind; ties in arm order) keeps theirs, the others are dropped."""
+    (earliest annotation of any kind; ties in arm order) keeps theirs, the others are dropped. `heard`: per
+    arm, the items that count as meeting this sample there (default: the sample's own): for a voice
+    variant, every variant of its line (the same words) and the line's scene task."""
     first: dict[str, tuple[str, int, str]] = {}
     for index, role in enumerate(ARMS):
-        for person, when in found[role].first_heard.get(sample_id, {}).items():
-            candidate = (when, index, role)
-            if person not in first or candidate < first[person]:
-                first[person] = candidate
+        for item_id in (heard or {}).get(role, [sample_id]):
+            for person, when in found[role].first_heard.get(item_id, {}).items():
+                candidate = (when, index, role)
+                if person not in first or candidate < first[person]:
+                    first[person] = candidate
     kept: dict[str, list[Annotation]] = {}
     dropped = []
     for role in ARMS:
@@ -201,10 +206,19 @@ def assemble(samples: Sequence[Sample], controls: Sequence[Sample], catch: Seque
     def chosen(role: str, item_id: str, audio: AudioRef | None) -> list[Annotation]:
         return [with_listened(p.annotation, audio) for p in found[role].by_item.get(item_id, [])]
 
+    # a line's variants share its scene-arm tasks (the head's: annotation.protocol.line_heads), and a person
+    # who met one variant of a line in an arm has heard its words, or its scene, there
+    head_of = line_heads(samples)
+    line: dict[str, list[str]] = {}
+    for s in samples:
+        line.setdefault(head_of[s.sample_id], []).append(s.sample_id)
     out_samples, dropped = [], []
     for s in samples:
-        per_arm = {role: chosen(role, s.sample_id, getattr(s, audio_field(role))) for role in ARMS}
-        kept, gone = one_arm_per_person(s.sample_id, per_arm, found)
+        head = head_of[s.sample_id]
+        per_arm = {role: chosen(role, head if role == "scene" else s.sample_id, getattr(s, audio_field(role)))
+                   for role in ARMS}
+        heard = {"speech": line[head], "scene": [head], "mixture": line[head]}
+        kept, gone = one_arm_per_person(s.sample_id, per_arm, found, heard)
         dropped.extend(gone)
         annotations = [a for role in ARMS for a in kept[role]]
         out_samples.append(s.model_copy(deep=True, update={
@@ -214,7 +228,7 @@ def assemble(samples: Sequence[Sample], controls: Sequence[Sample], catch: Seque
     # a danger scene or an irrelevant background is other sounds than the sample's scene, with no speech:
     # the cross-arm rule (one arm per person and speech) does not apply to it
     others = {kind: [s.model_copy(deep=True, update={
-        "annotations": chosen("scene", other_item_id(kind, s.sample_id), other_audio(kind, s))})
+        "annotations": chosen("scene", other_item_id(kind, head_of[s.sample_id]), other_audio(kind, s))})
         for s in samples if other_audio(kind, s) is not None] for kind in OTHER_SCENES}
     report: dict[str, dict[str, Any]] = {}
     for c in catch:

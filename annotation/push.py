@@ -59,6 +59,7 @@ from annotation.protocol import (
     catch_items,
     control_items,
     ensure_catch,
+    heads_only,
     other_item_id,
     other_items,
     read_catch,
@@ -219,10 +220,11 @@ def arm_items(samples: Sequence[Sample] | dict[str, Sequence[Sample]], controls:
     """Each arm's items; `samples` per role when staged (each arm has its own; "danger", "irrelevant": the
     samples whose danger scene, or irrelevant background, goes to the scene arm, else those of the scene
     arm). The scene arm plays each sample's scene, its danger scene and its irrelevant background, one task
-    each, alike: nothing in a task says which it is."""
+    each, alike: nothing in a task says which it is; once a line (annotation.protocol.line_heads): its
+    variants share them."""
     per_role = samples if isinstance(samples, dict) else {role: samples for role in ARMS}
-    scene = [*sample_items(per_role["scene"], "scene"),
-             *(i for kind in OTHER_SCENES for i in other_items(kind, per_role.get(kind, per_role["scene"])))]
+    scene = [*sample_items(heads_only(per_role["scene"]), "scene"),
+             *(i for kind in OTHER_SCENES for i in other_items(kind, heads_only(per_role.get(kind, per_role["scene"]))))]
     return {"speech": sample_items(per_role["speech"], "speech"), "scene": scene,
             "mixture": [*sample_items(per_role["mixture"], "mixture"), *control_items(controls), *catch_items(catch)]}
 
@@ -359,8 +361,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{r.role:>8}: project {r.title!r} (id {r.project_id})" + (" created" if r.created else "")
               + f": imported {r.imported} new task(s), {r.already} already there, {r.task_count} in total "
               f"({r.seconds:.1f} s)" + (f"; reset {', '.join(r.reset)}" if r.reset else ""))
-    others = {kind: len(other_items(kind, samples_in.get(kind, samples_in["scene"]))) for kind in OTHER_SCENES}
-    print(f"scene arm: {len(samples_in['scene'])} scene(s) and {others['danger']} danger scene(s) (of the danger "
+    others = {kind: len(other_items(kind, heads_only(samples_in.get(kind, samples_in["scene"]))))
+              for kind in OTHER_SCENES}
+    print(f"scene arm: {len(heads_only(samples_in['scene']))} scene(s) and {others['danger']} danger scene(s) (of the danger "
           "twins)" + (f" and {others['irrelevant']} irrelevant background(s) (of the irrelevant twins)"
                       if others["irrelevant"] else "") + ", one task each, alike")
     print(f"mixture arm: {len(samples_in['mixture'])} sample(s), {len(controls)} control(s), "

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from annotation.protocol import OTHER_SCENES, other_audio, other_item_id
+from annotation.protocol import OTHER_SCENES, line_heads, other_audio, other_item_id
 from annotation.server import server_flags
 from annotation.state import ADJUDICATION_SOURCE, CONTROLS_OUTPUT_STAGE, OTHER_OUTPUT_STAGES, OUTPUT_STAGE
 from construction.core.errors import WorkbenchError
@@ -170,6 +170,9 @@ def plan(samples: Sequence[Sample], outcomes: dict[str, Any] | None, annotated: 
     control_of = {str(c.custom.get("control_of")): c for c in controls}
     per_sample = (outcomes or {}).get("samples") or {}
     out = Plan(served=(outcomes or {}).get("first_round", FIRST_ROUND))
+    # the scene arm hears a line's scene (and its twins' backgrounds) once, as its head's tasks, once any of
+    # its variants passed the speech arm; every variant reads the outcome of those labels
+    head_of, scene_asked, by_id = line_heads(samples), set(), {s.sample_id: s for s in samples}
 
     def want(role: str, item_id: str, labelled: Sample, arm: str, more: int) -> None:
         held = completed(labelled, arm) + ((uncounted or {}).get(role) or {}).get(item_id, 0)
@@ -186,17 +189,20 @@ def plan(samples: Sequence[Sample], outcomes: dict[str, Any] | None, annotated: 
         if speech["outcome"] != "passed":
             out.stages["speech_failed" if speech["outcome"] == "failed" else "waiting_speech"] += 1
             continue
-        out.items["scene"].append(s.sample_id)
-        want("scene", s.sample_id, a, "scene", scene["wanted"])
-        out.undecided["scene"] += scene["outcome"] is None
-        for kind in OTHER_SCENES:
-            if other_audio(kind, s) is None:
-                continue
-            other, item_id = entry.get(kind) or OPEN, other_item_id(kind, s.sample_id)
-            out.items["scene"].append(item_id)
-            want("scene", item_id, ((annotated_others or {}).get(kind) or {}).get(s.sample_id, s), "scene",
-                 other["wanted"])
-            out.undecided["scene"] += other["outcome"] is None
+        head = head_of[s.sample_id]
+        if head not in scene_asked:
+            scene_asked.add(head)
+            out.items["scene"].append(head)
+            want("scene", head, annotated.get(head, s), "scene", scene["wanted"])
+            out.undecided["scene"] += scene["outcome"] is None
+            for kind in OTHER_SCENES:
+                if other_audio(kind, by_id[head]) is None:
+                    continue
+                other, item_id = entry.get(kind) or OPEN, other_item_id(kind, head)
+                out.items["scene"].append(item_id)
+                want("scene", item_id, ((annotated_others or {}).get(kind) or {}).get(head, s), "scene",
+                     other["wanted"])
+                out.undecided["scene"] += other["outcome"] is None
         if scene["outcome"] != "passed":
             out.stages["scene_failed" if scene["outcome"] == "failed" else "waiting_scene"] += 1
             continue

@@ -236,3 +236,44 @@ def test_an_offline_voice_asked_for_an_emotion_records_it_as_not_rendered(tmp_pa
 
     assert columns(spoken[0])["emotion"] == "angry" and columns(spoken[0])["emotion_rendered"] is False
     assert shown_style(spoken[0]) == "rate 1x"
+
+
+def test_a_lines_scene_is_one_task_and_each_line_is_heard_in_one_arm(tmp_path):
+    """Labelling exploits the sharing: the scene arm gets one scene task (and one task per twin background)
+    a line, pushed once any variant passed the speech arm; the speech and mixture arms one task a variant;
+    pull gives every variant the line's scene labels; the scripted accounts hear a line in one arm only."""
+    from annotation.demo_annotators import Known, arm_group
+    from annotation.protocol import line_heads
+    from annotation.pull import one_arm_per_person
+    from annotation.push import arm_items
+    from annotation.staging import plan
+
+    ws = variant_workspace(tmp_path / "ws")
+    samples = list(ws.read_samples("wer"))
+    heads = line_heads(samples)
+    assert len(set(heads.values())) == 3 and all(heads[h] == h for h in heads.values())
+    items = arm_items(samples, [], [])
+    assert len(items["speech"]) == 12 and len([i for i in items["scene"] if i.kind == "sample"]) == 3
+    # only the second variant of line 0 passed its speech arm: its line's scene is asked for, once
+    second = sorted(s.sample_id for s in samples if heads[s.sample_id] == heads[samples[0].sample_id])[1]
+    outcomes = {"samples": {second: {"speech": {"outcome": "passed", "wanted": 0}}}}
+    staged = plan(samples, outcomes, {}, [], {})
+    assert [i for i in staged.items["scene"] if not i.startswith(("danger-", "irrelevant-"))] == [heads[second]]
+    # a person who met one variant's words in the speech arm is not counted in another variant's mixture arm
+    from types import SimpleNamespace
+
+    found = {"speech": SimpleNamespace(first_heard={heads[second]: {"ann-1": "2026-01-01T00:00:00"}}),
+             "scene": SimpleNamespace(first_heard={}),
+             "mixture": SimpleNamespace(first_heard={second: {"ann-1": "2026-01-02T00:00:00"}})}
+    mine = SimpleNamespace(annotator="ann-1")
+    kept, dropped = one_arm_per_person(second, {"mixture": [mine]}, found,
+                                       {"speech": sorted(k for k, h in heads.items() if h == heads[second]),
+                                        "scene": [heads[second]], "mixture": [second]})
+    assert kept["mixture"] == [] and dropped[0]["kept_arm"] == "speech"
+    # the scripted groups: per line, three arms, three groups, the same for every variant
+    for head in set(heads.values()):
+        line = next(s for s in samples if s.sample_id == head).custom["variant"]["line_id"]
+        groups = {role: {arm_group(0, Known(sid, role, "sample", line=line)) for sid, h in heads.items() if h == head}
+                  for role in ("speech", "mixture")}
+        groups["scene"] = {arm_group(0, Known(head, "scene", "sample", line=line))}
+        assert all(len(g) == 1 for g in groups.values()) and len(set().union(*groups.values())) == 3

@@ -25,6 +25,7 @@ from typing import Any
 
 import pandas as pd
 
+from annotation.protocol import heads_only
 from annotation.server import server_flags
 from annotation.staging import pulled_digests
 from annotation.state import ADJUDICATION_SOURCE, read_state
@@ -48,6 +49,7 @@ from validation.arms import (  # noqa: F401 (danger_of: release.integrity and th
     irrelevant_of,
 )
 from validation.staging import write_outcomes
+from validation.voice_agreement import by_factor, factor_lines
 from validation.statistics import (  # noqa: F401 (re-exported: the statistics were here before)
     LEVELS,
     RATING_COLUMNS,
@@ -278,11 +280,15 @@ def arm_agreement(samples: list[Sample], arm: str, labels: Sequence[str] | None,
     ratings = samples_to_ratings(samples, arm)
     category_of = {s.sample_id: s.category for s in samples}
     unit_category = pd.Series([category_of[u] for u in ratings["unit_id"]], index=ratings.index, dtype=object)
-    return {"overall": krippendorff_alpha(ratings, level, labels, n_boot, seed, families).to_dict(),
-            "per_category": {cat: krippendorff_alpha(ratings[unit_category == cat], level, labels, n_boot, seed,
-                                                     families).to_dict()
-                             for cat in sorted(set(category_of.values()))},
-            "n_ratings": len(ratings)}
+
+    def alpha(subset: pd.DataFrame) -> dict[str, Any]:
+        return krippendorff_alpha(subset, level, labels, n_boot, seed, families).to_dict()
+    out = {"overall": alpha(ratings),
+           "per_category": {cat: alpha(ratings[unit_category == cat]) for cat in sorted(set(category_of.values()))},
+           "n_ratings": len(ratings)}
+    if arm != "scene":  # a line's scene is heard once for all its voices
+        out["per_voice_factor"] = by_factor(samples, ratings, alpha)
+    return out
 
 
 def no_labels(manifest: Path) -> WorkbenchError:
@@ -343,11 +349,15 @@ def run_workspace(ws: Workspace, rule: ConsensusRule = ConsensusRule(), level: s
     if protocol == "three-arm":
         from construction.core.record import SPEECH_LABELS
 
+        # the scene arm's units are lines: a line's variants carry the labels of its one scene task
+        lines = heads_only(samples)
         report["arms"] = {"speech": arm_agreement(samples, "speech", SPEECH_LABELS, "nominal", n_boot, seed, families),
-                          "scene": arm_agreement(samples, "scene", None, "nominal", n_boot, seed, families),
+                          "scene": arm_agreement(lines, "scene", None, "nominal", n_boot, seed, families),
                           "mixture": {"overall": summary["overall"], "per_category": per_category,
-                                      "n_ratings": len(ratings)}}
-        report["scene_frames"] = frame_confusion(samples, taxonomy)
+                                      "n_ratings": len(ratings),
+                                      "per_voice_factor": by_factor(samples, ratings, lambda r: krippendorff_alpha(
+                                          r, level, labels, n_boot, seed, families).to_dict())}}
+        report["scene_frames"] = frame_confusion(lines, taxonomy)
         judged = [d.sample.provenance["validation.agreement"]["arms"].get("control") for d in decisions]
         report["controls"] = {"samples_with_control": sum(c is not None for c in judged),
                               "controls_judged_harmful": sum(c is not None and c["n"] >= rule.min_labels
@@ -382,6 +392,8 @@ def run_workspace(ws: Workspace, rule: ConsensusRule = ConsensusRule(), level: s
         for arm, entry in arms.items():
             if entry["n_ratings"]:
                 print(_alpha_line(f"{arm} arm", entry["overall"]))
+        for line in factor_lines({arm: entry for arm, entry in arms.items() if entry["n_ratings"]}):
+            print(line)
         empty = [arm for arm, entry in arms.items() if not entry["n_ratings"]]
         if empty:
             named = " and ".join(empty) if len(empty) < 3 else f"{empty[0]}, {empty[1]} and {empty[2]}"
