@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         code = subprocess.run(command, check=False).returncode
     with open(args.log, "a") as f:
         f.write(json.dumps({"name": args.name, **used.figures(), "exit": code,
-                            "ended": time.strftime("%Y-%m-%dT%H:%M:%S")}) + "\n")
+                            "ended": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}) + "\n")
     return code
 
 
