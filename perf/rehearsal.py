@@ -51,7 +51,7 @@ print(f"decoded {n} clips from {source}")
 
 
 def timed(times: Path, name: str, command: list[str], env: dict | None = None) -> None:
-    code = subprocess.run([sys.executable, "-m", "construction.core.usage", "--log", str(times), "--name", name,
+    code = subprocess.run([sys.executable, "perf/timed.py", "--log", str(times), "--name", name,
                            "--", *command], cwd=REPO, env=env, check=False).returncode
     if code:
         raise SystemExit(f"error: {name} failed (exit {code})")

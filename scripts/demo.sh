@@ -16,7 +16,7 @@ step() {
     if [ -z "${STAGE_TIMES:-}" ]; then "$PY" -m "$@"; return; fi
     local name="$1"
     case "${2:-}" in -*|"") ;; *) name="$1 $2" ;; esac
-    "$PY" -m construction.core.usage --log "$STAGE_TIMES" --name "$name" -- "$PY" -m "$@"
+    "$PY" perf/timed.py --log "$STAGE_TIMES" --name "$name" -- "$PY" -m "$@"
 }
 
 step construction.pipeline --workspace "$WS" --per-category "$N" ${CONFIG:+--config "$CONFIG"}

@@ -7,20 +7,13 @@ worker processes is counted whole and "no stage above 8 GB resident" can be read
         ...
     used.figures()  # {"wall_s", "cpu_s", "peak_rss_mib"}
 
-As a command, it times another one and appends a JSON line to a log (perf/rehearsal.py, scripts/demo.sh
-with STAGE_TIMES set):
-
-    python -m construction.core.usage --log times.jsonl --name export -- python -m release.export ...
+perf/timed.py wraps a command in it (scripts/demo.sh with STAGE_TIMES set, perf/rehearsal.py).
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import resource
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -77,25 +70,3 @@ class Usage:
     def figures(self) -> dict[str, float]:
         return {"wall_s": round(self.wall_s, 1), "cpu_s": round(self.cpu_s, 1),
                 "peak_rss_mib": round(self.peak / 2**20)}
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Run a command; append its wall time, CPU time and peak "
-                                                 "resident memory (with its descendants) to a JSON-lines log.")
-    parser.add_argument("--log", required=True, help="the JSON-lines file a line is appended to")
-    parser.add_argument("--name", required=True, help="the step's name in the log")
-    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command")
-    args = parser.parse_args(argv)
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
-    if not command:
-        parser.error("no command given (put it after --)")
-    with Usage() as used:
-        code = subprocess.run(command, check=False).returncode
-    with open(args.log, "a") as f:
-        f.write(json.dumps({"name": args.name, **used.figures(), "exit": code,
-                            "ended": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}) + "\n")
-    return code
-
-
-if __name__ == "__main__":
-    sys.exit(main())
