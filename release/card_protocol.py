@@ -70,10 +70,12 @@ def _who_heard_what(rows: list[dict[str, Any]], control_rows: list[dict[str, Any
     per_arm: dict[str, set[str]] = {}
     same_clip = 0
     mixture_of: dict[str, set[str]] = {}
+    line_arms: dict[str, dict[str, set[str]]] = {}  # line -> person -> arms (a line's variants: the same words)
     for r in rows:
         by_person: dict[str, set[str]] = {}
         for a in r["annotations"]:
             by_person.setdefault(a["annotator"], set()).add(a["arm"])
+            line_arms.setdefault(r.get("line_id") or r["id"], {}).setdefault(a["annotator"], set()).add(a["arm"])
             arms_of.setdefault(a["annotator"], set()).add(a["arm"])
             per_arm.setdefault(a["arm"], set()).add(a["annotator"])
         same_clip += any(len(arms) > 1 for arms in by_person.values())
@@ -86,6 +88,8 @@ def _who_heard_what(rows: list[dict[str, Any]], control_rows: list[dict[str, Any
         control_overlap += bool(people & mixture_of.get(r["control_of"], set()))
     return {"per_arm": {arm: len(p) for arm, p in per_arm.items()},
             "several_arms": sum(len(arms) > 1 for arms in arms_of.values()), "same_clip": same_clip,
+            "lines": len(line_arms) if len(line_arms) < len(rows) else 0,
+            "same_line": sum(any(len(arms) > 1 for arms in people.values()) for people in line_arms.values()),
             "control_people": len(control_people), "control_overlap": control_overlap}
 
 
@@ -156,6 +160,11 @@ def protocol_section(inputs: ReleaseInputs, info: dict[str, Any], rows: list[dic
         same = ("Nobody labelled the same clip in more than one arm: each judgement of a clip was made by a "
                 "person who had not judged another part of it (people may have heard the same words in "
                 "another clip: speech lines are shared across scenes).")
+    if who["lines"]:  # voice variants: a line's clips share its words and its scene
+        same += (f" The {len(rows)} clips speak {who['lines']} lines in several voices; the scene arm heard each "
+                 "line's scene once for all its voices, and "
+                 + (f"on {who['same_line']} lines one person labelled the line (any of its voices) in more than one "
+                    "arm." if who["same_line"] else "nobody labelled a line (any of its voices) in more than one arm."))
     control_text = ""
     if n_controls:
         control_text = (f" For {who['control_overlap']} of the {n_controls} released controls, someone who "

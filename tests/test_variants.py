@@ -176,6 +176,7 @@ def test_the_release_carries_the_voice_columns(release):
     card = (out / "README.md").read_text()
     assert "`line_id`" in card and "`emotion_rendered`" in card
     assert "every line was rendered in 4 variants" in card and "3 lines ship, 3 of them with every variant" in card
+    assert "The 12 clips speak 3 lines in several voices; the scene arm heard each line's scene once" in card
 
 
 def test_the_report_reads_the_voice_factors_within_a_line(release, monkeypatch):
