@@ -278,3 +278,16 @@ def test_a_lines_scene_is_one_task_and_each_line_is_heard_in_one_arm(tmp_path):
                   for role in ("speech", "mixture")}
         groups["scene"] = {arm_group(0, Known(head, "scene", "sample", line=line))}
         assert all(len(g) == 1 for g in groups.values()) and len(set().union(*groups.values())) == 3
+
+
+def test_retry_rejected_is_refused_for_a_variants_build(tmp_path):
+    """A variant rendered again on its own could widen its line's timeline and hear another scene than its
+    line's other voices: `--retry-rejected` is an `error:` (exit 2) before any work, as typed."""
+    ws = tmp_path / "ws"
+    run_module("construction.generate", "--config", str(CONFIG), "--per-category", "1", "--workspace", str(ws),
+               "--quiet", check=True)
+    for stage in ("construction.synthesize", "construction.pipeline"):
+        proc = run_module(stage, "--workspace", str(ws), "--retry-rejected", "--quiet")
+        assert proc.returncode == 2 and "error: --retry-rejected is refused for a build with voice variants" in proc.stderr
+        assert "Traceback" not in proc.stderr
+    assert not (ws / "manifests" / "synthesize.jsonl").exists()

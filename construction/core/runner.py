@@ -23,6 +23,7 @@ from typing import Any, Protocol
 import numpy as np
 from tqdm import tqdm
 
+from construction.core.errors import WorkbenchError
 from construction.core.record import Sample
 from construction.core.timing import add as add_timing
 from construction.core.workspace import Rejected, Workspace, require_manifest
@@ -256,6 +257,13 @@ def run_stage(ws: Workspace, stage: Stage, *, jobs: int | None = None, batch_siz
 def run_configured(ws: Workspace, stage: Stage, config: Any, *, batch_size: int | None = None,
                    restart: bool = False, retry_rejected: bool = False, progress: bool = True) -> dict[str, Any]:
     """run_stage with the executor, jobs, batch size and GPUs of the config's `runner` section."""
+    if retry_rejected and config.synthesize.variants:
+        # a variant rendered again on its own could be longer than its line's others, widen the line's
+        # timeline and so hear another scene than they did: the voice is the only thing variants may differ in
+        raise WorkbenchError("--retry-rejected is refused for a build with voice variants (synthesize.variants): "
+                             "variants are never retried, since a variant rendered again could no longer share its "
+                             "line's scene; a line ships with the variants that passed (docs/construction.md, "
+                             "'Voice variants of a line')")
     runner = config.runner
     return run_stage(ws, stage, jobs=runner.jobs, batch_size=batch_size or runner.batch_size, restart=restart,
                      retry_rejected=retry_rejected, progress=progress, executor=runner.executor,
