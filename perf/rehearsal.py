@@ -22,6 +22,7 @@ import os
 import platform
 import subprocess
 import sys
+import threading
 from collections import defaultdict
 from pathlib import Path
 
@@ -48,6 +49,45 @@ for config in ("default", "controls"):
     print(f"{source} {config}: {len(ds)} rows")
 print(f"decoded {n} clips from {source}")
 """
+
+
+class ServerWatch:
+    """Label Studio runs as a daemon, so no step's CPU counts it: this follows the server of the workspace
+    (its data dir's server.json) while the flow runs, and appends its CPU time (its processes' own and their
+    reaped children's, from /proc) and its peak memory with its descendants as a step of its own."""
+
+    def __init__(self, data_dir: Path, times: Path):
+        self.info, self.times = data_dir / "server.json", times
+        self.cpu: dict[int, float] = {}  # pid -> its last CPU seconds
+        self.peak, self.seen_s, self._stop = 0, 0.0, threading.Event()
+        self._thread = threading.Thread(target=self._follow, daemon=True)
+
+    def _follow(self) -> None:
+        from construction.core.usage import tree_rss_bytes
+
+        tick = os.sysconf("SC_CLK_TCK")
+        while not self._stop.wait(2.0):
+            try:
+                pid = int(json.loads(self.info.read_text())["pid"])
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except (OSError, ValueError, KeyError):
+                continue
+            self.cpu[pid] = sum(int(x) for x in fields[11:15]) / tick  # utime stime cutime cstime
+            self.peak = max(self.peak, tree_rss_bytes(pid))
+            self.seen_s += 2.0
+
+    def __enter__(self) -> "ServerWatch":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        if self.cpu:
+            with open(self.times, "a") as f:
+                f.write(json.dumps({"name": "label studio server (daemon)", "wall_s": round(self.seen_s, 1),
+                                    "cpu_s": round(sum(self.cpu.values()), 1),
+                                    "peak_rss_mib": round(self.peak / 2**20), "exit": 0}) + "\n")
 
 
 def timed(times: Path, name: str, command: list[str], env: dict | None = None) -> None:
@@ -111,7 +151,8 @@ def main() -> int:
             per_category = load_config(args.config).generate.per_category
         env = {**os.environ, "WORKSPACE": str(ws), "PER_CATEGORY": str(per_category), "CONFIG": args.config,
                "STAGE_TIMES": str(times), "PYTHON": sys.executable}
-        code = subprocess.run(["bash", "scripts/demo.sh"], cwd=REPO, env=env, check=False).returncode
+        with ServerWatch(ws / "label-studio", times):
+            code = subprocess.run(["bash", "scripts/demo.sh"], cwd=REPO, env=env, check=False).returncode
         if code:
             print(f"error: the flow stopped (exit {code}); run the same command again to resume", file=sys.stderr)
             return 2
