@@ -7,11 +7,12 @@ step's wall time, CPU time and peak memory per clip.
 
 The flow is scripts/demo.sh's (build -> scripted labels through the real Label Studio in staged rounds ->
 agreement -> export -> the stub model's evaluation of every input) run with CONFIG, PER_CATEGORY and
-STAGE_TIMES set: each step appends its figures to WORKSPACE/stage-times.jsonl (construction.core.usage:
-CPU counts a step's workers, memory is a step with all its processes at their peak). Every stage resumes,
-so a rehearsal stopped (killed, a session's end) is continued by running the same command again; a step
-run twice is summed. The build's own split by stage, every run of it summed, is in
-WORKSPACE/stats/pipeline.json (usage_all_runs), added to the table. `--report` prints the table of a finished rehearsal only.
+STAGE_TIMES set: each step appends its figures to WORKSPACE/stage-times.jsonl (perf/timed.py: CPU counts
+a step's workers, memory is a step with all its processes at their peak), and Label Studio's server, a
+daemon, is followed on its own (ServerWatch). Every stage resumes, so a rehearsal stopped (killed, a
+session's end) is continued by running the same command again; a step run twice is summed (a killed run's
+own figures are lost with it). The build's split by stage, every finished run of it summed, is in
+WORKSPACE/stats/pipeline.json (usage_all_runs), added to the table. `--report` prints the table only.
 """
 
 from __future__ import annotations
