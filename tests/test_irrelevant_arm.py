@@ -206,7 +206,8 @@ def test_the_demo_annotators_hear_an_irrelevant_background_with_its_sample_s_sce
                                                                                    capsys):
     """As scripts/demo.sh runs it: a sample's irrelevant background and danger scene come with its scene, are
     labelled by the group that heard the sample's scene (never its speech), the background mostly "I can't
-    tell", and the staged rounds decide each."""
+    tell" and the danger scene mostly real danger, and the staged rounds decide each (the danger arm's
+    own staged test was this one with the irrelevant twin left out)."""
     from annotation import demo_annotators
     from annotation.labelstudio import export_tasks, user_emails
     from annotation.protocol import read_task_map
@@ -245,14 +246,18 @@ def test_the_demo_annotators_hear_an_irrelevant_background_with_its_sample_s_sce
         return (int(emails[user].partition("@")[0].rsplit("-", 1)[1]) - 1) // 3
 
     for i in passed:
-        heard_twin = {u for u, _ in scene[irrelevant_item_id(i)]}
-        assert len(heard_twin) >= 2 and not heard_twin & {u for u, _ in speech[i]}
-        assert len({group(u) for u, _ in [*scene[i], *scene[irrelevant_item_id(i)]]}) == 1
+        for twin in (irrelevant_item_id(i), danger_item_id(i)):
+            heard_twin = {u for u, _ in scene[twin]}
+            assert len(heard_twin) >= 2 and not heard_twin & {u for u, _ in speech[i]}
+        assert len({group(u) for u, _ in [*scene[i], *scene[irrelevant_item_id(i)], *scene[danger_item_id(i)]]}) == 1
         assert {group(u) for u, _ in scene[i]} != {group(u) for u, _ in speech[i]}
     answers = Counter(label for i in passed for _, label in scene[irrelevant_item_id(i)])
     assert answers[CANT_TELL] >= sum(answers.values()) * 2 / 3, answers
+    danger = [label for i in passed for _, label in scene[danger_item_id(i)]]
+    assert danger.count("real_danger") >= len(danger) / 2, danger
     staging = json.loads((ws.root / "staging.json").read_text())["samples"]
     assert all(staging[i]["irrelevant"]["outcome"] in ("passed", "failed") for i in passed), staging
     assert any(staging[i]["irrelevant"]["outcome"] == "passed" for i in passed)
+    assert any(staging[i]["danger"]["outcome"] == "passed" for i in passed)
     report = json.loads((ws.root / "reports" / "agreement.json").read_text())["irrelevant_twins"]
     assert report["irrelevant_backgrounds"] == 6 and report["certified"] >= 1
