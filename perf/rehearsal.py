@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import platform
+import signal
 import subprocess
 import sys
 import threading
@@ -66,6 +67,7 @@ class ServerWatch:
     def _follow(self) -> None:
         from construction.core.usage import tree_rss_bytes
 
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})  # a Ctrl-C is the main thread's
         tick = os.sysconf("SC_CLK_TCK")
         while not self._stop.wait(2.0):
             try:

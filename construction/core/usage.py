@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import resource
+import signal
 import threading
 import time
 from pathlib import Path
@@ -59,6 +60,9 @@ class Usage:
         return self
 
     def _sample(self) -> None:
+        # a Ctrl-C must reach the main thread: delivered to this one instead, it would not wake the main
+        # thread from a wait on a worker's batch (no EINTR there), and the build would stop only after it
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
         while not self._stop.wait(SAMPLE_S):
             self.peak = max(self.peak, tree_rss_bytes())
 
