@@ -20,7 +20,6 @@ from construction.core.cli import (
 )
 from construction.core.config import Config
 from construction.core.runner import print_summary, run_configured
-from construction.core.usage import Usage
 from construction.core.workspace import Workspace
 from construction.generate import (
     GENERATE_ENV,
@@ -49,39 +48,25 @@ def automatic_stages(ws: Workspace, config: Config) -> list:
 
 def run_pipeline(ws: Workspace, config: Config, *, restart: bool = False, retry_rejected: bool = False,
                  progress: bool = True) -> dict:
-    timings, usage = {}, {}
+    timings = {}
     started = time.monotonic()
     stages = automatic_stages(ws, config)
-    with Usage() as used:
-        stats = run_generate(ws, config, progress=progress, restart=restart)
-    timings["generate"], usage["generate"] = stats["seconds_this_run"], used.figures()
+    stats = run_generate(ws, config, progress=progress, restart=restart)
+    timings["generate"] = stats["seconds_this_run"]
     print_generate_summary(stats)
     all_stats = {"generate": stats}
     for stage in stages:
         t0 = time.monotonic()
         batch_size = config.wer.batch_size if stage.name == "wer" else None
-        with Usage() as used:
-            stats = run_configured(ws, stage, config, batch_size=batch_size, restart=restart,
-                                   retry_rejected=retry_rejected, progress=progress)
-        timings[stage.name], usage[stage.name] = round(time.monotonic() - t0, 2), used.figures()
+        stats = run_configured(ws, stage, config, batch_size=batch_size, restart=restart,
+                               retry_rejected=retry_rejected, progress=progress)
+        timings[stage.name] = round(time.monotonic() - t0, 2)
         {"mix": print_mix_summary, "wer": print_wer_summary}.get(stage.name, print_summary)(stats)
         all_stats[stage.name] = stats
     timings["total"] = round(time.monotonic() - started, 2)
     print("seconds per stage: " + ", ".join(f"{k} {v}" for k, v in timings.items()))
-    # CPU counts the workers (reaped when a stage's pool shuts down); memory is this process and its
-    # workers together at their peak
-    print("cost per stage: " + ", ".join(f"{k} {u['cpu_s']:.0f} s CPU, {u['peak_rss_mib']} MiB peak"
-                                         for k, u in usage.items()))
     cost = model_cost(all_stats, timings["total"])
-    # a build resumed over several runs (a kill, a session's end) is costed whole: every run's usage summed
-    before = (ws.read_stats("pipeline") or {}).get("usage_all_runs", {})
-    all_runs = {k: {"runs": before.get(k, {}).get("runs", 0) + 1,
-                    "wall_s": round(before.get(k, {}).get("wall_s", 0) + u["wall_s"], 1),
-                    "cpu_s": round(before.get(k, {}).get("cpu_s", 0) + u["cpu_s"], 1),
-                    "peak_rss_mib": max(before.get(k, {}).get("peak_rss_mib", 0), u["peak_rss_mib"])}
-                for k, u in usage.items()}
-    ws.write_stats("pipeline", {"seconds_per_stage": timings, "usage_per_stage": usage,
-                                "usage_all_runs": all_runs, **cost})
+    ws.write_stats("pipeline", {"seconds_per_stage": timings, **cost})
     print_model_cost(cost)
     return all_stats
 

@@ -11,8 +11,8 @@ STAGE_TIMES set: each step appends its figures to WORKSPACE/stage-times.jsonl (p
 a step's workers, memory is a step with all its processes at their peak), and Label Studio's server, a
 daemon, is followed on its own (ServerWatch). Every stage resumes, so a rehearsal stopped (killed, a
 session's end) is continued by running the same command again; a step run twice is summed (a killed run's
-own figures are lost with it). The build's split by stage, every finished run of it summed, is in
-WORKSPACE/stats/pipeline.json (usage_all_runs), added to the table. `--report` prints the table only.
+own figures are lost with it). The build's split by stage is in WORKSPACE/stats/pipeline.json (seconds per
+stage; the build measures no memory itself, see construction.core.usage). `--report` prints the table only.
 """
 
 from __future__ import annotations
