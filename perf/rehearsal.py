@@ -122,8 +122,6 @@ def report(ws: Path) -> str:
         row["cpu_s"] += r["cpu_s"]
         row["peak_rss_mib"] = max(row["peak_rss_mib"], r["peak_rss_mib"])
         row["runs"] += 1
-    pipeline = json.loads((ws / "stats" / "pipeline.json").read_text()) if (ws / "stats" / "pipeline.json").exists() else {}
-    build = {f"  build: {k}": v for k, v in pipeline.get("usage_all_runs", {}).items()}
     rendered = sum(1 for _ in open(ws / "manifests" / "generate.jsonl")) if (ws / "manifests" / "generate.jsonl").exists() else 0
     release = ws / "release" / "release.json"
     clips = json.loads(release.read_text()).get("num_samples", 0) if release.exists() else 0
@@ -131,7 +129,7 @@ def report(ws: Path) -> str:
              f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
              f"{'step':<34}{'runs':>5}{'wall s':>9}{'CPU s':>9}{'peak MiB':>10}{'wall ms/clip':>14}{'CPU ms/clip':>13}"]
     per = rendered or 1
-    for name, r in [*rows.items(), *build.items()]:
+    for name, r in rows.items():
         lines.append(f"{name:<34}{r['runs']:>5}{r['wall_s']:>9.0f}{r['cpu_s']:>9.0f}{r['peak_rss_mib']:>10}"
                      f"{1000 * r['wall_s'] / per:>14.0f}{1000 * r['cpu_s'] / per:>13.0f}")
     return "\n".join(lines)
