@@ -12,7 +12,7 @@ a step's workers, memory is a step with all its processes at their peak), and La
 daemon, is followed on its own (ServerWatch). Every stage resumes, so a rehearsal stopped (killed, a
 session's end) is continued by running the same command again; a step run twice is summed (a killed run's
 own figures are lost with it). The build's split by stage is in WORKSPACE/stats/pipeline.json (seconds per
-stage; the build measures no memory itself, see construction.core.usage). `--report` prints the table only.
+stage; the build measures no memory itself, see perf/usage.py). `--report` prints the table only.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ class ServerWatch:
         self._thread = threading.Thread(target=self._follow, daemon=True)
 
     def _follow(self) -> None:
-        from construction.core.usage import tree_rss_bytes
+        from usage import tree_rss_bytes  # perf/usage.py, beside this script
 
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})  # a Ctrl-C is the main thread's
         tick = os.sysconf("SC_CLK_TCK")

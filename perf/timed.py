@@ -1,5 +1,5 @@
 """Run a command; append its wall time, CPU time and peak resident memory (with its descendants:
-construction.core.usage) to a JSON-lines log. scripts/demo.sh runs each step through it when STAGE_TIMES
+perf/usage.py) to a JSON-lines log. scripts/demo.sh runs each step through it when STAGE_TIMES
 is set, as perf/rehearsal.py does.
 
     python perf/timed.py --log times.jsonl --name export -- python -m release.export --workspace W ...
@@ -12,11 +12,8 @@ import json
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from construction.core.usage import Usage  # noqa: E402
+from usage import Usage  # perf/usage.py, beside this script
 
 
 def main(argv: list[str] | None = None) -> int:

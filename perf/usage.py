@@ -7,8 +7,8 @@ worker processes is counted whole and "no stage above 8 GB resident" can be read
         ...
     used.figures()  # {"wall_s", "cpu_s", "peak_rss_mib"}
 
-perf/timed.py wraps a command in it (scripts/demo.sh with STAGE_TIMES set, perf/rehearsal.py). It is
-not used inside the build: its sampler thread, present in a process whose runner holds SIGINT back while it
+perf/timed.py wraps a command in it (scripts/demo.sh with STAGE_TIMES set, perf/rehearsal.py). It lives
+in perf/, not in the build: its sampler thread, present in a process whose runner holds SIGINT back while it
 starts a worker, made a Ctrl-C of the build late or lost (tests/test_newcomer.py, in full suites only).
 """
 
