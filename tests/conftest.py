@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -165,6 +166,20 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)
 
 
+@pytest.fixture(autouse=True)
+def sigint_stays_deliverable(request):
+    """A signal mask survives fork and exec: SIGINT left blocked in this process (by a test or a library it
+    loads) is blocked in every command a later test starts, and a build started so never sees its Ctrl-C
+    (test_newcomer's Ctrl-C test once ran to exit 0 in a full suite). Unblock it before and after each test,
+    and name the test it was found after in the summary, so the cause can be found."""
+    for when in ("before", "after"):
+        if signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, ()):
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+            request.node.user_properties.append(("sigint_left_blocked", f"{when} {request.node.nodeid}"))
+        if when == "before":
+            yield
+
+
 def run_in_process(main, *args: str) -> subprocess.CompletedProcess:
     """Run a command's main as `python -m` runs it (run_main: a WorkbenchError is 'error: ...' on stderr and
     exit 2), in this process with its stdout and stderr captured: for the many refusals of a command whose
@@ -190,6 +205,13 @@ def pytest_terminal_summary(terminalreporter):
     if timings:
         terminalreporter.section("journeys: time per journey and per step")
         for text in timings:
+            terminalreporter.write_line(text)
+    blocked = sorted({value for reports in terminalreporter.stats.values() for report in reports
+                      if getattr(report, "when", None) == "teardown"
+                      for key, value in getattr(report, "user_properties", []) if key == "sigint_left_blocked"})
+    if blocked:
+        terminalreporter.section("SIGINT found blocked in the test process (unblocked again)")
+        for text in blocked:
             terminalreporter.write_line(text)
 
 

@@ -38,6 +38,10 @@ def test_ctrl_c_during_a_build_prints_one_line_and_no_worker_traceback(tmp_path)
         proc = subprocess.Popen([PY, "-m", "construction.pipeline", "--workspace", "ws", "--per-category", "1",
                                  "--jobs", "2"], cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)},
                                 stdout=subprocess.DEVNULL, stderr=err_file, text=True, start_new_session=True)
+    # a terminal's shell starts a command with nothing blocked; a mask is inherited (conftest's
+    # sigint_stays_deliverable), and a build born with SIGINT blocked would never see the Ctrl-C
+    blocked = int(next(line for line in open(f"/proc/{proc.pid}/status") if line.startswith("SigBlk:")).split()[1], 16)
+    assert not blocked & (1 << (signal.SIGINT - 1)), "the test process passed a blocked SIGINT to the build"
     deadline = time.monotonic() + 240
     while not workers(proc.pid) and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.1)
