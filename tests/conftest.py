@@ -168,14 +168,21 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(autouse=True)
 def sigint_stays_deliverable(request):
-    """A signal mask survives fork and exec: SIGINT left blocked in this process (by a test or a library it
-    loads) is blocked in every command a later test starts, and a build started so never sees its Ctrl-C
-    (test_newcomer's Ctrl-C test once ran to exit 0 in a full suite). Unblock it before and after each test,
-    and name the test it was found after in the summary, so the cause can be found."""
+    """A signal mask and an ignored signal survive fork and exec: SIGINT left blocked or ignored in this
+    process (by a test or a library it loads) is so in every command a later test starts, and a build started
+    so never sees its Ctrl-C (test_newcomer's Ctrl-C test ran to exit 0 in full suites). Restore it before
+    and after each test, and name the test it was found at in the summary, so the cause can be found."""
     for when in ("before", "after"):
+        found = []
         if signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, ()):
             signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-            request.node.user_properties.append(("sigint_left_blocked", f"{when} {request.node.nodeid}"))
+            found.append("blocked")
+        ignored = int(next(line for line in open("/proc/self/status") if line.startswith("SigIgn:")).split()[1], 16)
+        if ignored & (1 << (signal.SIGINT - 1)) or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+            signal.signal(signal.SIGINT, signal.default_int_handler)  # an ignored SIGINT survives exec too
+            found.append(f"handled by {'SIG_IGN (kernel)' if ignored & 2 else signal.getsignal(signal.SIGINT)}")
+        if found:
+            request.node.user_properties.append(("sigint_left_blocked", f"{when} {request.node.nodeid}: {', '.join(found)}"))
         if when == "before":
             yield
 
@@ -210,7 +217,7 @@ def pytest_terminal_summary(terminalreporter):
                       if getattr(report, "when", None) == "teardown"
                       for key, value in getattr(report, "user_properties", []) if key == "sigint_left_blocked"})
     if blocked:
-        terminalreporter.section("SIGINT found blocked in the test process (unblocked again)")
+        terminalreporter.section("SIGINT found blocked or not at its default in the test process (restored)")
         for text in blocked:
             terminalreporter.write_line(text)
 
