@@ -182,9 +182,15 @@ def sigint_stays_deliverable(request):
             signal.signal(signal.SIGINT, signal.default_int_handler)  # an ignored SIGINT survives exec too
             found.append(f"handled by {'SIG_IGN (kernel)' if ignored & 2 else signal.getsignal(signal.SIGINT)}")
         if found:
-            request.node.user_properties.append(("sigint_left_blocked", f"{when} {request.node.nodeid}: {', '.join(found)}"))
+            previous = f" (the test before it here: {_last_test[0]})" if when == "before" else ""
+            request.node.user_properties.append(("sigint_left_blocked",
+                                                 f"{when} {request.node.nodeid}{previous}: {', '.join(found)}"))
         if when == "before":
             yield
+    _last_test[0] = request.node.nodeid
+
+
+_last_test = ["none"]  # the test this process ran last, to tell which one left SIGINT ignored
 
 
 def run_in_process(main, *args: str) -> subprocess.CompletedProcess:
