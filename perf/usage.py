@@ -7,9 +7,10 @@ worker processes is counted whole and "no stage above 8 GB resident" can be read
         ...
     used.figures()  # {"wall_s", "cpu_s", "peak_rss_mib"}
 
-perf/timed.py wraps a command in it (scripts/demo.sh with STAGE_TIMES set, perf/rehearsal.py). It lives
-in perf/, not in the build: its sampler thread, present in a process whose runner holds SIGINT back while it
-starts a worker, made a Ctrl-C of the build late or lost (tests/test_newcomer.py, in full suites only).
+perf/timed.py wraps a command in it (scripts/demo.sh with STAGE_TIMES set, perf/rehearsal.py), so the
+build is measured from outside and carries no sampler thread of its own. (The build's Ctrl-C test that once
+failed in full suites, first blamed on such a thread, failed because the test process had SIGINT ignored,
+which its commands inherit: tests/conftest.py's sigint_stays_deliverable.)
 """
 
 from __future__ import annotations
