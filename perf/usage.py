@@ -64,7 +64,7 @@ class Usage:
 
     def _sample(self) -> None:
         # a Ctrl-C must reach the main thread: delivered to this one instead, it would not wake the main
-        # thread from a wait on a worker's batch (no EINTR there), and the build would stop only after it
+        # thread from its wait (no EINTR there), and the measured command would be left running
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
         while not self._stop.wait(SAMPLE_S):
             self.peak = max(self.peak, tree_rss_bytes())

@@ -166,6 +166,19 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)
 
 
+SIGINT_BIT = 1 << (signal.SIGINT - 1)
+
+
+def signal_state(pid: int, task: str | None = None) -> dict[str, int]:
+    """A process's (or one of its threads') signal masks from /proc: pending, blocked, ignored, caught."""
+    try:
+        status = Path(f"/proc/{pid}/task/{task}/status" if task else f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:  # it ended meanwhile
+        return {}
+    return {key: int(value, 16) for key, value in (line.split(":\t") for line in status.splitlines())
+            if key in ("SigPnd", "ShdPnd", "SigBlk", "SigIgn", "SigCgt")}
+
+
 @pytest.fixture(autouse=True)
 def sigint_stays_deliverable(request):
     """A signal mask and an ignored signal survive fork and exec: SIGINT left blocked or ignored in this
@@ -177,10 +190,10 @@ def sigint_stays_deliverable(request):
         if signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, ()):
             signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
             found.append("blocked")
-        ignored = int(next(line for line in open("/proc/self/status") if line.startswith("SigIgn:")).split()[1], 16)
-        if ignored & (1 << (signal.SIGINT - 1)) or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        ignored = signal_state(os.getpid())["SigIgn"] & SIGINT_BIT
+        if ignored or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+            found.append(f"handled by {'SIG_IGN (kernel)' if ignored else signal.getsignal(signal.SIGINT)}")
             signal.signal(signal.SIGINT, signal.default_int_handler)  # an ignored SIGINT survives exec too
-            found.append(f"handled by {'SIG_IGN (kernel)' if ignored & 2 else signal.getsignal(signal.SIGINT)}")
         if found:
             previous = f" (the test before it here: {_last_test[0]})" if when == "before" else ""
             request.node.user_properties.append(("sigint_left_blocked",

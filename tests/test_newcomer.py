@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.conftest import REPO
+from tests.conftest import REPO, SIGINT_BIT, signal_state
 
 PY = sys.executable
 
@@ -27,19 +27,6 @@ def workers(group: int) -> list[str]:
     """The running worker processes (multiprocessing's spawned interpreters) of a session (the build started one)."""
     ps = subprocess.run(["ps", "-ww", "-o", "stat=,args=", "-s", str(group)], capture_output=True, text=True).stdout
     return [line for line in ps.splitlines() if "spawn_main" in line and not line.startswith("Z")]
-
-
-SIGINT_BIT = 1 << (signal.SIGINT - 1)
-
-
-def signal_state(pid: int, task: str | None = None) -> dict[str, int]:
-    """A process's (or one of its threads') signal masks from /proc: pending, blocked, ignored, caught."""
-    try:
-        status = Path(f"/proc/{pid}/task/{task}/status" if task else f"/proc/{pid}/status").read_text()
-    except FileNotFoundError:  # it ended meanwhile
-        return {}
-    return {key: int(value, 16) for key, value in (line.split(":\t") for line in status.splitlines())
-            if key in ("SigPnd", "ShdPnd", "SigBlk", "SigIgn", "SigCgt")}
 
 
 def test_ctrl_c_during_a_build_prints_one_line_and_no_worker_traceback(tmp_path):
