@@ -154,6 +154,12 @@ SLOW_MODULES = {
 
 
 def pytest_configure(config):
+    # A suite started as a background job of a non-interactive shell (`make test &` in a script, or
+    # `(nohup make test &)`) inherits SIGINT and SIGQUIT ignored (POSIX: asynchronous lists without job control), and so does
+    # every command a test starts: the Ctrl-C tests would then see no Ctrl-C at all. Give this process (each
+    # xdist worker runs this too) the terminal's SIGINT, so commands run as a person types them.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     config.addinivalue_line("markers", "slow: servers, journeys, harness venvs, models and builds; "
                                        "`make test-quick` runs the rest (-m 'not slow')")
 
@@ -182,9 +188,9 @@ def signal_state(pid: int, task: str | None = None) -> dict[str, int]:
 @pytest.fixture(autouse=True)
 def sigint_stays_deliverable(request):
     """A signal mask and an ignored signal survive fork and exec: SIGINT left blocked or ignored in this
-    process (by a test or a library it loads) is so in every command a later test starts, and a build started
-    so never sees its Ctrl-C (test_newcomer's Ctrl-C test ran to exit 0 in full suites). Restore it before
-    and after each test, and name the test it was found at in the summary, so the cause can be found."""
+    process by a test (or a library it loads) is so in every command a later test starts, and a build started
+    so never sees its Ctrl-C. Restore it before and after each test, and name the test in the summary.
+    (What made test_newcomer's Ctrl-C test run to exit 0 was the launch, not a test: see pytest_configure.)"""
     for when in ("before", "after"):
         found = []
         if signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, ()):
