@@ -105,7 +105,7 @@ def load_back(ws: Path, times: Path) -> None:
     from tests.hub_stub import HubStub
 
     timed(times, "load folder", [sys.executable, "-c", LOADER, str(ws / "release")])
-    with HubStub(tokens=None) as hub:
+    with HubStub(tokens=None, lfs=True) as hub:  # the shards stream through LFS, as to the Hub
         env = {**os.environ, "HF_ENDPOINT": hub.url, "HF_TOKEN": "hf_rehearsal", "HF_HUB_DISABLE_XET": "1"}
         timed(times, "push loopback hub", [sys.executable, "-m", "release.export", "--workspace", str(ws),
                                            "--out", str(ws / "release"),

@@ -10,10 +10,14 @@ Speaks the endpoints huggingface_hub 2.x calls (read from its source):
                                                       {"gated": "auto" | "manual" | false} (else 400)
     GET  /api/{type}s/{ns}/{name}/tree/{rev}[/{path}] the files (and folders) at a revision, ?recursive=
     GET  /api/{type}s/{ns}/{name}/refs                branches, converts, tags
-    POST /api/{type}s/{ns}/{name}/preupload/{rev}     upload mode per file: always "regular", so the
-                                                      files travel inline (base64) in the commit and no
-                                                      LFS / xet storage is needed
-    POST /api/{type}s/{ns}/{name}/commit/{rev}        NDJSON: header, file, deletedFile lines
+    POST /api/{type}s/{ns}/{name}/preupload/{rev}     upload mode per file: "regular" (the file travels
+                                                      inline, base64, in the commit), or with lfs=True
+                                                      (--lfs) "lfs" for a binary file or one over 10 MB,
+                                                      as the Hub does
+    POST /{type}s/{ns}/{name}.git/info/lfs/objects/batch  (lfs=True) the LFS batch API, basic transfer: an
+                                                      upload and a verify action per object not stored yet
+    PUT  /lfs/{oid}, POST /lfs/verify                 the object's bytes (sha256 and size checked); verify
+    POST /api/{type}s/{ns}/{name}/commit/{rev}        NDJSON: header, file, lfsFile, deletedFile lines
     POST /api/{type}s/{ns}/{name}/tag/{rev}           {"tag", "message"}; 409 if it exists
     POST /api/validate-yaml                           README front matter check (create_commit path)
     GET  /api/agent-harnesses                         the client's best-effort registry fetch (no auth)
@@ -29,7 +33,9 @@ Standalone, to rehearse a publish on this machine (python -m tests.hub_stub --he
     HF_ENDPOINT=http://127.0.0.1:8020 HF_TOKEN=hf_local python -m release.export --workspace workspace \\
         --push-to-hub ORG/NAME
     HF_ENDPOINT=http://127.0.0.1:8020 python -c "import datasets; print(datasets.load_dataset('ORG/NAME'))"
-The repos live in memory: they are gone when the stub stops.
+The repos live in memory: they are gone when the stub stops. It speaks no xet: with --lfs, a client
+pushes with HF_HUB_DISABLE_XET=1 and its large files stream through LFS, as a push to the Hub streams them
+(through xet or LFS), where inline base64 holds every file in the client's memory at once.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ import base64
 import hashlib
 import json
 import re
+import secrets
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -48,6 +55,8 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import yaml
 
 REPO_PATH = re.compile(r"^/api/(models|datasets|spaces)/([^/]+)/([^/]+)(?:/(.*))?$")
+LFS_BATCH_PATH = re.compile(r"^/(?:(datasets|spaces)/)?([^/]+)/([^/]+)\.git/info/lfs/objects/batch$")
+LFS_MIN_BYTES = 10 * 1024 * 1024  # the Hub's limit for a file committed inline
 RESOLVE_PATH = re.compile(r"^/(?:(datasets|spaces)/)?([^/]+)/([^/]+)/resolve/([^/]+)/(.+)$")
 
 
@@ -74,8 +83,11 @@ class Repo:
 
 
 class HubStub:
-    def __init__(self, tokens: set[str] | None, port: int = 0, host: str = "127.0.0.1"):
+    def __init__(self, tokens: set[str] | None, port: int = 0, host: str = "127.0.0.1", lfs: bool = False):
         self.tokens = None if tokens is None else set(tokens)  # None: any token is taken
+        self.lfs = lfs
+        self.lfs_objects: dict[str, bytes] = {}  # sha256 -> bytes, uploaded and verified
+        self.lfs_signature = secrets.token_hex(8)  # the upload hrefs are presigned, as the Hub's storage URLs are
         self.repos: dict[tuple[str, str], Repo] = {}
         self.requests: list[tuple[str, str]] = []  # (method, path)
         self.lock = threading.Lock()
@@ -113,13 +125,19 @@ class HubStub:
     def handle(self, req: BaseHTTPRequestHandler, method: str) -> None:
         url = urlsplit(req.path)
         path, query = unquote(url.path), parse_qs(url.query)
-        body = req.rfile.read(int(req.headers.get("Content-Length") or 0))
+        body = read_body(req)
         with self.lock:
             self.requests.append((method, path))
         if method == "GET" and path == "/api/agent-harnesses":  # public; the client fetches it once a day
             return self.send(req, 200, {"standardEnvVars": [], "harnesses": {}})
         auth = req.headers.get("Authorization", "")
         token = auth[len("Bearer "):] if auth.startswith("Bearer ") else ""
+        if self.lfs and method == "PUT" and path.startswith("/lfs/"):  # a presigned upload: no token, a signature
+            if query.get("signature") != [self.lfs_signature]:
+                return self.send(req, 403, {"message": "bad or missing signature"})
+            with self.lock:
+                status, payload, headers = self.lfs_route(method, path, body)
+            return self.send(req, status, payload, headers)
         if method in ("GET", "HEAD") and (resolved := RESOLVE_PATH.match(path)):
             return self.resolve(req, method, resolved.groups(), token)
         if method in ("GET", "POST") and not token and self.public_read(path):
@@ -178,6 +196,8 @@ class HubStub:
             return self.create_repo(json.loads(body))
         if method == "POST" and path == "/api/validate-yaml":
             return self.validate_yaml(json.loads(body))
+        if self.lfs and (lfs_call := self.lfs_route(method, path, body)) is not None:
+            return lfs_call
         match = REPO_PATH.match(path)
         if not match:
             return 404, {"error": f"no route {method} {path}"}, {}
@@ -199,7 +219,7 @@ class HubStub:
                 {"name": t, "ref": f"refs/tags/{t}", "targetCommit": oid} for t, oid in sorted(repo.tags.items())]}, {}
         if method == "POST" and rest.startswith("preupload/"):
             files = json.loads(body)["files"]
-            return 200, {"files": [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False}
+            return 200, {"files": [{"path": f["path"], "uploadMode": self.upload_mode(f), "shouldIgnore": False}
                                    for f in files]}, {}
         if method == "POST" and rest.startswith("commit/"):
             return self.commit(repo, body)
@@ -208,6 +228,40 @@ class HubStub:
         if method == "POST" and rest.startswith("paths-info/"):
             return self.paths_info(repo, rest[len("paths-info/"):], body, query)
         return 404, {"error": f"no route {method} {path}"}, {}
+
+    # -- LFS ----------------------------------------------------------------------------------
+    def upload_mode(self, file: dict[str, Any]) -> str:
+        """The Hub sends a binary file, or one over 10 MB, to LFS (the preupload's sample is its first 512 bytes)."""
+        binary = b"\0" in base64.b64decode(file.get("sample") or "")
+        return "lfs" if self.lfs and (binary or int(file.get("size") or 0) > LFS_MIN_BYTES) else "regular"
+
+    def lfs_route(self, method: str, path: str, body: bytes) -> tuple[int, Any, dict[str, str]] | None:
+        if method == "POST" and (batch := LFS_BATCH_PATH.match(path)):
+            kind, ns, name = batch.groups()
+            if ((kind or "models")[:-1], f"{ns}/{name}") not in self.repos:
+                return 404, {"message": "Repository not found"}, {}
+            objects = []
+            for obj in json.loads(body)["objects"]:
+                entry = {"oid": obj["oid"], "size": obj["size"], "authenticated": True}
+                if obj["oid"] not in self.lfs_objects:  # a stored object needs no upload, as on the Hub
+                    upload = f"{self.url}/lfs/{obj['oid']}?signature={self.lfs_signature}"
+                    entry["actions"] = {"upload": {"href": upload},
+                                        "verify": {"href": f"{self.url}/lfs/verify"}}
+                objects.append(entry)
+            return 200, {"transfer": "basic", "objects": objects}, {}
+        if method == "PUT" and path.startswith("/lfs/"):
+            oid = path[len("/lfs/"):]
+            if hashlib.sha256(body).hexdigest() != oid:
+                return 400, {"message": f"the uploaded bytes do not hash to {oid}"}, {}
+            self.lfs_objects[oid] = body
+            return 200, {}, {}
+        if method == "POST" and path == "/lfs/verify":
+            obj = json.loads(body)
+            stored = self.lfs_objects.get(obj["oid"])
+            if stored is None or len(stored) != obj["size"]:
+                return 404, {"message": f"object {obj['oid']} not uploaded"}, {}
+            return 200, {}, {}
+        return None
 
     # -- endpoints ----------------------------------------------------------------------------
     def create_repo(self, payload: dict[str, Any]) -> tuple[int, Any, dict[str, str]]:
@@ -292,6 +346,10 @@ class HubStub:
             key, value = line["key"], line["value"]
             if key == "file" and value.get("encoding") == "base64":
                 added[value["path"]] = base64.b64decode(value["content"])
+            elif key == "lfsFile" and self.lfs:
+                if value.get("oid") not in self.lfs_objects:
+                    return 400, {"error": f"{value['path']}: LFS object {value.get('oid')} was never uploaded"}, {}
+                added[value["path"]] = self.lfs_objects[value["oid"]]
             elif key == "deletedFile":
                 deleted.append(value["path"])
             else:
@@ -316,6 +374,19 @@ class HubStub:
         return 200, {}, {}
 
 
+def read_body(req: BaseHTTPRequestHandler) -> bytes:
+    """A request's body, by Content-Length or in chunks (a streamed upload may come either way)."""
+    if req.headers.get("Transfer-Encoding", "").lower() != "chunked":
+        return req.rfile.read(int(req.headers.get("Content-Length") or 0))
+    parts = []
+    while size := int(req.rfile.readline().split(b";")[0].strip() or b"0", 16):
+        parts.append(req.rfile.read(size))
+        req.rfile.readline()  # the CRLF after a chunk
+    while req.rfile.readline().strip():  # trailers, up to the blank line
+        pass
+    return b"".join(parts)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.hub_stub",
                                      description="A local Hugging Face Hub-compatible endpoint (in memory) to "
@@ -323,8 +394,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=8020, help="port on 127.0.0.1 (default: 8020; 0: any free)")
     parser.add_argument("--token", action="append",
                         help="a token it accepts as HF_TOKEN (repeatable; default: any non-empty token)")
+    parser.add_argument("--lfs", action="store_true",
+                        help="send binary files and files over 10 MB through LFS, as the Hub does (the client "
+                             "then pushes with HF_HUB_DISABLE_XET=1: the stub speaks no xet)")
     args = parser.parse_args(argv)
-    with HubStub(set(args.token) if args.token else None, port=args.port) as stub:
+    with HubStub(set(args.token) if args.token else None, port=args.port, lfs=args.lfs) as stub:
         print(f"Hub stub at {stub.url} (in memory; Ctrl-C stops it): HF_ENDPOINT={stub.url}", flush=True)
         try:
             stub.thread.join()

@@ -1101,6 +1101,32 @@ def test_push_without_xet_goes_through_create_commit(built, hub, tmp_path):
     assert repo.files == tree_bytes(out) and repo.tags == {"2.0.0": repo.head}
 
 
+def test_push_streams_the_shards_through_lfs_as_the_hub_asks(built, tmp_path):
+    """As on the Hub, the shards go to LFS (a PUT each, then a commit naming their sha256), not inline in the
+    commit's JSON, which would hold every file in the client's memory at once (5.1 GiB at 1,528 clips)."""
+    ws, _, _ = built
+    out = tmp_path / "out"
+    with HubStub(tokens={FAKE_TOKEN}, lfs=True) as stub:
+        proc = run_module("release.export", "--allow-unreviewed-sounds", "--workspace", str(ws.root), "--out", str(out),
+                          "--version", "3.0.0", "--push-to-hub", "aor/lfs",
+                          env={"HF_ENDPOINT": stub.url, "HF_TOKEN": FAKE_TOKEN, "HF_HUB_DISABLE_XET": "1"})
+        assert proc.returncode == 0, proc.stderr
+        repo = stub.repos[("dataset", "aor/lfs")]
+        assert repo.files == tree_bytes(out) and repo.tags == {"3.0.0": repo.head}
+        binary = {path for path, data in repo.files.items() if b"\0" in data[:512]}
+        assert {path for path in binary if path.endswith(".parquet")}, sorted(repo.files)
+        uploads = [path for method, path in stub.requests if method == "PUT" and path.startswith("/lfs/")]
+        assert len(uploads) == len({hashlib.sha256(repo.files[path]).hexdigest() for path in binary})
+        # and what came through LFS is what the release's loader reads back
+        probe = subprocess.run([sys.executable, "-c", "import datasets, sys; "
+                                "print(sum(map(len, datasets.load_dataset('aor/lfs').values())))"],
+                               env={**os.environ, "HF_ENDPOINT": stub.url, "HF_TOKEN": FAKE_TOKEN,
+                                    "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "0"},
+                               capture_output=True, text=True, timeout=300)
+        assert probe.returncode == 0, probe.stderr[-2000:]
+        assert int(probe.stdout.split()[-1]) == json.loads((out / "release.json").read_text())["num_samples"]
+
+
 def test_wrong_token_is_a_clear_error_without_the_token(built, hub, tmp_path):
     ws, _, _ = built
     wrong = "hf_wrongTOKEN_9876543210"
