@@ -17,7 +17,7 @@ import dataclasses
 import json
 import sys
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -274,15 +274,19 @@ OTHER_STAGES = {"danger": DANGER_STAGE, "irrelevant": IRRELEVANT_STAGE}
 PROTOCOLS = ("three-arm", "mixture")
 
 
+def alpha_of(level: str, labels: Sequence[str] | None, n_boot: int, seed: int,
+             families: Mapping[str, str]) -> Callable[[pd.DataFrame], dict[str, Any]]:
+    """Krippendorff's alpha (with its CIs) of a subset of ratings, as a report entry."""
+    return lambda subset: krippendorff_alpha(subset, level, labels, n_boot, seed, families).to_dict()
+
+
 def arm_agreement(samples: list[Sample], arm: str, labels: Sequence[str] | None, level: str, n_boot: int,
                   seed: int, families: Mapping[str, str]) -> dict[str, Any]:
     """Krippendorff's alpha of one arm, overall and per category, with unit and family CIs."""
     ratings = samples_to_ratings(samples, arm)
     category_of = {s.sample_id: s.category for s in samples}
     unit_category = pd.Series([category_of[u] for u in ratings["unit_id"]], index=ratings.index, dtype=object)
-
-    def alpha(subset: pd.DataFrame) -> dict[str, Any]:
-        return krippendorff_alpha(subset, level, labels, n_boot, seed, families).to_dict()
+    alpha = alpha_of(level, labels, n_boot, seed, families)
     out = {"overall": alpha(ratings),
            "per_category": {cat: alpha(ratings[unit_category == cat]) for cat in sorted(set(category_of.values()))},
            "n_ratings": len(ratings)}
@@ -355,8 +359,8 @@ def run_workspace(ws: Workspace, rule: ConsensusRule = ConsensusRule(), level: s
                           "scene": arm_agreement(lines, "scene", None, "nominal", n_boot, seed, families),
                           "mixture": {"overall": summary["overall"], "per_category": per_category,
                                       "n_ratings": len(ratings),
-                                      "per_voice_factor": by_factor(samples, ratings, lambda r: krippendorff_alpha(
-                                          r, level, labels, n_boot, seed, families).to_dict())}}
+                                      "per_voice_factor": by_factor(samples, ratings, alpha_of(
+                                          level, labels, n_boot, seed, families))}}
         report["scene_frames"] = frame_confusion(lines, taxonomy)
         judged = [d.sample.provenance["validation.agreement"]["arms"].get("control") for d in decisions]
         report["controls"] = {"samples_with_control": sum(c is not None for c in judged),
