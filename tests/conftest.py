@@ -155,9 +155,9 @@ SLOW_MODULES = {
 
 def pytest_configure(config):
     # A suite started as a background job of a non-interactive shell (`make test &` in a script, or
-    # `(nohup make test &)`) inherits SIGINT and SIGQUIT ignored (POSIX: asynchronous lists without job control), and so does
-    # every command a test starts: the Ctrl-C tests would then see no Ctrl-C at all. Give this process (each
-    # xdist worker runs this too) the terminal's SIGINT, so commands run as a person types them.
+    # `(nohup make test &)`) inherits SIGINT and SIGQUIT ignored (POSIX: asynchronous lists without job
+    # control), and so does every command a test starts: the Ctrl-C tests would then see no Ctrl-C at all.
+    # Give this process (each xdist worker runs this too) the terminal's SIGINT, as a person's shell has it.
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     config.addinivalue_line("markers", "slow: servers, journeys, harness venvs, models and builds; "

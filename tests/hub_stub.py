@@ -125,7 +125,7 @@ class HubStub:
     def handle(self, req: BaseHTTPRequestHandler, method: str) -> None:
         url = urlsplit(req.path)
         path, query = unquote(url.path), parse_qs(url.query)
-        body = read_body(req)
+        body = req.rfile.read(int(req.headers.get("Content-Length") or 0))  # huggingface_hub sends one
         with self.lock:
             self.requests.append((method, path))
         if method == "GET" and path == "/api/agent-harnesses":  # public; the client fetches it once a day
@@ -372,19 +372,6 @@ class HubStub:
             return 409, {"error": f"tag {payload['tag']} already exists"}, {}
         repo.tags[payload["tag"]] = target
         return 200, {}, {}
-
-
-def read_body(req: BaseHTTPRequestHandler) -> bytes:
-    """A request's body, by Content-Length or in chunks (a streamed upload may come either way)."""
-    if req.headers.get("Transfer-Encoding", "").lower() != "chunked":
-        return req.rfile.read(int(req.headers.get("Content-Length") or 0))
-    parts = []
-    while size := int(req.rfile.readline().split(b";")[0].strip() or b"0", 16):
-        parts.append(req.rfile.read(size))
-        req.rfile.readline()  # the CRLF after a chunk
-    while req.rfile.readline().strip():  # trailers, up to the blank line
-        pass
-    return b"".join(parts)
 
 
 def main(argv: list[str] | None = None) -> int:
