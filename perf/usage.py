@@ -9,8 +9,8 @@ worker processes is counted whole and "no stage above 8 GB resident" can be read
 
 perf/timed.py wraps a command in it (scripts/demo.sh with STAGE_TIMES set, perf/rehearsal.py), so the
 build is measured from outside and carries no sampler thread of its own. (The build's Ctrl-C test that once
-failed in full suites, first blamed on such a thread, failed without it too: the test process had SIGINT
-ignored, which its commands inherit; tests/conftest.py's sigint_stays_deliverable restores it.)
+failed in full suites, first blamed on such a thread, failed without it too: the suite had been started as a
+background job, which inherits SIGINT ignored; tests/conftest.py's pytest_configure restores it.)
 """
 
 from __future__ import annotations

@@ -86,7 +86,7 @@ class HubStub:
     def __init__(self, tokens: set[str] | None, port: int = 0, host: str = "127.0.0.1", lfs: bool = False):
         self.tokens = None if tokens is None else set(tokens)  # None: any token is taken
         self.lfs = lfs
-        self.lfs_objects: dict[str, bytes] = {}  # sha256 -> bytes, uploaded and verified
+        self.lfs_objects: dict[str, bytes] = {}  # sha256 -> bytes, as uploaded (the sha256 checked)
         self.lfs_signature = secrets.token_hex(8)  # the upload hrefs are presigned, as the Hub's storage URLs are
         self.repos: dict[tuple[str, str], Repo] = {}
         self.requests: list[tuple[str, str]] = []  # (method, path)
@@ -136,7 +136,7 @@ class HubStub:
             if query.get("signature") != [self.lfs_signature]:
                 return self.send(req, 403, {"message": "bad or missing signature"})
             with self.lock:
-                status, payload, headers = self.lfs_route(method, path, body)
+                status, payload, headers = self.store_lfs_object(path[len("/lfs/"):], body)
             return self.send(req, status, payload, headers)
         if method in ("GET", "HEAD") and (resolved := RESOLVE_PATH.match(path)):
             return self.resolve(req, method, resolved.groups(), token)
@@ -236,6 +236,7 @@ class HubStub:
         return "lfs" if self.lfs and (binary or int(file.get("size") or 0) > LFS_MIN_BYTES) else "regular"
 
     def lfs_route(self, method: str, path: str, body: bytes) -> tuple[int, Any, dict[str, str]] | None:
+        """The batch API and verify (with a token); the uploads themselves come presigned, to store_lfs_object."""
         if method == "POST" and (batch := LFS_BATCH_PATH.match(path)):
             kind, ns, name = batch.groups()
             if ((kind or "models")[:-1], f"{ns}/{name}") not in self.repos:
@@ -249,12 +250,6 @@ class HubStub:
                                         "verify": {"href": f"{self.url}/lfs/verify"}}
                 objects.append(entry)
             return 200, {"transfer": "basic", "objects": objects}, {}
-        if method == "PUT" and path.startswith("/lfs/"):
-            oid = path[len("/lfs/"):]
-            if hashlib.sha256(body).hexdigest() != oid:
-                return 400, {"message": f"the uploaded bytes do not hash to {oid}"}, {}
-            self.lfs_objects[oid] = body
-            return 200, {}, {}
         if method == "POST" and path == "/lfs/verify":
             obj = json.loads(body)
             stored = self.lfs_objects.get(obj["oid"])
@@ -262,6 +257,12 @@ class HubStub:
                 return 404, {"message": f"object {obj['oid']} not uploaded"}, {}
             return 200, {}, {}
         return None
+
+    def store_lfs_object(self, oid: str, body: bytes) -> tuple[int, Any, dict[str, str]]:
+        if hashlib.sha256(body).hexdigest() != oid:
+            return 400, {"message": f"the uploaded bytes do not hash to {oid}"}, {}
+        self.lfs_objects[oid] = body
+        return 200, {}, {}
 
     # -- endpoints ----------------------------------------------------------------------------
     def create_repo(self, payload: dict[str, Any]) -> tuple[int, Any, dict[str, str]]:

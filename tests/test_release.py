@@ -1118,7 +1118,7 @@ def test_push_streams_the_shards_through_lfs_as_the_hub_asks(built, tmp_path):
         uploads = [path for method, path in stub.requests if method == "PUT" and path.startswith("/lfs/")]
         assert len(uploads) == len({hashlib.sha256(repo.files[path]).hexdigest() for path in binary})
         # and what came through LFS is what the release's loader reads back
-        probe = subprocess.run([sys.executable, "-c", "import datasets, sys; "
+        probe = subprocess.run([sys.executable, "-c", "import datasets; "
                                 "print(sum(map(len, datasets.load_dataset('aor/lfs').values())))"],
                                env={**os.environ, "HF_ENDPOINT": stub.url, "HF_TOKEN": FAKE_TOKEN,
                                     "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "0"},
