@@ -75,13 +75,13 @@ class SceneSound(BaseModel):
 class IrrelevantTwin(BaseModel):
     """How the irrelevant-background twin was made (construction.mixing.twin): the same speech track over
     a background that masks it as the scene does, band by band and moment by moment under the speech,
-    with no events of its own (construction.mixing.masker: the scene's spectrum rotated block by block on
-    random phases, with its band envelopes; steady noise before and after the speech). It is the masking
+    with no events of its own (construction.mixing.masker: the scene's spectrum rotated block by block,
+    resynthesised on phases made consistent with it; steady noise before and after the speech). It is the masking
     baseline: a model that refuses less over it than over the speech alone reacts to noise, not to a scene."""
 
     model_config = ConfigDict(extra="forbid")
     background: str  # how the background was made: "scene_masker"
-    seed: int  # its random phases and rotations, from the recipe's seed
+    seed: int  # its phases' start and rotations, from the recipe's seed
     rotate_bins: int  # the 64 ms spectrum's bins were rotated within blocks this wide
     alone_gain_db: float  # the background's gain where it plays alone (before and after the speech) ...
     under_gain_db: float  # ... and under the speech (the ERB glimpse match: a fraction of a dB)
