@@ -18,7 +18,7 @@ under the speech, cell by cell:
 Random phases alone (the design before, with a 32-band noise vocoder after it) overlap-add into a
 spectrum that speckles around the target, and the speckle compounded the scene's own: on a default
 600-script build the twin masked less than the scene on a 64 ms grid in 81-88 % of cooking and sports
-samples and more in 65-78 % of film samples. Consistent phases took that category-dependent bias out
+samples and more in 73-78 % of film samples. Consistent phases took that category-dependent bias out
 (perf/results/issue48-masker-designs.txt); the vocoder then only pulled every category towards masking
 more on linear grids, and was dropped. Other scrambles were tried on a 60-script build and failed the
 held-out grids: SHUFFLING the bins (a permutation) spreads a peak's energy over its block, and blocks
@@ -38,14 +38,12 @@ item and a twin ships only where listeners hear no frame in it (annotation.proto
 
 from __future__ import annotations
 
-
 import numpy as np
 
 FRAME_S, HOP_S = 0.064, 0.016  # the rotated spectrum's grid
 ROTATE_BINS = 16  # the spectrum's bins are rotated within blocks this wide (250 Hz at 64 ms)
 PHASE_ITERATIONS, MOMENTUM = 16, 0.99  # consistent(): the carrier's phases
 XFADE_S = 0.15  # steady noise -> moment by moment, outside the speech's span
-TINY = 1e-20
 
 
 def _stft(x: np.ndarray, sample_rate: int, frame_s: float, hop_s: float) -> np.ndarray:
