@@ -117,6 +117,11 @@ def test_the_masker_follows_the_scenes_energy_under_the_speech_with_no_pitch_and
     before = heldout.frame_levels_db(masker[SR // 2:span[0] - SR // 4], SR)
     scene_before = heldout.frame_levels_db(scene[SR // 2:span[0] - SR // 4], SR)
     assert np.std(before) < 3 < np.std(scene_before)
+    # ... and noise, not a drone: its bins' levels scatter as noise's do (consistent phases would make its
+    # fixed spectrum steady tones; measured 5.3 dB here, about 2.3 dB for such a drone)
+    lead = np.abs(_stft(masker[SR // 2:span[0] - SR // 2], SR, FRAME_S, HOP_S))[:, 2:-2]
+    strong = lead.mean(axis=1) > 0.01 * lead.mean(axis=1).max()
+    assert np.median(np.std(20 * np.log10(lead[strong] + 1e-12), axis=1)) > 4.0
     # the danger twin's masker: the same energy rotated in time under the speech, so it does not follow
     rotated = shifted(scene, np.ones(n), span, SR // 8 * 3)  # 0.375 s: off where the scene is on
     other = scene_masker(scene, SR, span, seed=2, envelope_of=rotated)

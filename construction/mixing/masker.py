@@ -30,8 +30,9 @@ is what equal masking moment by moment is), its coarse spectrum, and a lone stro
 a steady tone again, not a noise band).
 
 Before and after the speech nothing is masked, so there the background follows nothing: it is steady
-noise with the scene's long-term spectrum there (the bins' mean power, rotated alike), crossfaded into
-the moment-by-moment part over XFADE_S outside the speech. The events a listener could recognise are
+noise with the scene's long-term spectrum there (the bins' mean power, rotated alike, on random phases:
+consistent ones would make that fixed spectrum a drone of steady tones), crossfaded into the
+moment-by-moment part over XFADE_S outside the speech. The events a listener could recognise are
 heard only under the speech, as rotated spectra; the scene arm hears this background alone as a catch
 item and a twin ships only where listeners hear no frame in it (annotation.protocol).
 """
@@ -80,19 +81,23 @@ def rotation(bins: int, seed: int, width: int = ROTATE_BINS) -> np.ndarray:
 
 
 def consistent(magnitude: np.ndarray, phase: np.ndarray, sample_rate: int, size: int,
-               iterations: int = PHASE_ITERATIONS) -> np.ndarray:
+               iterations: int = PHASE_ITERATIONS, noise: np.ndarray | None = None) -> np.ndarray:
     """A signal whose short-time spectrum (FRAME_S / HOP_S) has `magnitude`, from the random `phase`: fast
     Griffin-Lim (Perraudin, Balazs and Sondergaard 2013), `iterations` rounds with momentum. Random phases
     alone overlap-add into a spectrum that is not `magnitude`: every cell speckles around it, and the
     scene's own speckle compounds with it (more cells dip under the speech than the scene's do), and a
     steady tone is smeared across bins (more cells masked): which way the twin missed depended on the
-    scene and the grid."""
-    spec, previous = magnitude * phase, None
+    scene and the grid. `noise`: frames (True) that keep their random phases: consistent phases turn a
+    steady spectrum into steady tones (a drone), random ones keep it noise."""
+    start = magnitude * phase
+    spec, previous = start, None
     for _ in range(iterations):
         now = _stft(_istft(spec, sample_rate, FRAME_S, HOP_S, size), sample_rate, FRAME_S, HOP_S)[:, :magnitude.shape[1]]
         pushed = now if previous is None else now + MOMENTUM * (now - previous)
         previous = now
         spec = magnitude * np.exp(1j * np.angle(pushed))
+        if noise is not None:
+            spec[:, noise] = start[:, noise]
     return _istft(spec, sample_rate, FRAME_S, HOP_S, size)
 
 
@@ -112,7 +117,10 @@ def scene_masker(heard: np.ndarray, sample_rate: int, span: tuple[int, int], see
     steady = (steady if steady.size else outside).mean(axis=1)
     order = rotation(power.shape[0], seed)
     target = weight * power[order] + (1 - weight) * steady[order][:, None]
-    return consistent(np.sqrt(target), np.exp(2j * np.pi * rng.random(target.shape)), sample_rate, heard.size)
+    # consistent phases where the masking is measured (under the speech and the crossfades); the steady
+    # part stays noise, as consistent phases would make its fixed spectrum a drone of steady tones
+    return consistent(np.sqrt(target), np.exp(2j * np.pi * rng.random(target.shape)), sample_rate, heard.size,
+                      noise=weight == 0)
 
 
 def shifted(scene: np.ndarray, gain: np.ndarray, span: tuple[int, int], shift: int, margin: int = 0) -> np.ndarray:
