@@ -1,7 +1,7 @@
 """Held-out audit of a built workspace's kept samples, from the stored audio and recipes: each twin's
 masking against the mixture's on the ERB grid the twins are matched on, on the two linear grids the build
-reports (construction.mixing.heldout) and on two more nothing reports (CHECK_GRIDS), its speech level against the mixture's (by projection), the scene's
-silences under the speech and in the lead-in, and how closely each twin's background follows the scene's
+reports (construction.mixing.heldout) and on two more nothing reports (CHECK_GRIDS), its speech level
+against the mixture's (by projection), the scene's silences under the speech and in the lead-in, and how closely each twin's background follows the scene's
 envelope (the ducking on the voiced speech divided out of both), against a circular-shift baseline.
 
     python scripts/heldout_audit.py --workspace workspace [--json out.json]
@@ -34,9 +34,7 @@ ALL_GRIDS = ["erb", *heldout.GRIDS, *CHECK_GRIDS]
 
 def all_glimpses(speech, background, sr) -> dict[str, float]:
     return {"erb": round(masking.glimpse_proportion(speech, background, sr), 4),
-            **heldout.glimpses(speech, background, sr),
-            **{name: round(heldout.linear_glimpse(speech, background, sr, *grid), 4)
-               for name, grid in CHECK_GRIDS.items()}}
+            **heldout.glimpses(speech, background, sr, {**heldout.GRIDS, **CHECK_GRIDS})}
 
 
 def sample_figures(ws: Workspace, s) -> dict:

@@ -58,9 +58,10 @@ def linear_glimpse(speech: np.ndarray, background: np.ndarray, sample_rate: int,
     return float(np.mean(10 * np.log10(s[active] + TINY) - 10 * np.log10(b[active] + TINY) >= CRITERION_DB))
 
 
-def glimpses(speech: np.ndarray, background: np.ndarray, sample_rate: int) -> dict[str, float]:
-    """The glimpse proportion on each of GRIDS (speech and background over the same span)."""
-    return {name: round(linear_glimpse(speech, background, sample_rate, *grid), 4) for name, grid in GRIDS.items()}
+def glimpses(speech: np.ndarray, background: np.ndarray, sample_rate: int,
+             grids: dict[str, tuple[float, float]] = GRIDS) -> dict[str, float]:
+    """The glimpse proportion on each of `grids` (speech and background over the same span)."""
+    return {name: round(linear_glimpse(speech, background, sample_rate, *grid), 4) for name, grid in grids.items()}
 
 
 def speech_gain_db(track: np.ndarray, speech_track: np.ndarray, span: tuple[int, int]) -> float:

@@ -92,7 +92,8 @@ def consistent(magnitude: np.ndarray, phase: np.ndarray, sample_rate: int, size:
     start = magnitude * phase
     spec, previous = start, None
     for _ in range(iterations):
-        now = _stft(_istft(spec, sample_rate, FRAME_S, HOP_S, size), sample_rate, FRAME_S, HOP_S)[:, :magnitude.shape[1]]
+        signal = _istft(spec, sample_rate, FRAME_S, HOP_S, size)
+        now = _stft(signal, sample_rate, FRAME_S, HOP_S)[:, :magnitude.shape[1]]
         pushed = now if previous is None else now + MOMENTUM * (now - previous)
         previous = now
         spec = magnitude * np.exp(1j * np.angle(pushed))
