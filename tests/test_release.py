@@ -52,7 +52,7 @@ def twin_recipe(seed: int, snr_db: float):
     """The irrelevant twin's record as construction.mixing.twin writes it (levels as the recipe's)."""
     from construction.core.record import IrrelevantTwin
 
-    return IrrelevantTwin(background="scene_masker", seed=seed, rotate_bins=16, alone_gain_db=0.0, under_gain_db=0.0,
+    return IrrelevantTwin(background="scene_masker", seed=seed, rotate_bins=32, alone_gain_db=0.0, under_gain_db=0.0,
                           limit_db=0.0, snr_db=snr_db, scene_level_db=0.0, glimpse_proportion=0.5,
                           background_lufs=-23.0 - snr_db)
 
