@@ -90,7 +90,8 @@ def test_the_twins_carry_the_mixtures_speech_at_its_level_and_mask_it_alike_on_g
 def _harmonic(seconds: float, f0: float = 220.0, flat: bool = False) -> np.ndarray:
     """Harmonics of f0 up to 4 kHz, at 1/k amplitudes (a tone) or all equal (`flat`)."""
     t = np.arange(int(seconds * SR)) / SR
-    return sum(np.sin(2 * np.pi * k * f0 * t + 0.7 * k * k) / (1 if flat else k) for k in range(1, int(4000 / f0))) * 0.1
+    partials = (np.sin(2 * np.pi * k * f0 * t + 0.7 * k * k) / (1 if flat else k) for k in range(1, int(4000 / f0)))
+    return sum(partials) * 0.1
 
 
 def _pitch_strength(x: np.ndarray, f0: float) -> float:
