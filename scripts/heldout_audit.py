@@ -1,8 +1,9 @@
 """Held-out audit of a built workspace's kept samples, from the stored audio and recipes: each twin's
 masking against the mixture's on the ERB grid the twins are matched on, on the two linear grids the build
 reports (construction.mixing.heldout) and on two more nothing reports (CHECK_GRIDS), its speech level
-against the mixture's (by projection), the scene's silences under the speech and in the lead-in, and how closely each twin's background follows the scene's
-envelope (the ducking on the voiced speech divided out of both), against a circular-shift baseline.
+against the mixture's (by projection), the scene's silences under the speech and in the lead-in, and how
+closely each twin's background follows the scene's envelope (the ducking on the voiced speech divided out
+of both), against a circular-shift baseline.
 
     python scripts/heldout_audit.py --workspace workspace [--json out.json]
 
