@@ -18,6 +18,7 @@ INSPECT_VERSION="${INSPECT_AI_VERSION:-0.3.285}"
 LMMS_VERSION="${LMMS_EVAL_VERSION:-0.7.3}"
 # the real path: a worktree's .venv is a symlink to the clone's, and a path through a worktree that is later
 # removed would leave the harness venv without numpy, datasets or soundfile
+TORCH_VERSION="$("$PYTHON" -c 'import importlib.metadata as m; print(m.version("torch"))')"
 WORKBENCH_SITE="$("$PYTHON" -c 'import os, sysconfig; print(os.path.realpath(sysconfig.get_paths()["purelib"]))')"
 
 satisfied() {  # venv requirement...: whether the version the venv imports first meets every requirement
@@ -42,9 +43,18 @@ link_workbench() {  # venv: point its zz-workbench.pth at this workbench venv (e
     echo "import site; site.addsitedir('$WORKBENCH_SITE')" > "$site/zz-workbench.pth"
 }
 
+own_torch() {  # venv: whether it imports a torch of its own rather than the workbench venv's
+    "$1/bin/python" -c "import sys, torch; sys.exit(torch.__file__.startswith('$WORKBENCH_SITE/'))" 2>/dev/null
+}
+
 install() {  # venv-name requirement... (the harness first)
     local venv="$ROOT/$1"
     shift
+    if [ -x "$venv/bin/python" ] && own_torch "$venv"; then
+        # an earlier set-up let pip pull a CUDA torch (5 GB) in here: start this venv again
+        echo "$venv holds a torch of its own: making it again"
+        rm -rf "$venv"
+    fi
     if [ -x "$venv/bin/python" ] && satisfied "$venv" "$@"; then
         link_workbench "$venv"
         echo "$* already installed in $venv"
@@ -54,7 +64,10 @@ install() {  # venv-name requirement... (the harness first)
     [ -x "$venv/bin/python" ] || "$PYTHON" -m venv "$venv"
     link_workbench "$venv"
     echo "installing $* in $venv (a few minutes: pip is quiet meanwhile)"
-    pip_install "$venv/bin/python" "$@"
+    # the workbench's torch satisfies the harness: without this pin pip takes the newest torch the harness's
+    # torchvision asks for, a second torch, a CUDA build of 5 GB in this venv
+    echo "torch==$TORCH_VERSION" > "$ROOT/torch-constraint.txt"
+    pip_install "$venv/bin/python" -c "$ROOT/torch-constraint.txt" "$@"
     echo "$* installed in $venv"
 }
 install inspect "inspect-ai==$INSPECT_VERSION"
@@ -62,3 +75,7 @@ install inspect "inspect-ai==$INSPECT_VERSION"
 # (datasets 5 / huggingface_hub 2 accept either), where that module is gone: `No module named
 # 'filelock._api'`. A filelock 3 inside the lmms-eval venv comes first on its sys.path.
 install lmms-eval "lmms-eval==$LMMS_VERSION" "filelock>=3.16,<4"
+# ... and its torchvision goes: PyPI's build for this torch is made against the CUDA torch and fails to import
+# beside the CPU one ("operator torchvision::nms does not exist"), which breaks `import lmms_eval`; lmms-eval
+# wants it only for its vision models (the adapters send audio), and without it transformers skips it.
+"$ROOT/lmms-eval/bin/python" -m pip uninstall --quiet --yes torchvision 2>/dev/null || true
