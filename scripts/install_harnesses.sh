@@ -16,9 +16,10 @@ ROOT="${1:-.venv/harnesses}"
 PYTHON="${PYTHON:-.venv/bin/python}"
 INSPECT_VERSION="${INSPECT_AI_VERSION:-0.3.285}"
 LMMS_VERSION="${LMMS_EVAL_VERSION:-0.7.3}"
+# the workbench venv's torch (CPU build), which the harnesses share
+TORCH_VERSION="$("$PYTHON" -c 'import importlib.metadata as m; print(m.version("torch"))')"
 # the real path: a worktree's .venv is a symlink to the clone's, and a path through a worktree that is later
 # removed would leave the harness venv without numpy, datasets or soundfile
-TORCH_VERSION="$("$PYTHON" -c 'import importlib.metadata as m; print(m.version("torch"))')"
 WORKBENCH_SITE="$("$PYTHON" -c 'import os, sysconfig; print(os.path.realpath(sysconfig.get_paths()["purelib"]))')"
 
 satisfied() {  # venv requirement...: whether the version the venv imports first meets every requirement
