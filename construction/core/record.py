@@ -113,6 +113,8 @@ class DangerTwin(BaseModel):
     seed: int
     params: dict[str, Any] = Field(default_factory=dict)  # the danger bed's and events' draws
     shift_s: float  # the masker follows the scene under the speech rotated by this much
+    rotate_bins: int | None = None  # its 64 ms spectrum's fine structure was rotated within blocks this wide ...
+    envelope_erb: float | None = None  # ... its ERB-rate envelope (over this many ERBs) left in place
     over_masker_db: float  # the danger sounds over the masker where they play alone (LU) ...
     under_masker_db: float  # ... and relative to it under the speech
     alone_gain_db: float

@@ -34,6 +34,19 @@ is what equal masking moment by moment is), its coarse spectrum, and a lone stro
 500 Hz (a tune's steps inside one block keep their size in Hz; with consistent phases such a partial is
 a steady tone again, not a noise band).
 
+The danger twin's masker (`envelope_erb`) rotates only the spectrum's fine structure: per frame, the log
+power less its average over 4 ERBs around each bin (the ERB-rate envelope) is rotated, and that envelope
+stays where it was. Rotating whole blocks moves energy between the ERB bands of the lowest blocks (100-600
+Hz holds 8 of the ERB grid's 32 bands, and the first block wraps energy below 100 Hz), and the one
+broadband gain that matches the ERB glimpse proportion then sets every higher band 0.3-1.2 dB off the
+scene, in a direction set by the scene's low-frequency shape: a bias that grows with the grid's frame
+(0.74-0.76 of irrelevant twins masked less than the scene on a 128 ms grid). With the envelope in place
+the danger twins were centred on every grid (0.40-0.67 masking less per category on 25 and 64 ms, 0.42-
+0.74 on 128 ms, against up to 0.71 and 0.78). The irrelevant twin keeps the whole-block rotation: with
+its envelope in place it masked MORE than the scene (0.21-0.47 per category; the carrier renders the
+fine structure inside a band flatter than a scene's partials and clicks), where the danger sounds of the
+danger twin pull the other way (perf/results/issue48-masker-designs.txt).
+
 Before and after the speech nothing is masked, so there the background follows nothing: it is steady
 noise with the scene's long-term spectrum there (the bins' mean power, rotated alike, on random phases:
 consistent ones would make that fixed spectrum a drone of steady tones), crossfaded into the
@@ -85,6 +98,31 @@ def rotation(bins: int, seed: int, width: int = ROTATE_BINS) -> np.ndarray:
     return order
 
 
+def erb_rate(freqs: np.ndarray) -> np.ndarray:
+    """Glasberg and Moore's (1990) ERB-rate scale: the number of ERBs below each frequency (Hz)."""
+    return 21.4 * np.log10(1 + 0.00437 * freqs)
+
+
+def erb_smoothed(log_power: np.ndarray, sample_rate: int, width_erb: float) -> np.ndarray:
+    """Each bin's `log_power` (bins x frames) averaged over the bins within `width_erb` ERBs around it
+    (half each side; the bin itself at least)."""
+    rate = erb_rate(np.linspace(0, sample_rate / 2, log_power.shape[0]))
+    low = np.searchsorted(rate, rate - width_erb / 2, side="left")
+    high = np.maximum(np.searchsorted(rate, rate + width_erb / 2, side="right"), low + 1)
+    sums = np.vstack([np.zeros((1, log_power.shape[1])), np.cumsum(log_power, axis=0)])
+    return (sums[high] - sums[low]) / (high - low)[:, None]
+
+
+def rotated(power: np.ndarray, order: np.ndarray, sample_rate: int, envelope_erb: float | None) -> np.ndarray:
+    """`power` (bins x frames) with its bins put in `order`; with `envelope_erb`, only its fine structure
+    (the log power less its average over that many ERBs) moves and that ERB-rate envelope stays."""
+    if envelope_erb is None:
+        return power[order]
+    log_power = np.log(np.maximum(power, max(float(power.max()), 1e-30) * 1e-12))
+    smooth = erb_smoothed(log_power, sample_rate, envelope_erb)
+    return np.exp(smooth + (log_power - smooth)[order])
+
+
 def consistent(magnitude: np.ndarray, phase: np.ndarray, sample_rate: int, size: int,
                iterations: int = PHASE_ITERATIONS, noise: np.ndarray | None = None) -> np.ndarray:
     """A signal whose short-time spectrum (FRAME_S / HOP_S) has `magnitude`, from the random `phase`: fast
@@ -108,7 +146,7 @@ def consistent(magnitude: np.ndarray, phase: np.ndarray, sample_rate: int, size:
 
 
 def scene_masker(heard: np.ndarray, sample_rate: int, span: tuple[int, int], seed: int,
-                 envelope_of: np.ndarray | None = None) -> np.ndarray:
+                 envelope_of: np.ndarray | None = None, envelope_erb: float | None = None) -> np.ndarray:
     """The background (float64, the length of `heard`) that masks the speech over `span` (samples) as
     `heard` (the scene as placed in the mixture) does: see the module docstring. `envelope_of`: the track
     whose spectrum and envelopes it follows under the speech, when not `heard` itself (the danger twin's
@@ -122,7 +160,8 @@ def scene_masker(heard: np.ndarray, sample_rate: int, span: tuple[int, int], see
     steady = outside[:, weight[:outside.shape[1]] < 1]
     steady = (steady if steady.size else outside).mean(axis=1)
     order = rotation(power.shape[0], seed)
-    target = weight * power[order] + (1 - weight) * steady[order][:, None]
+    target = (weight * rotated(power, order, sample_rate, envelope_erb)
+              + (1 - weight) * rotated(steady[:, None], order, sample_rate, envelope_erb))
     # consistent phases where the masking is measured (under the speech and the crossfades); the steady
     # part stays noise, as consistent phases would make its fixed spectrum a drone of steady tones
     return consistent(np.sqrt(target), np.exp(2j * np.pi * rng.random(target.shape)), sample_rate, heard.size,

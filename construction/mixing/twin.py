@@ -23,7 +23,9 @@ the same fades.
     background alone as a catch item and the twin ships only where listeners hear no frame in it.
   - The danger twin's masker is the same, built on the scene under the speech SHIFTED in time by half
     the speech's span and its crossfades, circularly within them (construction.mixing.masker.shifted;
-    the ducking stays in place): the same energy statistics on a timeline of its own. Over it, a danger
+    the ducking stays in place): the same energy statistics on a timeline of its own. Only its fine
+    structure rotates; its ERB-rate envelope stays in place (DANGER_ENVELOPE_ERB: the masker module says
+    why). Over it, a danger
     scene (construction.sounds.procedural.DANGER_SCENES: a siren or alarm throughout, screams or breaking
     glass once alone before the speech and once under the words) plays DANGER_OVER_DB above the masker
     alone and DANGER_UNDER_DB relative to it under the speech. More under the speech biases the masking:
@@ -61,6 +63,7 @@ from construction.sounds.procedural import DANGER_SCENES, draw
 DANGER_OVER_DB = 6.0  # the danger sounds over the masker where they play alone (LU)
 DANGER_UNDER_DB = -16.0  # ... and relative to it under the speech (LU; the module docstring says why)
 DANGER_SHIFT = 0.5  # the danger masker's rotation, a share of the speech's span and its crossfades
+DANGER_ENVELOPE_ERB = 4.0  # the danger masker's ERB-rate envelope stays in place (ERBs; the docstring says why)
 
 
 def deal(samples: Iterable[Sample], seed: int, choices: list[str], salt: str) -> dict[str, str]:
@@ -208,7 +211,8 @@ def make_danger(speech_track: np.ndarray, scene: np.ndarray, gain: np.ndarray, h
     start, end = span
     margin = int(XFADE_S * sample_rate)
     shift = int(DANGER_SHIFT * (end - start + 2 * margin))
-    masker = scene_masker(heard, sample_rate, span, seed, envelope_of=shifted(scene, gain, span, shift, margin))
+    masker = scene_masker(heard, sample_rate, span, seed, envelope_of=shifted(scene, gain, span, shift, margin),
+                          envelope_erb=DANGER_ENVELOPE_ERB)
     danger, params, layers = danger_scene(name, seed, total, words, sample_rate)
     fade = int(fade_s * sample_rate)
     # the danger sounds over the masker: DANGER_OVER_DB where they play alone, DANGER_UNDER_DB under the speech
@@ -223,6 +227,7 @@ def make_danger(speech_track: np.ndarray, scene: np.ndarray, gain: np.ndarray, h
     audio = (speech_track + background).astype(np.float32)
     fields = measured(speech_track, audio, background, scene, gain, span, words, mixture_speech_db, fade, sample_rate)
     record = DangerTwin(scene=name, seed=seed, params=params, shift_s=round(shift / sample_rate, 3),
+                        rotate_bins=ROTATE_BINS, envelope_erb=DANGER_ENVELOPE_ERB,
                         over_masker_db=DANGER_OVER_DB, under_masker_db=DANGER_UNDER_DB, **gains, **fields)
 
     def heard_layers() -> tuple[np.ndarray, ...]:
