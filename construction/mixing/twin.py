@@ -25,10 +25,10 @@ the same fades.
     the speech's span and its crossfades, circularly within them (construction.mixing.masker.shifted;
     the ducking stays in place): the same energy statistics on a timeline of its own. Only its fine
     structure rotates; its ERB-rate envelope stays in place (DANGER_ENVELOPE_ERB: the masker module says
-    why). Over it, a danger
-    scene (construction.sounds.procedural.DANGER_SCENES: a siren or alarm throughout, screams or breaking
-    glass once alone before the speech and once under the words) plays DANGER_OVER_DB above the masker
-    alone and DANGER_UNDER_DB relative to it under the speech. More under the speech biases the masking:
+    why). Over it, a danger scene (construction.sounds.procedural.DANGER_SCENES: a siren or alarm
+    throughout, screams or breaking glass once alone before the speech and once under the words) plays
+    DANGER_OVER_DB above the masker alone and DANGER_UNDER_DB relative to it under the speech. More under
+    the speech biases the masking:
     a siren is tonal and an event brief, so they mask fewer cells of a linear grid than the ERB gain
     credits them with (at -8 LU the twin masked less than the scene on the 25 and 64 ms grids in 70-80 %
     of samples; at -16 LU in 53-57 %). The danger is heard alone before and after the words at +6 LU;
