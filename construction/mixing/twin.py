@@ -32,8 +32,9 @@ the same fades.
     linear grid than the ERB gain credits them with (at -8 LU the twin masked less than the scene on the
     25 and 64 ms grids in 70-80 % of samples; at -16 LU in 53-57 %). The danger is heard alone before
     and after the words at +6 LU; under them the siren and the scream stay audible as events (-16 LU is
-    their level over the span, a scream's own is higher while it sounds). The same ERB match follows. Its background alone goes to
-    the scene arm, where >= 2/3 of the listeners must answer "real danger" for the twin to ship.
+    their level over the span, a scream's own is higher while it sounds). The same ERB match follows.
+    Its background alone goes to the scene arm, where >= 2/3 of the listeners must answer "real danger"
+    for the twin to ship.
 Each twin records its ERB glimpse proportion (the mixture's is on the recipe), the same on two linear
 grids the build does not match (construction.mixing.heldout.GRIDS), the speech level in it against the
 mixture's (by projection), and how its background's envelope correlates with the scene's (ducking
