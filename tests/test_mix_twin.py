@@ -15,9 +15,9 @@ from construction.core.runner import run_stage
 from construction.mix import MixStage
 from construction.mixing import heldout
 from construction.mixing.levels import LIMIT_DB_PER_MS, limiter_gain, peak_limit, steps
-from construction.mixing.masker import FRAME_S, HOP_S, _stft, consistent, erb_rate, scene_masker, shifted
+from construction.mixing.masker import FRAME_S, HOP_S, _stft, consistent, scene_masker, shifted
 from construction.mixing.twin import DANGER_ENVELOPE_ERB
-from construction.mixing.masking import gain_for_proportion, glimpse_proportion, local_snr_db, proportion
+from construction.mixing.masking import erb_rate, gain_for_proportion, glimpse_proportion, local_snr_db, proportion
 from construction.sounds.library import loudness_lufs
 from construction.sounds.procedural import DANGER_SCENES
 from tests.test_mix import SPECS, SR, _config, _parts, _workspace, library  # noqa: F401 (a fixture)

@@ -59,6 +59,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from construction.mixing.masking import erb_rate
+
 FRAME_S, HOP_S = 0.064, 0.016  # the rotated spectrum's grid
 ROTATE_BINS = 32  # the spectrum's bins are rotated within blocks this wide (500 Hz at 64 ms)
 PHASE_ITERATIONS, MOMENTUM = 16, 0.99  # consistent(): the carrier's phases
@@ -96,11 +98,6 @@ def rotation(bins: int, seed: int, width: int = ROTATE_BINS) -> np.ndarray:
         n = min(width, bins - low)
         order[low:low + n] = low + (np.arange(n) + rng.integers(n)) % n
     return order
-
-
-def erb_rate(freqs: np.ndarray) -> np.ndarray:
-    """Glasberg and Moore's (1990) ERB-rate scale: the number of ERBs below each frequency (Hz)."""
-    return 21.4 * np.log10(1 + 0.00437 * freqs)
 
 
 def erb_smoothed(log_power: np.ndarray, sample_rate: int, width_erb: float) -> np.ndarray:

@@ -39,6 +39,11 @@ def erb_hz(f: np.ndarray | float) -> np.ndarray | float:
     return 24.7 * (4.37 * np.asarray(f) / 1000 + 1)
 
 
+def erb_rate(f: np.ndarray | float) -> np.ndarray | float:
+    """Glasberg and Moore's (1990) ERB-rate scale: the number of ERBs below each frequency (Hz)."""
+    return 21.4 * np.log10(4.37 * np.asarray(f) / 1000 + 1)
+
+
 @lru_cache(maxsize=8)
 def sparse_filterbank(sample_rate: int, n_fft: int) -> sparse.csr_matrix:
     """The filterbank with its negligible weights dropped, sparse: its product is single-threaded C,
@@ -52,8 +57,6 @@ def sparse_filterbank(sample_rate: int, n_fft: int) -> sparse.csr_matrix:
 def filterbank(sample_rate: int, n_fft: int) -> np.ndarray:
     """(N_BANDS, n_fft // 2 + 1) power responses of 4th-order gammatone filters, ERB-spaced centres,
     each summing to 1 (a band's output is its share of the spectrum's power)."""
-    def erb_rate(f):
-        return 21.4 * np.log10(4.37 * f / 1000 + 1)
     rates = np.linspace(erb_rate(LOW_HZ), erb_rate(min(HIGH_HZ, 0.45 * sample_rate)), N_BANDS)
     centres = (10 ** (rates / 21.4) - 1) * 1000 / 4.37
     freqs = np.fft.rfftfreq(n_fft, 1 / sample_rate)
