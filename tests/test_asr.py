@@ -185,12 +185,18 @@ def _first_clip_answers(real, ids: list[int]):
     return FirstClipAnswers()
 
 
-def test_a_looping_fitted_text_is_redone_in_a_full_window(speech, fitted, monkeypatch):
-    """Whisper can repeat itself; such a text is not trusted and the clip is transcribed again."""
+def test_a_looping_fitted_text_is_redone_in_a_full_window(speech, fitted, full, monkeypatch):
+    """Whisper can repeat itself; such a text is not trusted and the clip is transcribed again.
+    Only the first clip's decode is made to loop: its batch mates keep whatever they got unpatched
+    (a CI host once wrote one of them twice, a real "repeat" redo; that is host noise, not this test)."""
+    unpatched = fitted.transcribe(speech[:3])
+    others_redone = dict(fitted.stats.redone)
     loop = fitted.model.hf_tokenizer.encode(" go" * 60, add_special_tokens=False).ids
     monkeypatch.setattr(fitted.model, "model", _first_clip_answers(fitted.model.model, loop))
     texts = fitted.transcribe(speech[:3])
-    assert fitted.stats.fitted == 2 and fitted.stats.full == 1 and fitted.stats.redone == {"loop": 1}
+    assert fitted.stats.redone.get("loop") == 1 and fitted.stats.fitted + fitted.stats.full == 3
+    assert texts[0] == full.transcribe([speech[0]])[0] and texts[1:] == unpatched[1:]
+    assert sum(fitted.stats.redone.values()) - 1 <= sum(others_redone.values())
     assert "go go go" not in " ".join(texts).lower()
     assert corpus_score(SENTENCES[:3], texts)[0] < 0.15, texts
 
@@ -227,10 +233,9 @@ def test_a_fitted_text_that_stops_before_the_sound_does_is_redone(speech, fitted
     clip = np.concatenate([speech[0], speech[4] * np.float32(10 ** (-30 / 20))])
     texts = fitted.transcribe([clip, speech[6]])
     assert fitted.stats.fitted + fitted.stats.full == 2 and score(SENTENCES[6], texts[1])[0] < 0.3, texts
-    if fitted.stats.redone == {"early": 1}:
+    if fitted.stats.redone.get("early"):
         assert texts[0] == full.transcribe([clip])[0]
     else:  # a take whose fitted text went on into the quiet sentence: it must then be there
-        assert fitted.stats.redone == {}
         assert score(f"{SENTENCES[0]} {SENTENCES[4]}", texts[0])[0] < 0.3, texts[0]
 
 
