@@ -189,13 +189,14 @@ def test_a_looping_fitted_text_is_redone_in_a_full_window(speech, fitted, full, 
     """Whisper can repeat itself; such a text is not trusted and the clip is transcribed again.
     Only the first clip's decode is made to loop: its batch mates keep whatever they got unpatched
     (a CI host once wrote one of them twice, a real "repeat" redo; that is host noise, not this test)."""
+    expected = full.transcribe([speech[0]])[0]
     unpatched = fitted.transcribe(speech[:3])
     others_redone = dict(fitted.stats.redone)
     loop = fitted.model.hf_tokenizer.encode(" go" * 60, add_special_tokens=False).ids
     monkeypatch.setattr(fitted.model, "model", _first_clip_answers(fitted.model.model, loop))
     texts = fitted.transcribe(speech[:3])
     assert fitted.stats.redone.get("loop") == 1 and fitted.stats.fitted + fitted.stats.full == 3
-    assert texts[0] == full.transcribe([speech[0]])[0] and texts[1:] == unpatched[1:]
+    assert texts[0] == expected and texts[1:] == unpatched[1:]
     assert sum(fitted.stats.redone.values()) - 1 <= sum(others_redone.values())
     assert "go go go" not in " ".join(texts).lower()
     assert corpus_score(SENTENCES[:3], texts)[0] < 0.15, texts
