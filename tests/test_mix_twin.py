@@ -15,7 +15,8 @@ from construction.core.runner import run_stage
 from construction.mix import MixStage
 from construction.mixing import heldout
 from construction.mixing.levels import LIMIT_DB_PER_MS, limiter_gain, peak_limit, steps
-from construction.mixing.masker import FRAME_S, HOP_S, _stft, consistent, scene_masker, shifted
+from construction.mixing import masker
+from construction.mixing.masker import FRAME_S, HOP_S, _stft, consistent, rotation, scene_masker, shifted, slope_kept_db
 from construction.mixing.twin import DANGER_ENVELOPE_ERB
 from construction.mixing.masking import erb_rate, gain_for_proportion, glimpse_proportion, local_snr_db, proportion
 from construction.sounds.library import loudness_lufs
@@ -161,6 +162,47 @@ def test_the_danger_masker_keeps_the_scenes_band_levels_where_whole_blocks_move_
             rms.append(np.sqrt(np.mean((_erb_band_levels_db(masker) - reference) ** 2)))
         errors[erb] = float(np.mean(rms))
     assert errors[DANGER_ENVELOPE_ERB] < 3.0 and errors[None] > 2 * errors[DANGER_ENVELOPE_ERB], errors
+
+
+def test_the_rotation_puts_each_blocks_slope_back_and_keeps_its_energy():
+    """A rotated block whose spectrum falls has its loud end moved up: each piece gets back the level the
+    block's slope gives where it lands, the block's energy unchanged."""
+    bins = 513
+    order = rotation(bins, seed=3)
+    falling = 10 ** (-0.2 * np.arange(bins) / 10)  # -0.2 dB a bin: its slope is a line, put back exactly
+    assert np.allclose(falling[order] * 10 ** (slope_kept_db(falling, order) / 10), falling)
+    rough = np.random.default_rng(2).exponential(size=bins) * falling  # any spectrum: each block's energy kept
+    kept = rough[order] * 10 ** (slope_kept_db(rough, order) / 10)
+    for low in range(0, bins, 32):
+        assert np.isclose(kept[low:low + 32].sum(), rough[low:low + 32].sum())
+    assert np.allclose(slope_kept_db(np.ones(bins), order), 0.0)  # a flat spectrum: nothing to put back
+
+
+def test_the_irrelevant_masker_keeps_a_falling_scenes_band_levels(monkeypatch):
+    """A scene that falls steeply with frequency (a crowd, traffic, a room's rumble): whole 500 Hz blocks
+    rotated move its loud low end up inside each block, by up to 500 Hz (the ERB grid's 100-600 Hz holds 8
+    of its 32 bands), and the broadband gain then sets every higher band off the scene; with each block's
+    slope put back the bands stay near the scene's. Measured here (the bands' RMS error on a 32 ms grid,
+    4 seeds): 2.5 dB with the plain rotation, 0.7 dB with the slopes put back."""
+    rng = np.random.default_rng(7)
+    n, span = 6 * SR, (2 * SR, 4 * SR)
+    under = slice(*span)
+    scene = (signal.sosfilt(signal.butter(1, 80, "lowpass", fs=SR, output="sos"), rng.standard_normal(n))
+             + 0.002 * rng.standard_normal(n))
+    reference = _erb_band_levels_db(scene[under])
+
+    def error() -> float:
+        rms = []
+        for seed in range(4):
+            made = scene_masker(scene, SR, span, seed=seed)[under]
+            made *= np.sqrt(np.sum(scene[under] ** 2) / np.sum(made ** 2))  # one broadband gain, as the twin's
+            rms.append(np.sqrt(np.mean((_erb_band_levels_db(made) - reference) ** 2)))
+        return float(np.mean(rms))
+
+    kept = error()
+    monkeypatch.setattr(masker, "slope_kept_db", lambda power, order, *args: np.zeros(power.size))
+    plain = error()
+    assert kept < 1.2 and plain > 2 * kept, (kept, plain)
 
 
 def test_the_masker_follows_the_scenes_energy_under_the_speech_and_is_steady_outside():

@@ -63,6 +63,7 @@ from construction.mixing.masking import erb_rate
 
 FRAME_S, HOP_S = 0.064, 0.016  # the rotated spectrum's grid
 ROTATE_BINS = 32  # the spectrum's bins are rotated within blocks this wide (500 Hz at 64 ms)
+SLOPE_PARTS = 8  # a block's slope is fitted to its energy in this many equal parts (62.5 Hz each)
 PHASE_ITERATIONS, MOMENTUM = 16, 0.99  # consistent(): the carrier's phases
 XFADE_S = 0.15  # steady noise -> moment by moment, outside the speech's span
 
@@ -108,6 +109,31 @@ def erb_smoothed(log_power: np.ndarray, sample_rate: int, width_erb: float) -> n
     high = np.maximum(np.searchsorted(rate, rate + width_erb / 2, side="right"), low + 1)
     sums = np.vstack([np.zeros((1, log_power.shape[1])), np.cumsum(log_power, axis=0)])
     return (sums[high] - sums[low]) / (high - low)[:, None]
+
+
+def slope_kept_db(power: np.ndarray, order: np.ndarray, width: int = ROTATE_BINS, parts: int = SLOPE_PARTS
+                  ) -> np.ndarray:
+    """Per bin, the static gain (dB) that puts each block's slope back after the rotation `order`, the
+    block's energy unchanged. `power`: the scene's long-term power per bin. The slope is the least-squares
+    line through the dB of the block's energy in `parts` equal parts; a piece the rotation moved up by k
+    bins is turned by slope x k dB (down where the spectrum falls), the piece that wrapped the other way,
+    then the block as a whole back to its energy. Static gains are a filter: the carrier's phases are
+    still consistent with them (a gain per frame would not be, and Griffin-Lim then fills the valleys)."""
+    gain = np.zeros(power.size)
+    floor = max(float(power.max()), 1e-30) * 1e-10
+    for low in range(0, power.size, width):
+        n = min(width, power.size - low)
+        edges = np.linspace(0, n, min(parts, n // 2) + 1).astype(int)
+        if edges.size < 3:
+            continue
+        part_db = [10 * np.log10(power[low + a:low + b].mean() + floor) for a, b in zip(edges[:-1], edges[1:])]
+        slope = np.polyfit((edges[:-1] + edges[1:] - 1) / 2, part_db, 1)[0]
+        block = slice(low, low + n)
+        gain[block] = slope * (np.arange(low, low + n) - order[block])
+        moved = float(np.sum(power[order[block]] * 10 ** (gain[block] / 10)))
+        if moved > 0 and power[block].sum() > 0:
+            gain[block] += 10 * np.log10(power[block].sum() / moved)
+    return gain
 
 
 def rotated(power: np.ndarray, order: np.ndarray, sample_rate: int, envelope_erb: float | None) -> np.ndarray:
@@ -157,8 +183,12 @@ def scene_masker(heard: np.ndarray, sample_rate: int, span: tuple[int, int], see
     steady = outside[:, weight[:outside.shape[1]] < 1]
     steady = (steady if steady.size else outside).mean(axis=1)
     order = rotation(power.shape[0], seed)
-    target = (weight * rotated(power, order, sample_rate, envelope_erb)
-              + (1 - weight) * rotated(steady[:, None], order, sample_rate, envelope_erb))
+    slope = np.ones(power.shape[0])
+    if envelope_erb is None:  # whole blocks: their slopes put back (the module docstring says why)
+        under = power[:, weight >= 1] if (weight >= 1).any() else power
+        slope = 10 ** (slope_kept_db(under.mean(axis=1), order) / 10)
+    target = (weight * rotated(power, order, sample_rate, envelope_erb) * slope[:, None]
+              + (1 - weight) * rotated(steady[:, None], order, sample_rate, envelope_erb) * slope[:, None])
     # consistent phases where the masking is measured (under the speech and the crossfades); the steady
     # part stays noise, as consistent phases would make its fixed spectrum a drone of steady tones
     return consistent(np.sqrt(target), np.exp(2j * np.pi * rng.random(target.shape)), sample_rate, heard.size,
