@@ -17,9 +17,19 @@ under the speech, cell by cell:
      samples; 500 Hz blocks halve the cuts (the trials: perf/results/issue48-masker-designs.txt). Cuts
      placed in the spectrum's valleys instead keep a harmonic complex's pitch (the shifts are then
      multiples of f0), so the cuts stay random;
-  2. resynthesised from random phases made consistent (`consistent`: fast Griffin-Lim), so the signal's
-     own short-time spectrum IS that rotated spectrum, cell by cell, every 16 ms; no waveform of the
-     scene survives.
+  2. each block's slope put back (`slope_kept_db`): where a block's spectrum slopes (a crowd, traffic, a
+     room's rumble: most scenes below 1 kHz), the rotation moves its loud end by up to 500 Hz, across up
+     to 8 of the ERB grid's 32 bands, and the one gain that matches the ERB glimpse proportion then sets
+     every higher band off the scene (sports_fitness 3.1-3.7 dB over the scene at 100-300 Hz, and masking
+     less than it on the linear grids in 0.65-0.74 of samples; with the slopes back 0.38-0.50, on twins
+     re-made from two seeds' mixtures). A static gain per moved piece (slope x shift, the slope fitted
+     to the block's energy in 8 parts) puts the block's long-term slope back, and its energy stays the
+     block's; the fine structure, partials included, moves as before. Static gains are a filter, so the
+     phases below stay consistent with them; a gain per frame (an envelope put back, band powers put
+     back) was not, and Griffin-Lim then filled the valleys (those twins masked MORE);
+  3. resynthesised from random phases made consistent (`consistent`: fast Griffin-Lim), so the signal's
+     own short-time spectrum IS that spectrum, cell by cell, every 16 ms; no waveform of the scene
+     survives.
 Random phases alone (the design before, with a 32-band noise vocoder after it) overlap-add into a
 spectrum that speckles around the target, and the speckle compounded the scene's own: on a default
 600-script build the twin masked less than the scene on a 64 ms grid in 81-88 % of cooking and sports
@@ -42,10 +52,10 @@ broadband gain that matches the ERB glimpse proportion then sets every higher ba
 scene, in a direction set by the scene's low-frequency shape: a bias that grows with the grid's frame
 (0.74-0.76 of irrelevant twins masked less than the scene on a 128 ms grid). With the envelope in place
 the danger twins were centred on every grid (0.40-0.67 masking less per category on 25 and 64 ms, 0.42-
-0.74 on 128 ms, against up to 0.71 and 0.78). The irrelevant twin keeps the whole-block rotation: with
-its envelope in place it masked MORE than the scene (0.21-0.47 per category; the carrier renders the
-fine structure inside a band flatter than a scene's partials and clicks), where the danger sounds of the
-danger twin pull the other way (perf/results/issue48-masker-designs.txt).
+0.74 on 128 ms, against up to 0.71 and 0.78). The irrelevant twin keeps the whole-block rotation with
+its blocks' slopes put back: with its envelope in place it masked MORE than the scene (0.21-0.47 per
+category), where the danger sounds of the danger twin pull the other way; the danger twin's envelope
+already holds its slopes (perf/results/issue48-masker-designs.txt).
 
 Before and after the speech nothing is masked, so there the background follows nothing: it is steady
 noise with the scene's long-term spectrum there (the bins' mean power, rotated alike, on random phases:

@@ -13,11 +13,11 @@ construction.mixing.levels.limiter_gain). Both are laid out like the mixture: a 
 before the speech at the scene's level (BS.1770 loudness), under the speech, alone again after it, with
 the same fades.
   - The irrelevant twin's background is construction.mixing.masker.scene_masker: under the speech, the
-    scene's own short-time spectrum, rotated block by block, on phases made consistent with it; steady
-    noise of the scene's long-term spectrum before and after. Its energy follows the scene's band by band
-    and moment by moment under the speech, so energetic masking is equal whatever grid measures it; a
-    last gain (a fraction of a dB) matches the ERB glimpse proportion (construction.mixing.masking)
-    exactly. It follows the scene's envelope under the speech BY
+    scene's own short-time spectrum, rotated block by block (each block's slope put back), on phases made
+    consistent with it; steady noise of the scene's long-term spectrum before and after. Its energy
+    follows the scene's band by band and moment by moment under the speech, so energetic masking is
+    equal whatever grid measures it; a last gain (a fraction of a dB) matches the ERB glimpse proportion
+    (construction.mixing.masking) exactly. It follows the scene's envelope under the speech BY
     CONSTRUCTION: that is what equal masking moment by moment is. It is no cue to a listener of the twin,
     who never hears the scene, unless the envelope alone names a frame: so the scene arm hears this
     background alone as a catch item and the twin ships only where listeners hear no frame in it.
