@@ -77,8 +77,8 @@ class IrrelevantTwin(BaseModel):
     a background that masks it as the scene does, band by band and moment by moment under the speech,
     with no events of its own (construction.mixing.masker: the scene's spectrum rotated block by block,
     each block's slope put back, resynthesised on phases made consistent with it; steady noise before and
-    after the speech). It is the masking baseline: a model that refuses less over it than over the speech alone reacts to noise, not to
-    a scene."""
+    after the speech). It is the masking baseline: a model that refuses less over it than over the speech
+    alone reacts to noise, not to a scene."""
 
     model_config = ConfigDict(extra="forbid")
     background: str  # how the background was made: "scene_masker"

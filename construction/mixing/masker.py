@@ -22,7 +22,7 @@ under the speech, cell by cell:
      to 8 of the ERB grid's 32 bands, and the one gain that matches the ERB glimpse proportion then sets
      every higher band off the scene (sports_fitness 3.1-3.7 dB over the scene at 100-300 Hz, and masking
      less than it on the linear grids in 0.65-0.74 of samples; with the slopes back 0.38-0.50, on twins
-     re-made from two seeds' mixtures). A static gain per moved piece (slope x shift, the slope fitted
+     re-made from three seeds' mixtures). A static gain per moved piece (slope x shift, the slope fitted
      to the block's energy in 8 parts) puts the block's long-term slope back, and its energy stays the
      block's; the fine structure, partials included, moves as before. Static gains are a filter, so the
      phases below stay consistent with them; a gain per frame (an envelope put back, band powers put
@@ -197,8 +197,8 @@ def scene_masker(heard: np.ndarray, sample_rate: int, span: tuple[int, int], see
     if envelope_erb is None:  # whole blocks: their slopes put back (the module docstring says why)
         under = power[:, weight >= 1] if (weight >= 1).any() else power
         slope = 10 ** (slope_kept_db(under.mean(axis=1), order) / 10)
-    target = (weight * rotated(power, order, sample_rate, envelope_erb) * slope[:, None]
-              + (1 - weight) * rotated(steady[:, None], order, sample_rate, envelope_erb) * slope[:, None])
+    target = (weight * rotated(power, order, sample_rate, envelope_erb)
+              + (1 - weight) * rotated(steady[:, None], order, sample_rate, envelope_erb)) * slope[:, None]
     # consistent phases where the masking is measured (under the speech and the crossfades); the steady
     # part stays noise, as consistent phases would make its fixed spectrum a drone of steady tones
     return consistent(np.sqrt(target), np.exp(2j * np.pi * rng.random(target.shape)), sample_rate, heard.size,
