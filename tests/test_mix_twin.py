@@ -142,6 +142,19 @@ def _erb_band_levels_db(x: np.ndarray, bands: int = 24) -> np.ndarray:
     return np.array([10 * np.log10(power[which == b].mean() + 1e-20) for b in range(bands)])
 
 
+def _band_error_db(scene: np.ndarray, span: tuple[int, int], envelope_erb: float | None = None) -> float:
+    """The RMS error (dB) of the masker's ERB band levels under the speech against the scene's, after one
+    broadband gain (as the twin's), averaged over 4 seeds."""
+    under = slice(*span)
+    reference = _erb_band_levels_db(scene[under])
+    rms = []
+    for seed in range(4):
+        made = scene_masker(scene, SR, span, seed=seed, envelope_erb=envelope_erb)[under]
+        made *= np.sqrt(np.sum(scene[under] ** 2) / np.sum(made ** 2))
+        rms.append(np.sqrt(np.mean((_erb_band_levels_db(made) - reference) ** 2)))
+    return float(np.mean(rms))
+
+
 def test_the_danger_masker_keeps_the_scenes_band_levels_where_whole_blocks_move_them():
     """Whole 500 Hz blocks rotated move energy between the ERB bands of the lowest blocks (a scene strong at
     150-400 Hz keeps little there), and the one broadband gain then sets the higher bands off the scene;
@@ -150,18 +163,9 @@ def test_the_danger_masker_keeps_the_scenes_band_levels_where_whole_blocks_move_
     twin's: a band is no slope), 1.7 dB with the envelope kept."""
     rng = np.random.default_rng(7)
     n, span = 6 * SR, (2 * SR, 4 * SR)
-    under = slice(*span)
     low = signal.sosfilt(signal.butter(4, (150, 400), "bandpass", fs=SR, output="sos"), rng.standard_normal(n))
     scene = 8 * low + _harmonic(6.0, 190.0) * _on_and_off(n, rng) + 0.3 * rng.standard_normal(n)
-    reference = _erb_band_levels_db(scene[under])
-    errors = {}
-    for erb in (None, DANGER_ENVELOPE_ERB):
-        rms = []
-        for seed in range(4):
-            masker = scene_masker(scene, SR, span, seed=seed, envelope_erb=erb)[under]
-            masker *= np.sqrt(np.sum(scene[under] ** 2) / np.sum(masker ** 2))  # one broadband gain, as the twin's
-            rms.append(np.sqrt(np.mean((_erb_band_levels_db(masker) - reference) ** 2)))
-        errors[erb] = float(np.mean(rms))
+    errors = {erb: _band_error_db(scene, span, erb) for erb in (None, DANGER_ENVELOPE_ERB)}
     assert errors[DANGER_ENVELOPE_ERB] < 3.0 and errors[None] > 2 * errors[DANGER_ENVELOPE_ERB], errors
 
 
@@ -187,22 +191,11 @@ def test_the_irrelevant_masker_keeps_a_falling_scenes_band_levels(monkeypatch):
     4 seeds): 2.5 dB with the plain rotation, 0.7 dB with the slopes put back."""
     rng = np.random.default_rng(7)
     n, span = 6 * SR, (2 * SR, 4 * SR)
-    under = slice(*span)
     scene = (signal.sosfilt(signal.butter(1, 80, "lowpass", fs=SR, output="sos"), rng.standard_normal(n))
              + 0.002 * rng.standard_normal(n))
-    reference = _erb_band_levels_db(scene[under])
-
-    def error() -> float:
-        rms = []
-        for seed in range(4):
-            made = scene_masker(scene, SR, span, seed=seed)[under]
-            made *= np.sqrt(np.sum(scene[under] ** 2) / np.sum(made ** 2))  # one broadband gain, as the twin's
-            rms.append(np.sqrt(np.mean((_erb_band_levels_db(made) - reference) ** 2)))
-        return float(np.mean(rms))
-
-    kept = error()
+    kept = _band_error_db(scene, span)
     monkeypatch.setattr(masker, "slope_kept_db", lambda power, order, *args: np.zeros(power.size))
-    plain = error()
+    plain = _band_error_db(scene, span)
     assert kept < 1.2 and plain > 2 * kept, (kept, plain)
 
 
