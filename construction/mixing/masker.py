@@ -140,9 +140,9 @@ def slope_kept_db(power: np.ndarray, order: np.ndarray, width: int = ROTATE_BINS
         slope = np.polyfit((edges[:-1] + edges[1:] - 1) / 2, part_db, 1)[0]
         block = slice(low, low + n)
         gain[block] = slope * (np.arange(low, low + n) - order[block])
-        moved = float(np.sum(power[order[block]] * 10 ** (gain[block] / 10)))
-        if moved > 0 and power[block].sum() > 0:
-            gain[block] += 10 * np.log10(power[block].sum() / moved)
+        energy, moved = float(power[block].sum()), float(np.sum(power[order[block]] * 10 ** (gain[block] / 10)))
+        if moved > 0 and energy > 0:
+            gain[block] += 10 * np.log10(energy / moved)
     return gain
 
 
