@@ -7,7 +7,8 @@ of both), against a circular-shift baseline.
 
     python scripts/heldout_audit.py --workspace workspace [--json out.json]
 
-Prints a table per category; --json writes every sample's figures and the summaries.
+Prints a table per category (each share masking less with its 95 % interval); --json writes every
+sample's figures and the summaries.
 """
 
 from __future__ import annotations
@@ -99,7 +100,8 @@ def summarise(rows: list[dict]) -> dict:
                 d = np.array([r[twin][grid] - r["mixture"][grid] for r in have])
                 t[grid] = {"median_abs": round(float(np.median(np.abs(d))), 4),
                            "p95_abs": round(float(np.percentile(np.abs(d), 95)), 4),
-                           "share_masking_less": round(float(np.mean(d > 0)), 3)}
+                           "share_masking_less": round(float(np.mean(d > 0)), 3),
+                           "share_masking_less_ci95": heldout.share_interval(int(np.sum(d > 0)), d.size)}
             ch = np.abs([r[twin]["speech_change_db"] for r in have])
             t["speech_change_db"] = {"median_abs": round(float(np.median(ch)), 2),
                                      "p95_abs": round(float(np.percentile(ch, 95)), 2), "max_abs": round(float(ch.max()), 2)}
@@ -128,7 +130,9 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             t = c[twin]
             grids = "  ".join(f"{g}: |d| median {t[g]['median_abs']:.3f} p95 {t[g]['p95_abs']:.3f} "
-                              f"less {t[g]['share_masking_less']:.2f}" for g in ALL_GRIDS)
+                              f"less {t[g]['share_masking_less']:.2f} "
+                              f"[{t[g]['share_masking_less_ci95'][0]:.2f}-{t[g]['share_masking_less_ci95'][1]:.2f}]"
+                              for g in ALL_GRIDS)
             print(f"  {twin:10s} {grids}")
             print(f"  {'':10s} speech change |dB| median {t['speech_change_db']['median_abs']} p95 "
                   f"{t['speech_change_db']['p95_abs']} max {t['speech_change_db']['max_abs']}; envelope r median "

@@ -7,6 +7,9 @@ their backgrounds limited around the speech, never the speech; reruns identical;
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 from scipy import signal
@@ -23,6 +26,7 @@ from construction.sounds.library import loudness_lufs
 from construction.sounds.procedural import DANGER_SCENES
 from tests.test_mix import SPECS, SR, _config, _parts, _workspace, library  # noqa: F401 (a fixture)
 
+REPO = Path(__file__).resolve().parents[1]
 TWINS = {"irrelevant": ("irrelevant_audio", "irrelevant_scene_audio"), "danger": ("danger_audio", "danger_scene_audio")}
 
 
@@ -84,10 +88,40 @@ def test_the_twins_carry_the_mixtures_speech_at_its_level_and_mask_it_alike_on_g
     assert overall["irrelevant"]["speech_change_db"]["max_abs"] <= 0.15
     assert set(overall["danger"]) >= {"erb", *heldout.GRIDS, "speech_change_db", "limit_db", "envelope_r"}
     assert written["irrelevant_twins"]["without_twin"] == 0
+    # each share masking less comes with its 95 % interval, which holds it
+    for kinds in written["twin_masking"].values():
+        for figures in kinds.values():
+            for grid in ("erb", *heldout.GRIDS):
+                low, high = figures[grid]["share_masking_less_ci95"]
+                assert 0 <= low <= figures[grid]["share_masking_less"] <= high <= 1, figures[grid]
+    # the held-out audit, typed as the docs give it (from the clone's root), on this workspace's mixtures
+    audit = tmp_path / "audit.json"
+    done = subprocess.run([sys.executable, "scripts/heldout_audit.py", "--workspace", str(ws.root), "--stage", "mix",
+                           "--json", str(audit)], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    audited = json.loads(audit.read_text())["summary"]["OVERALL"]["irrelevant"]
+    assert audited["n"] == len(SPECS)
+    for grid in ("erb", *heldout.GRIDS, "check_32ms", "check_128ms"):
+        low, high = audited[grid]["share_masking_less_ci95"]
+        assert low <= audited[grid]["share_masking_less"] <= high, audited[grid]
+        assert f"less {audited[grid]['share_masking_less']:.2f} [{low:.2f}-{high:.2f}]" in done.stdout
     # no click in any of the five rendered tracks of any sample: each is checked and counted
     assert all(set(s.provenance["mix"]["clicks"]) >= {"mixture", "scene", "twin", "danger", "danger_scene"}
                for s in samples)
     assert written["clicks"] == 0
+
+
+def test_a_shares_interval_is_wilsons():
+    """The 95 % interval beside each share masking less: Wilson's, as statsmodels computes it too; wide for
+    a category's hundred twins (a share of 0.27 does not tell a bias from a draw)."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    for hits, n in ((26, 97), (55, 191), (0, 12), (12, 12), (50, 100)):
+        low, high = heldout.share_interval(hits, n)
+        assert np.allclose([low, high], proportion_confint(hits, n, alpha=0.05, method="wilson"), atol=6e-4)
+    low, high = heldout.share_interval(26, 97)
+    assert low < 0.2 and high > 0.35
+    assert heldout.share_interval(0, 0) == [0.0, 1.0]
 
 
 def _harmonic(seconds: float, f0: float = 220.0, flat: bool = False) -> np.ndarray:

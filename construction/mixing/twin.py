@@ -239,7 +239,8 @@ def make_danger(speech_track: np.ndarray, scene: np.ndarray, gain: np.ndarray, h
 def twin_stats(samples: Iterable[Sample]) -> dict[str, Any]:
     """The twins' figures per category: how many, per danger scene; each twin's masking against the
     mixture's on the ERB grid it is matched on and on the held-out grids (|twin - mixture| median and
-    95th percentile, and the share of twins masking LESS than the scene: more glimpses), the speech's
+    95th percentile, and the share of twins masking LESS than the scene: more glimpses, with its 95 %
+    interval), the speech's
     level change, and its background's envelope correlation with the scene's against the baseline."""
     danger_counts: dict[str, int] = {name: 0 for name in DANGER_SCENES}
     figures: dict[str, dict[str, dict[str, list[float]]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
@@ -272,7 +273,8 @@ def twin_stats(samples: Iterable[Sample]) -> dict[str, Any]:
         if name in ("erb", *heldout.GRIDS):
             return {"n": v.size, "median_abs": round(float(np.median(np.abs(v))), 4),
                     "p95_abs": round(float(np.percentile(np.abs(v), 95)), 4),
-                    "share_masking_less": round(float(np.mean(v > 0)), 3)}
+                    "share_masking_less": round(float(np.mean(v > 0)), 3),
+                    "share_masking_less_ci95": heldout.share_interval(int(np.sum(v > 0)), v.size)}
         if name == "speech_change_db":
             return {"median_abs": round(float(np.median(np.abs(v))), 3), "p95_abs": round(float(np.percentile(np.abs(v), 95)), 3),
                     "max_abs": round(float(np.max(np.abs(v))), 3)}
