@@ -113,7 +113,7 @@ def test_the_twins_carry_the_mixtures_speech_at_its_level_and_mask_it_alike_on_g
 
 def test_a_shares_interval_is_wilsons():
     """The 95 % interval beside each share masking less: Wilson's, as statsmodels computes it too; wide for
-    a category's hundred twins (a share of 0.27 does not tell a bias from a draw)."""
+    a category's hundred twins (26 of 97 cannot tell a share of 0.3 from one of 0.2)."""
     from statsmodels.stats.proportion import proportion_confint
 
     for hits, n in ((26, 97), (55, 191), (0, 12), (12, 12), (50, 100)):

@@ -240,8 +240,8 @@ def twin_stats(samples: Iterable[Sample]) -> dict[str, Any]:
     """The twins' figures per category: how many, per danger scene; each twin's masking against the
     mixture's on the ERB grid it is matched on and on the held-out grids (|twin - mixture| median and
     95th percentile, and the share of twins masking LESS than the scene: more glimpses, with its 95 %
-    interval), the speech's
-    level change, and its background's envelope correlation with the scene's against the baseline."""
+    interval), the speech's level change, and its background's envelope correlation with the scene's
+    against the baseline."""
     danger_counts: dict[str, int] = {name: 0 for name in DANGER_SCENES}
     figures: dict[str, dict[str, dict[str, list[float]]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
     made = missing = 0
