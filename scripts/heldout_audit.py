@@ -97,11 +97,7 @@ def summarise(rows: list[dict]) -> dict:
                 continue
             t = {"n": len(have)}
             for grid in grids:
-                d = np.array([r[twin][grid] - r["mixture"][grid] for r in have])
-                t[grid] = {"median_abs": round(float(np.median(np.abs(d))), 4),
-                           "p95_abs": round(float(np.percentile(np.abs(d), 95)), 4),
-                           "share_masking_less": round(float(np.mean(d > 0)), 3),
-                           "share_masking_less_ci95": heldout.share_interval(int(np.sum(d > 0)), d.size)}
+                t[grid] = heldout.masking_figures([r[twin][grid] - r["mixture"][grid] for r in have])
             ch = np.abs([r[twin]["speech_change_db"] for r in have])
             t["speech_change_db"] = {"median_abs": round(float(np.median(ch)), 2),
                                      "p95_abs": round(float(np.percentile(ch, 95)), 2), "max_abs": round(float(ch.max()), 2)}

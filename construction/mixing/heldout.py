@@ -12,9 +12,10 @@ mixture's on grids and rules the twins are not built on, so a match made on one 
 - `envelope_correlation`: the correlation of two tracks' events (10 ms log-envelopes less their 0.5 s
   running mean), with the same correlation against circular shifts of the second (the baseline a track
   that merely coexists reaches).
-- `share_interval`: the 95 % interval of a share (the share of twins masking less than the scene): about
-  a hundred twins a category put a share's standard error near 0.05, so a reader needs the interval to
-  tell a bias from a draw.
+- `masking_figures`: how a set of twins' glimpse differences (twin - mixture, one grid) read: |d| median
+  and 95th percentile, the share masking less than the scene (d > 0) and that share's 95 % interval
+  (`share_interval`: about a hundred twins a category put a share's standard error near 0.05, so a reader
+  needs the interval to tell a bias from a draw). The build's stats and the held-out audit both use it.
 """
 
 from __future__ import annotations
@@ -40,6 +41,16 @@ def share_interval(hits: int, n: int) -> list[float]:
 
     ci = binomtest(hits, n).proportion_ci(confidence_level=0.95, method="wilson")
     return [round(float(ci.low), 3), round(float(ci.high), 3)]
+
+
+def masking_figures(differences: np.ndarray) -> dict[str, float | list[float]]:
+    """|d| median and p95, the share masking less (d > 0) and its interval, for glimpse differences
+    twin - mixture on one grid."""
+    d = np.asarray(differences, dtype=float)
+    less = int(np.sum(d > 0))
+    return {"median_abs": round(float(np.median(np.abs(d))), 4),
+            "p95_abs": round(float(np.percentile(np.abs(d), 95)), 4),
+            "share_masking_less": round(less / d.size, 3), "share_masking_less_ci95": share_interval(less, d.size)}
 
 
 def spectrogram(audio: np.ndarray, sample_rate: int, frame_s: float, hop_s: float) -> np.ndarray:

@@ -271,10 +271,7 @@ def twin_stats(samples: Iterable[Sample]) -> dict[str, Any]:
     def summary(name: str, values: list[float]) -> dict[str, Any]:
         v = np.asarray(values, dtype=float)
         if name in ("erb", *heldout.GRIDS):
-            return {"n": v.size, "median_abs": round(float(np.median(np.abs(v))), 4),
-                    "p95_abs": round(float(np.percentile(np.abs(v), 95)), 4),
-                    "share_masking_less": round(float(np.mean(v > 0)), 3),
-                    "share_masking_less_ci95": heldout.share_interval(int(np.sum(v > 0)), v.size)}
+            return {"n": v.size, **heldout.masking_figures(v)}
         if name == "speech_change_db":
             return {"median_abs": round(float(np.median(np.abs(v))), 3), "p95_abs": round(float(np.percentile(np.abs(v), 95)), 3),
                     "max_abs": round(float(np.max(np.abs(v))), 3)}
