@@ -89,7 +89,11 @@ class HubStub:
         self.lfs_objects: dict[str, bytes] = {}  # sha256 -> bytes, as uploaded (the sha256 checked)
         self.lfs_signature = secrets.token_hex(8)  # the upload hrefs are presigned, as the Hub's storage URLs are
         self.repos: dict[tuple[str, str], Repo] = {}
-        self.requests: list[tuple[str, str]] = []  # (method, path)
+        # (method, path) of each request the workbench makes; huggingface_hub's own GET /api/agent-harnesses (a
+        # registry it fetches at most once a day, when HF_HOME holds no fresh copy) is kept apart, in
+        # registry_fetches: whether it comes depends on that cache, not on the command under test
+        self.requests: list[tuple[str, str]] = []
+        self.registry_fetches = 0
         self.lock = threading.Lock()
         stub = self
 
@@ -126,10 +130,12 @@ class HubStub:
         url = urlsplit(req.path)
         path, query = unquote(url.path), parse_qs(url.query)
         body = req.rfile.read(int(req.headers.get("Content-Length") or 0))  # huggingface_hub sends one
+        if method == "GET" and path == "/api/agent-harnesses":  # public; the client fetches it once a day
+            with self.lock:
+                self.registry_fetches += 1
+            return self.send(req, 200, {"standardEnvVars": [], "harnesses": {}})
         with self.lock:
             self.requests.append((method, path))
-        if method == "GET" and path == "/api/agent-harnesses":  # public; the client fetches it once a day
-            return self.send(req, 200, {"standardEnvVars": [], "harnesses": {}})
         auth = req.headers.get("Authorization", "")
         token = auth[len("Bearer "):] if auth.startswith("Bearer ") else ""
         if self.lfs and method == "PUT" and path.startswith("/lfs/"):  # a presigned upload: no token, a signature

@@ -43,7 +43,9 @@ def test_a_missing_release_folder_is_never_looked_up_on_the_hub(hub, tmp_path, c
             ("aor/no-such-release", 1, "--release aor/no-such-release: no such folder here (")):
         hub.requests.clear()
         started = time.monotonic()
-        proc = run_module(*_commands(release, tmp_path)[command], env=ENV, timeout=120)
+        # a fresh HF_HOME: the user's cache is not touched, and the client's registry fetch comes every time
+        proc = run_module(*_commands(release, tmp_path)[command], env={**ENV, "HF_HOME": str(tmp_path / "hf")},
+                          timeout=120)
         took = time.monotonic() - started
         assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
         assert f"error: {says}" in proc.stderr, proc.stderr[-3000:]
