@@ -30,12 +30,13 @@ under the speech, cell by cell:
   3. resynthesised from random phases made consistent (`consistent`: fast Griffin-Lim), so the signal's
      own short-time spectrum IS that spectrum, cell by cell, every 16 ms; no waveform of the scene
      survives;
-  4. the scene's fine structure kept (irrelevant twin: `fine_structure_kept`): Griffin-Lim's spectrum is
-     flatter than its target, so the target's fine structure under the speech is remapped, octave region
-     by octave region, until the made signal's distribution of it (dB about a 1-ERB smooth, quantile by
-     quantile) is the scene's, and made again. Without it film's twins masked more than the scene on a
-     64 ms grid in 0.70-0.72 of samples, and cooking's and work's masked less on a 128 ms grid in
-     0.75-0.82 (twins re-made from two seeds' 1,200 mixtures: perf/results/issue48-masker-designs.txt).
+  4. the scene's fine structure kept (`fine_structure_kept`): Griffin-Lim's spectrum is flatter than its
+     target, so the target's fine structure under the speech is remapped, octave region by octave region,
+     until the made signal's distribution of it (dB about a 1-ERB smooth, quantile by quantile) is the
+     scene's, and made again. Without it film's irrelevant twins masked more than the scene on a 64 ms
+     grid in 0.70-0.72 of samples, cooking's and work's masked less on a 128 ms grid in 0.75-0.82, and
+     work's danger twins masked less on 64 ms in 0.60-0.69 (twins re-made from two seeds' 1,200
+     mixtures: perf/results/issue48-masker-designs.txt, session 16).
 Random phases alone (the design before, with a 32-band noise vocoder after it) overlap-add into a
 spectrum that speckles around the target, and the speckle compounded the scene's own: on a default
 600-script build the twin masked less than the scene on a 64 ms grid in 81-88 % of cooking and sports
@@ -256,10 +257,9 @@ def scene_masker(heard: np.ndarray, sample_rate: int, span: tuple[int, int], see
               + (1 - weight) * rotated(steady[:, None], order, sample_rate, envelope_erb)) * slope[:, None]
     # consistent phases where the masking is measured (under the speech and the crossfades); the steady
     # part stays noise, as consistent phases would make its fixed spectrum a drone of steady tones
+    # and the followed track's fine structure kept (fine_structure_kept says why)
     phase = np.exp(2j * np.pi * rng.random(target.shape))
-    if envelope_erb is None:  # the scene's fine structure kept (fine_structure_kept says why)
-        return fine_structure_kept(target, power, weight >= 1, phase, sample_rate, heard.size, weight == 0)
-    return consistent(np.sqrt(target), phase, sample_rate, heard.size, noise=weight == 0)
+    return fine_structure_kept(target, power, weight >= 1, phase, sample_rate, heard.size, weight == 0)
 
 
 def shifted(scene: np.ndarray, gain: np.ndarray, span: tuple[int, int], shift: int, margin: int = 0) -> np.ndarray:
