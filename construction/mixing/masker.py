@@ -157,14 +157,21 @@ def slope_kept_db(power: np.ndarray, order: np.ndarray, width: int = ROTATE_BINS
     return gain
 
 
+def fine_structure(power: np.ndarray, sample_rate: int, width_erb: float = FINE_ERB
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """(the fine structure: log power less its average over `width_erb` ERBs; that average), bins x frames."""
+    log_power = np.log(np.maximum(power, max(float(power.max()), 1e-30) * 1e-12))
+    smooth = erb_smoothed(log_power, sample_rate, width_erb)
+    return log_power - smooth, smooth
+
+
 def rotated(power: np.ndarray, order: np.ndarray, sample_rate: int, envelope_erb: float | None) -> np.ndarray:
     """`power` (bins x frames) with its bins put in `order`; with `envelope_erb`, only its fine structure
     (the log power less its average over that many ERBs) moves and that ERB-rate envelope stays."""
     if envelope_erb is None:
         return power[order]
-    log_power = np.log(np.maximum(power, max(float(power.max()), 1e-30) * 1e-12))
-    smooth = erb_smoothed(log_power, sample_rate, envelope_erb)
-    return np.exp(smooth + (log_power - smooth)[order])
+    fine, smooth = fine_structure(power, sample_rate, envelope_erb)
+    return np.exp(smooth + fine[order])
 
 
 def consistent(magnitude: np.ndarray, phase: np.ndarray, sample_rate: int, size: int,
@@ -187,13 +194,6 @@ def consistent(magnitude: np.ndarray, phase: np.ndarray, sample_rate: int, size:
         if noise is not None:
             spec[:, noise] = start[:, noise]
     return _istft(spec, sample_rate, FRAME_S, HOP_S, size)
-
-
-def fine_structure(power: np.ndarray, sample_rate: int) -> tuple[np.ndarray, np.ndarray]:
-    """(the fine structure: log power less its 1-ERB smooth (FINE_ERB); that smooth), bins x frames."""
-    log_power = np.log(np.maximum(power, max(float(power.max()), 1e-30) * 1e-12))
-    smooth = erb_smoothed(log_power, sample_rate, FINE_ERB)
-    return log_power - smooth, smooth
 
 
 def fine_structure_kept(target: np.ndarray, scene_power: np.ndarray, under: np.ndarray, phase: np.ndarray,
